@@ -1,0 +1,42 @@
+# Tern: `make demo` and `make test` set up everything on a fresh machine.
+#
+#   make setup    system packages (apt-get, when missing) + pinned Python env (.venv)
+#   make build    C++ runtime, kernels, tern-run and C++ tests (build/)
+#   make python   the `tern` Python package (exporter + runtime bindings) into .venv
+#   make demo     export mobilenet_v2 and run it with tern-run
+#   make test     every C++ (ctest) and Python (pytest) test
+
+SHELL := /bin/bash
+PY := .venv/bin/python
+BUILD := build
+JOBS ?= $(shell nproc)
+export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
+
+.PHONY: setup build python demo test test-cpp test-python clean
+
+setup:
+	@bash scripts/setup_env.sh
+
+build: setup
+	mkdir -p $(BUILD) && cmake -S . -B $(BUILD) -G Ninja -DPython3_EXECUTABLE=$(abspath $(PY)) -DCMAKE_BUILD_TYPE=Release \
+	  -DTERN_BUILD_TESTS=ON -DTERN_BUILD_TOOLS=ON -DTERN_BUILD_PYTHON=OFF > $(BUILD)/configure.log \
+	  || { cat $(BUILD)/configure.log; exit 1; }
+	cmake --build $(BUILD) -j $(JOBS)
+
+python: setup
+	$(PY) -m pip install --no-build-isolation --no-deps -q .
+	@$(PY) -c "import tern, tern._runtime; print('python: tern', tern.__version__, 'installed in .venv')"
+
+demo: build python
+	$(PY) examples/demo.py --tern-run $(BUILD)/tern-run
+
+test: build python test-cpp test-python
+
+test-cpp:
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-python:
+	$(PY) -m pytest -q tests/python
+
+clean:
+	rm -rf $(BUILD) build/py python/tern/fb

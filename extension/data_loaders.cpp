@@ -1,0 +1,130 @@
+#include "extension/data_loaders.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/core/log.h"
+
+namespace tern {
+namespace {
+
+// Opens `path` and returns its size through *size; -1 on failure (logged).
+int open_sized(const char* path, size_t* size) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    TERN_LOG_ERROR("cannot open '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    TERN_LOG_ERROR("'%s' is not a regular file", path);
+    ::close(fd);
+    return -1;
+  }
+  *size = static_cast<size_t>(st.st_size);
+  return fd;
+}
+
+Result<const uint8_t*> load_range(const uint8_t* data, size_t total, size_t offset, size_t size) {
+  if (offset > total || size > total - offset) {
+    TERN_LOG_ERROR("load of [%zu, +%zu) is outside the %zu-byte file", offset, size, total);
+    return Error::InvalidArgument;
+  }
+  return data + offset;
+}
+
+}  // namespace
+
+MmapDataLoader::~MmapDataLoader() { close(); }
+
+void MmapDataLoader::close() {
+  if (data_ != nullptr) munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+Error MmapDataLoader::open(const char* path) {
+  close();
+  size_t size = 0;
+  int fd = open_sized(path, &size);
+  if (fd < 0) return Error::AccessFailed;
+  if (size == 0) {
+    ::close(fd);
+    TERN_LOG_ERROR("'%s' is empty, not a Tern file", path);
+    return Error::NotATernFile;
+  }
+  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    TERN_LOG_ERROR("cannot map '%s' (%zu bytes): %s", path, size, strerror(errno));
+    return Error::AccessFailed;
+  }
+  data_ = p;  // page-aligned, so 64-byte aligned segments stay aligned
+  size_ = size;
+  return Error::Ok;
+}
+
+Result<const uint8_t*> MmapDataLoader::load(size_t offset, size_t size) {
+  return load_range(static_cast<const uint8_t*>(data_), size_, offset, size);
+}
+
+FileDataLoader::~FileDataLoader() { close(); }
+
+void FileDataLoader::close() {
+  free(data_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+// Reads all `size` bytes of fd into data; false (logged) on a read error.
+static bool read_all(int fd, const char* path, uint8_t* data, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      TERN_LOG_ERROR("cannot read '%s' at byte %zu: %s", path, done, n < 0 ? strerror(errno) : "unexpected end");
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+Error FileDataLoader::open(const char* path) {
+  close();
+  size_t size = 0;
+  int fd = open_sized(path, &size);
+  if (fd < 0) return Error::AccessFailed;
+  if (size == 0) {
+    ::close(fd);
+    TERN_LOG_ERROR("'%s' is empty, not a Tern file", path);
+    return Error::NotATernFile;
+  }
+  uint8_t* data = static_cast<uint8_t*>(aligned_alloc(64, (size + 63) / 64 * 64));
+  if (data == nullptr) {
+    ::close(fd);
+    TERN_LOG_ERROR("cannot allocate %zu bytes to read '%s'", size, path);
+    return Error::OutOfMemory;
+  }
+  bool ok = read_all(fd, path, data, size);
+  ::close(fd);
+  if (!ok) {
+    free(data);
+    return Error::AccessFailed;
+  }
+  data_ = data;
+  size_ = size;
+  return Error::Ok;
+}
+
+Result<const uint8_t*> FileDataLoader::load(size_t offset, size_t size) {
+  return load_range(data_, size_, offset, size);
+}
+
+}  // namespace tern

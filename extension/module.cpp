@@ -1,0 +1,135 @@
+#include "extension/module.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "extension/heap_allocator.h"
+#include "kernels/portable/register.h"
+#include "runtime/core/log.h"
+#include "schema/tern_generated.h"
+
+namespace tern {
+
+Tensor make_tensor(void* data, ScalarType dtype, const int64_t* sizes, int dim) {
+  Tensor t;
+  t.data = data;
+  t.dtype = dtype;
+  t.dim = dim;
+  t.numel = 1;
+  for (int i = 0; i < dim && i < kMaxDims; ++i) {
+    t.sizes[i] = sizes[i];
+    t.numel *= sizes[i];
+  }
+  return t;
+}
+
+Tensor make_tensor(void* data, ScalarType dtype, std::initializer_list<int64_t> sizes) {
+  return make_tensor(data, dtype, sizes.begin(), static_cast<int>(sizes.size()));
+}
+
+struct Module::LoadedMethod {
+  std::string name;
+  HeapAllocator allocator;
+  std::vector<void*> arenas;  // aligned_alloc'ed, freed in the destructor
+  std::vector<Span<uint8_t>> planned;
+  MemoryManager memory;
+  std::optional<Method> method;
+  std::vector<Tensor> outputs;
+
+  ~LoadedMethod() {
+    for (void* a : arenas) free(a);
+  }
+};
+
+Module::Module() = default;
+Module::~Module() = default;
+
+Error Module::load(const char* path, LoadMode mode) {
+  TERN_CHECK_OK(register_portable_kernels());
+  methods_.clear();
+  program_.reset();
+  if (mode == LoadMode::Mmap) {
+    auto loader = std::make_unique<MmapDataLoader>();
+    TERN_CHECK_OK(loader->open(path));
+    loader_ = std::move(loader);
+  } else {
+    auto loader = std::make_unique<FileDataLoader>();
+    TERN_CHECK_OK(loader->open(path));
+    loader_ = std::move(loader);
+  }
+  Result<Program> program = Program::load(*loader_);
+  if (!program.ok()) return program.error();
+  program_.emplace(std::move(*program));
+  if (program_->method("forward") != nullptr) {
+    Method* forward;
+    TERN_CHECK_OK(load_method("forward", &forward));  // logged by Method::load
+  }
+  return Error::Ok;
+}
+
+Module::LoadedMethod* Module::find(const char* name) {
+  for (auto& m : methods_) {
+    if (m->name == name) return m.get();
+  }
+  return nullptr;
+}
+
+Method* Module::method(const char* name) {
+  Method* m = nullptr;
+  (void)load_method(name, &m);
+  return m;
+}
+
+Error Module::load_method(const char* name, Method** out) {
+  *out = nullptr;
+  if (!program_) {
+    TERN_LOG_ERROR("Module::method('%s'): no program loaded", name);
+    return Error::NotFound;
+  }
+  if (LoadedMethod* m = find(name)) {
+    *out = &*m->method;
+    return Error::Ok;
+  }
+  const fb::Method* fm = program_->method(name);
+  if (fm == nullptr) {
+    TERN_LOG_ERROR("the program has no method '%s'", name);
+    return Error::NotFound;
+  }
+  auto lm = std::make_unique<LoadedMethod>();
+  lm->name = name;
+  uint32_t n = fm->arena_sizes() ? fm->arena_sizes()->size() : 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    size_t bytes = (fm->arena_sizes()->Get(i) + 63) / 64 * 64;
+    void* a = aligned_alloc(64, bytes == 0 ? 64 : bytes);
+    if (a == nullptr) {
+      TERN_LOG_ERROR("method '%s': cannot allocate planned arena %u (%zu bytes)", name, i, bytes);
+      return Error::OutOfMemory;
+    }
+    lm->arenas.push_back(a);
+    lm->planned.emplace_back(static_cast<uint8_t*>(a), bytes);
+  }
+  lm->memory.method_allocator = &lm->allocator;
+  lm->memory.planned = Span<const Span<uint8_t>>(lm->planned.data(), lm->planned.size());
+  Result<Method> m = Method::load(*program_, name, lm->memory);
+  if (!m.ok()) return m.error();
+  lm->method.emplace(std::move(*m));
+  for (size_t i = 0; i < lm->method->num_outputs(); ++i) lm->outputs.push_back(lm->method->output(i));
+  methods_.push_back(std::move(lm));
+  *out = &*methods_.back()->method;
+  return Error::Ok;
+}
+
+Result<Span<const Tensor>> Module::run(const char* name, Span<const Tensor> inputs) {
+  Method* m;
+  TERN_CHECK_OK(load_method(name, &m));
+  if (inputs.size() != m->num_inputs()) {
+    TERN_LOG_ERROR("method '%s' takes %zu inputs, got %zu", name, m->num_inputs(), inputs.size());
+    return Error::InvalidArgument;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) TERN_CHECK_OK(m->set_input(i, inputs[i]));
+  TERN_CHECK_OK(m->execute());
+  LoadedMethod* lm = find(name);
+  return Span<const Tensor>(lm->outputs.data(), lm->outputs.size());
+}
+
+}  // namespace tern

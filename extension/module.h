@@ -1,0 +1,74 @@
+// Module: the easy way to run a .tern file from C++.
+//
+//   #include "extension/module.h"
+//
+//   tern::Module module;
+//   if (module.load("model.tern") != tern::Error::Ok) {
+//     fprintf(stderr, "%s\n", tern::last_error_message());
+//     return 1;
+//   }
+//   std::vector<float> x(1 * 3 * 224 * 224);
+//   tern::Tensor input = tern::make_tensor(x.data(), tern::ScalarType::Float32, {1, 3, 224, 224});
+//   auto outputs = module.forward({&input, 1});
+//   if (!outputs.ok()) { ... }
+//   const tern::Tensor& logits = (*outputs)[0];   // valid until the next run
+//
+// A Module owns what the runtime core leaves to the application: the file
+// (memory-mapped by default), the method allocator and the planned arenas,
+// all taken from the heap at load(). forward() and run() then allocate
+// nothing: they copy the inputs into planned memory and execute.
+// Thread safety: none; use one Module per thread.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "extension/data_loaders.h"
+#include "runtime/executor/method.h"
+#include "runtime/executor/program.h"
+
+namespace tern {
+
+// A Tensor over memory the caller owns.
+Tensor make_tensor(void* data, ScalarType dtype, std::initializer_list<int64_t> sizes);
+Tensor make_tensor(void* data, ScalarType dtype, const int64_t* sizes, int dim);
+
+class Module {
+ public:
+  enum class LoadMode { Mmap, File };
+
+  Module();
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Loads and verifies the file, then loads its "forward" method (if any).
+  // On failure, last_error_message() says what and where.
+  Error load(const char* path, LoadMode mode = LoadMode::Mmap);
+
+  const Program& program() const { return *program_; }
+
+  // The method `name`, loading it on first use (heap allocation happens here,
+  // once). nullptr (with a log line) if it does not exist or fails to load.
+  Method* method(const char* name = "forward");
+
+  // Sets the inputs (dtype and sizes must match), executes, and returns the
+  // outputs. The returned tensors point into planned memory.
+  Result<Span<const Tensor>> run(const char* name, Span<const Tensor> inputs);
+  Result<Span<const Tensor>> forward(Span<const Tensor> inputs) { return run("forward", inputs); }
+
+ private:
+  struct LoadedMethod;
+  LoadedMethod* find(const char* name);
+  // method(), with the reason it failed: NotFound, OutOfMemory or Method::load's error.
+  Error load_method(const char* name, Method** out);
+
+  std::unique_ptr<DataLoader> loader_;
+  std::optional<Program> program_;
+  std::vector<std::unique_ptr<LoadedMethod>> methods_;
+};
+
+}  // namespace tern

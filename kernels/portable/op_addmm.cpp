@@ -1,0 +1,91 @@
+// aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1,
+//     Scalar alpha=1) -> Tensor
+// args: [self, mat1, mat2, beta, alpha, out]
+//
+// float32: out[m, n] = beta * self + alpha * mat1[m, k] x mat2[k, n], with
+// self broadcast to [m, n] (a linear layer's bias is self [n]). beta == 0
+// ignores self, NaN included, as torch does.
+#include <cstring>
+
+#include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/gemm.h"
+
+namespace tern {
+namespace portable {
+namespace {
+
+struct AddmmState {
+  float alpha, beta;
+};
+
+// out[i, j] = self broadcast to [m, n] (self is 0-d, [n], [1, n], [m, 1]...).
+void broadcast_self(const Tensor& self, int64_t m, int64_t n, float* out) {
+  const float* s = self.data_as<const float>();
+  const int64_t cs = self.dim >= 1 && self.sizes[self.dim - 1] != 1 ? 1 : 0;
+  const int64_t rs = self.dim == 2 && self.sizes[0] != 1 ? self.sizes[1] : 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) out[i * n + j] = s[i * rs + j * cs];
+  }
+}
+
+Error addmm_run(RunContext& ctx, EValue* const* args) {
+  AddmmState st;
+  memcpy(&st, ctx.state(), sizeof(st));
+  const Tensor& a = args[1]->tensor;
+  const Tensor& b = args[2]->tensor;
+  Tensor& c = args[5]->tensor;
+  const int64_t m = a.sizes[0], k = a.sizes[1], n = b.sizes[1];
+  if (st.beta != 0.f) broadcast_self(args[0]->tensor, m, n, c.data_as<float>());
+  GemmParams p = gemm_row_major(m, n, k, a.data_as<const float>(), b.data_as<const float>(),
+                                c.data_as<float>());
+  p.alpha = st.alpha;
+  p.beta = st.beta;
+  gemm_f32(p, ctx.scratch());
+  return Error::Ok;
+}
+
+// self broadcasts to [m, n]: at most 2-d, each size 1 or the matching size.
+bool broadcasts_to(const Tensor& self, int64_t m, int64_t n) {
+  if (self.dim > 2) return false;
+  if (self.dim >= 1 && self.sizes[self.dim - 1] != 1 && self.sizes[self.dim - 1] != n) return false;
+  return self.dim < 2 || self.sizes[0] == 1 || self.sizes[0] == m;
+}
+
+}  // namespace
+
+Error addmm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 6));
+  const int tensor_args[] = {0, 1, 2, 5};
+  const char* names[] = {"self", "mat1", "mat2", "out"};
+  for (int i = 0; i < 4; ++i) {
+    TERN_CHECK_OK(ctx.expect_tensor(args, tensor_args[i]));
+    const ScalarType t = args[tensor_args[i]]->tensor.dtype;
+    if (t != ScalarType::Float32) return fail_dtype(ctx, names[i], t);
+  }
+  if (!args[3]->is_scalar() || !args[4]->is_scalar()) {
+    return ctx.fail(Error::InvalidProgram, "beta and alpha must be scalars, got %s and %s",
+                    tag_name(args[3]->tag), tag_name(args[4]->tag));
+  }
+  const Tensor& a = args[1]->tensor;
+  const Tensor& b = args[2]->tensor;
+  if (a.dim != 2 || b.dim != 2 || a.sizes[1] != b.sizes[0]) {
+    return ctx.fail(Error::InvalidProgram, "cannot multiply mat1 (%d-d) and mat2 (%d-d): need "
+                    "[m, k] x [k, n]", a.dim, b.dim);
+  }
+  const int64_t m = a.sizes[0], k = a.sizes[1], n = b.sizes[1];
+  if (!broadcasts_to(args[0]->tensor, m, n)) {
+    return ctx.fail(Error::InvalidProgram, "self (%d-d) does not broadcast to [%lld, %lld]",
+                    args[0]->tensor.dim, (long long)m, (long long)n);
+  }
+  const int64_t out_sizes[] = {m, n};
+  TERN_CHECK_OK(expect_sizes(ctx, args[5]->tensor, "out", out_sizes, 2));
+  const AddmmState st{static_cast<float>(args[4]->to_double()),
+                      static_cast<float>(args[3]->to_double())};
+  memcpy(ctx.state(), &st, sizeof(st));
+  ctx.request_scratch(gemm_scratch_bytes(m, n, k));
+  ctx.set_run(addmm_run);
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern

@@ -1,0 +1,83 @@
+// aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[],
+//     int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True,
+//     int? divisor_override=None) -> Tensor
+// args: [self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+//        divisor_override, out]
+//
+// float32 self [c, h, w] or [n, c, h, w]. The divisor is divisor_override if
+// given, else the window clipped to the padded input (count_include_pad) or
+// to the input itself, as in ATen's CPU kernel.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/pool.h"
+
+namespace tern {
+namespace portable {
+namespace {
+
+// One output element: the window whose top-left corner is input (ih0, iw0).
+float avg_window(const PoolGeometry& g, const float* x, int64_t ih0, int64_t iw0) {
+  int64_t ih1 = std::min<int64_t>(ih0 + g.kh, int64_t(g.h) + g.ph);
+  int64_t iw1 = std::min<int64_t>(iw0 + g.kw, int64_t(g.w) + g.pw);
+  const int64_t padded_size = (ih1 - ih0) * (iw1 - iw0);
+  ih0 = std::max<int64_t>(ih0, 0), iw0 = std::max<int64_t>(iw0, 0);
+  ih1 = std::min<int64_t>(ih1, g.h), iw1 = std::min<int64_t>(iw1, g.w);
+  if (ih0 >= ih1 || iw0 >= iw1) return 0.f;
+  double sum = 0.0;
+  for (int64_t ih = ih0; ih < ih1; ++ih) {
+    for (int64_t iw = iw0; iw < iw1; ++iw) sum += x[ih * g.w + iw];
+  }
+  const int64_t divisor = g.divisor != 0         ? g.divisor
+                          : g.count_include_pad ? padded_size
+                                                : (ih1 - ih0) * (iw1 - iw0);
+  return static_cast<float>(sum / static_cast<double>(divisor));
+}
+
+Error avg_pool2d_run(RunContext& ctx, EValue* const* args) {
+  PoolGeometry g;
+  memcpy(&g, ctx.state(), sizeof(g));
+  const float* in = args[0]->tensor.data_as<const float>();
+  float* out = args[7]->tensor.data_as<float>();
+  const int64_t plane_in = int64_t(g.h) * g.w;
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const float* x = in + p * plane_in;
+    for (int64_t oh = 0; oh < g.oh; ++oh) {
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        *out++ = avg_window(g, x, oh * g.sh - g.ph, ow * g.sw - g.pw);
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+}  // namespace
+
+Error avg_pool2d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 8));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 0));
+  TERN_CHECK_OK(ctx.expect_tag(args, 4, Tag::Bool));
+  TERN_CHECK_OK(ctx.expect_tag(args, 5, Tag::Bool));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 7));
+  const EValue& divisor = *args[6];
+  if (!divisor.is_none() && !divisor.is_int()) {
+    return ctx.fail(Error::InvalidProgram, "divisor_override must be an int or None, got %s",
+                    tag_name(divisor.tag));
+  }
+  if (divisor.is_int() && (divisor.i == 0 || divisor.i > INT32_MAX || divisor.i < INT32_MIN)) {
+    return ctx.fail(Error::InvalidProgram, "divisor_override %lld out of range",
+                    (long long)divisor.i);
+  }
+  const PoolArgs pa{args[1], args[2], args[3], nullptr, args[4]->b};
+  PoolGeometry g;
+  TERN_CHECK_OK(pool_prepare_geometry(ctx, args[0]->tensor, pa, args[7]->tensor, &g));
+  g.count_include_pad = args[5]->b ? 1 : 0;
+  g.divisor = divisor.is_int() ? static_cast<int32_t>(divisor.i) : 0;
+  memcpy(ctx.state(), &g, sizeof(g));
+  ctx.set_run(avg_pool2d_run);
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern

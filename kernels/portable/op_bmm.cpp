@@ -1,0 +1,50 @@
+// aten::bmm(Tensor self, Tensor mat2) -> Tensor
+// args: [self, mat2, out]
+//
+// float32: out[b, m, n] = self[b, m, k] x mat2[b, k, n], one GEMM per batch
+// (util/gemm.h).
+#include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/gemm.h"
+
+namespace tern {
+namespace portable {
+namespace {
+
+Error bmm_run(RunContext& ctx, EValue* const* args) {
+  const Tensor& a = args[0]->tensor;
+  const Tensor& b = args[1]->tensor;
+  Tensor& c = args[2]->tensor;
+  const int64_t batch = a.sizes[0], m = a.sizes[1], k = a.sizes[2], n = b.sizes[2];
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm_f32(gemm_row_major(m, n, k, a.data_as<const float>() + i * m * k,
+                            b.data_as<const float>() + i * k * n, c.data_as<float>() + i * m * n),
+             ctx.scratch());
+  }
+  return Error::Ok;
+}
+
+}  // namespace
+
+Error bmm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 3));
+  const char* names[] = {"self", "mat2", "out"};
+  for (int i = 0; i < 3; ++i) {
+    TERN_CHECK_OK(ctx.expect_tensor(args, i));
+    const ScalarType t = args[i]->tensor.dtype;
+    if (t != ScalarType::Float32) return fail_dtype(ctx, names[i], t);
+  }
+  const Tensor& a = args[0]->tensor;
+  const Tensor& b = args[1]->tensor;
+  if (a.dim != 3 || b.dim != 3 || a.sizes[0] != b.sizes[0] || a.sizes[2] != b.sizes[1]) {
+    return ctx.fail(Error::InvalidProgram, "cannot multiply self (%d-d) and mat2 (%d-d): need "
+                    "[b, m, k] x [b, k, n]", a.dim, b.dim);
+  }
+  const int64_t out_sizes[] = {a.sizes[0], a.sizes[1], b.sizes[2]};
+  TERN_CHECK_OK(expect_sizes(ctx, args[2]->tensor, "out", out_sizes, 3));
+  ctx.request_scratch(gemm_scratch_bytes(a.sizes[1], b.sizes[2], a.sizes[2]));
+  ctx.set_run(bmm_run);
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern

@@ -1,0 +1,222 @@
+// aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride,
+//     SymInt[] padding, SymInt[] dilation, bool transposed,
+//     SymInt[] output_padding, SymInt groups) -> Tensor
+// args: [input, weight, bias, stride, padding, dilation, transposed,
+//        output_padding, groups, out]
+//
+// float32, 2-d (input [n, c, h, w]) or 1-d (input [n, c, l], run as h = 1),
+// any groups, stride, padding, dilation. transposed = True is not supported.
+// Paths (see util/conv.h): depthwise direct loop; 1x1 stride-1 unpadded
+// GEMM straight on the input; otherwise im2col chunks + GEMM.
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/conv.h"
+#include "kernels/portable/util/gemm.h"
+
+namespace tern {
+namespace portable {
+namespace {
+
+size_t align64(size_t bytes) { return (bytes + 63) & ~size_t(63); }
+
+ConvGeometry load_geometry(const RunContext& ctx) {
+  ConvGeometry g;
+  memcpy(&g, ctx.state(), sizeof(g));
+  return g;
+}
+
+const float* bias_data(const EValue* bias) {
+  return bias->is_tensor() ? bias->tensor.data_as<const float>() : nullptr;
+}
+
+bool conv_is_pointwise(const ConvGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+}
+
+bool conv_is_depthwise(const ConvGeometry& g) { return g.groups == g.c && g.oc == g.c; }
+
+Error conv_depthwise_run(RunContext& ctx, EValue* const* args) {
+  const ConvGeometry g = load_geometry(ctx);
+  const float* in = args[0]->tensor.data_as<const float>();
+  const float* w = args[1]->tensor.data_as<const float>();
+  float* out = args[9]->tensor.data_as<float>();
+  const int64_t in_image = int64_t(g.c) * g.h * g.w, out_image = int64_t(g.oc) * g.oh * g.ow;
+  for (int64_t n = 0; n < g.n; ++n) {
+    conv_depthwise(g, in + n * in_image, w, bias_data(args[2]), out + n * out_image);
+  }
+  return Error::Ok;
+}
+
+// out[oc, pixels] = bias[oc] (beta = 1 in the GEMMs that follow).
+void fill_bias(const float* bias, int64_t oc, int64_t pixels, float* out) {
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t q = 0; q < pixels; ++q) out[o * pixels + q] = bias[o];
+  }
+}
+
+// One image, one group: out_g[ocg, pixels] (+)= w_g[ocg, k] x col[k, pixels].
+void conv_group_gemm(const ConvGeometry& g, const float* x, const float* w, float beta, float* out,
+                     float* col, void* gemm_scratch) {
+  const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, k = cg * g.kh * g.kw;
+  const int64_t pixels = int64_t(g.oh) * g.ow;
+  const bool pointwise = conv_is_pointwise(g);
+  const int64_t cols = pointwise ? pixels : conv_im2col_cols(g);
+  for (int64_t q0 = 0; q0 < pixels; q0 += cols) {
+    const int64_t cn = cols < pixels - q0 ? cols : pixels - q0;
+    GemmParams p;
+    p.m = ocg, p.n = cn, p.k = k;
+    p.a = w, p.a_rs = k, p.a_cs = 1;
+    if (pointwise) {
+      p.b = x + q0, p.b_rs = pixels, p.b_cs = 1;  // input [cg, h * w] is the matrix
+    } else {
+      conv_im2col(g, x, cg, q0, cn, col);
+      p.b = col, p.b_rs = cn, p.b_cs = 1;
+    }
+    p.c = out + q0, p.ldc = pixels;
+    p.beta = beta;
+    gemm_f32(p, gemm_scratch);
+  }
+}
+
+size_t conv_col_bytes(const ConvGeometry& g) {
+  if (conv_is_pointwise(g)) return 0;
+  return align64(sizeof(float) * size_t(g.c / g.groups) * g.kh * g.kw * conv_im2col_cols(g));
+}
+
+Error conv_gemm_run(RunContext& ctx, EValue* const* args) {
+  const ConvGeometry g = load_geometry(ctx);
+  const float* in = args[0]->tensor.data_as<const float>();
+  const float* w = args[1]->tensor.data_as<const float>();
+  const float* bias = bias_data(args[2]);
+  float* out = args[9]->tensor.data_as<float>();
+  const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, k = cg * g.kh * g.kw;
+  const int64_t plane_in = int64_t(g.h) * g.w, pixels = int64_t(g.oh) * g.ow;
+  float* col = static_cast<float*>(ctx.scratch());
+  void* gemm_scratch = static_cast<char*>(ctx.scratch()) + conv_col_bytes(g);
+  for (int64_t n = 0; n < g.n; ++n) {
+    float* out_n = out + n * g.oc * pixels;
+    if (bias) fill_bias(bias, g.oc, pixels, out_n);
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const float* x = in + (n * g.c + grp * cg) * plane_in;
+      conv_group_gemm(g, x, w + grp * ocg * k, bias ? 1.f : 0.f, out_n + grp * ocg * pixels, col,
+                      gemm_scratch);
+    }
+  }
+  return Error::Ok;
+}
+
+Error check_args(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 10));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 0));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 1));
+  TERN_CHECK_OK(ctx.expect_tag(args, 6, Tag::Bool));
+  TERN_CHECK_OK(ctx.expect_tag(args, 8, Tag::Int));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 9));
+  if (!args[2]->is_none() && !args[2]->is_tensor()) {
+    return ctx.fail(Error::InvalidProgram, "bias must be a tensor or None, got %s",
+                    tag_name(args[2]->tag));
+  }
+  if (args[6]->b) {
+    return ctx.fail(Error::OperatorMissing, "transposed convolution is not supported");
+  }
+  const Tensor* tensors[] = {&args[0]->tensor, &args[1]->tensor, &args[9]->tensor,
+                             args[2]->is_tensor() ? &args[2]->tensor : nullptr};
+  const char* names[] = {"input", "weight", "out", "bias"};
+  for (int i = 0; i < 4; ++i) {
+    if (tensors[i] && tensors[i]->dtype != ScalarType::Float32) {
+      return fail_dtype(ctx, names[i], tensors[i]->dtype);
+    }
+  }
+  const Tensor& x = args[0]->tensor;
+  if ((x.dim != 3 && x.dim != 4) || args[1]->tensor.dim != x.dim) {
+    return ctx.fail(Error::OperatorMissing, "only 1-d and 2-d convolution: input %d-d, weight %d-d",
+                    x.dim, args[1]->tensor.dim);
+  }
+  return Error::Ok;
+}
+
+// stride, padding, dilation as (h, w); a 1-d convolution gets h = (1, 0, 1).
+Error read_window(PrepareContext& ctx, Span<EValue* const> args, int64_t (*win)[2]) {
+  const int spatial = args[0]->tensor.dim - 2;
+  const char* names[] = {"stride", "padding", "dilation"};
+  const int64_t h_defaults[] = {1, 0, 1};
+  for (int i = 0; i < 3; ++i) {
+    int64_t v[2];
+    TERN_CHECK_OK(read_int_list(ctx, *args[3 + i], names[i], spatial, false, v));
+    win[i][0] = spatial == 2 ? v[0] : h_defaults[i];
+    win[i][1] = spatial == 2 ? v[1] : v[0];
+    const int64_t lo = i == 1 ? 0 : 1;
+    if (win[i][0] < lo || win[i][1] < lo || win[i][0] > INT32_MAX || win[i][1] > INT32_MAX) {
+      return ctx.fail(Error::InvalidProgram, "%s (%lld, %lld) out of range", names[i],
+                      (long long)win[i][0], (long long)win[i][1]);
+    }
+  }
+  return Error::Ok;
+}
+
+// Sizes as [n, c, h, w] (1-d: h = 1); fails if any exceeds int32.
+Error sizes_2d(PrepareContext& ctx, const Tensor& t, const char* name, int64_t* s) {
+  const bool one_d = t.dim == 3;
+  s[0] = t.sizes[0], s[1] = t.sizes[1], s[2] = one_d ? 1 : t.sizes[2], s[3] = t.sizes[t.dim - 1];
+  for (int i = 0; i < 4; ++i) {
+    if (s[i] > INT32_MAX) {
+      return ctx.fail(Error::InvalidProgram, "%s size %lld too large", name, (long long)s[i]);
+    }
+  }
+  return Error::Ok;
+}
+
+Error build_geometry(PrepareContext& ctx, Span<EValue* const> args, ConvGeometry* g) {
+  int64_t win[3][2], xs[4], ws[4];
+  TERN_CHECK_OK(read_window(ctx, args, win));
+  TERN_CHECK_OK(sizes_2d(ctx, args[0]->tensor, "input", xs));
+  TERN_CHECK_OK(sizes_2d(ctx, args[1]->tensor, "weight", ws));
+  const int64_t groups = args[8]->i;
+  if (groups < 1 || groups > INT32_MAX || xs[1] % groups != 0 || ws[0] % groups != 0 ||
+      ws[1] * groups != xs[1]) {
+    return ctx.fail(Error::InvalidProgram,
+                    "groups %lld does not fit input channels %lld, weight [%lld, %lld, ...]",
+                    (long long)groups, (long long)xs[1], (long long)ws[0], (long long)ws[1]);
+  }
+  if (ws[2] < 1 || ws[3] < 1) return ctx.fail(Error::InvalidProgram, "empty kernel");
+  const int64_t oh = conv_output_size(xs[2], ws[2], win[0][0], win[1][0], win[2][0]);
+  const int64_t ow = conv_output_size(xs[3], ws[3], win[0][1], win[1][1], win[2][1]);
+  if (oh < 1 || ow < 1) {
+    return ctx.fail(Error::InvalidProgram, "kernel larger than the padded input");
+  }
+  *g = ConvGeometry{int32_t(xs[0]), int32_t(xs[1]), int32_t(xs[2]), int32_t(xs[3]),
+                    int32_t(ws[0]), int32_t(oh), int32_t(ow), int32_t(ws[2]), int32_t(ws[3]),
+                    int32_t(win[0][0]), int32_t(win[0][1]), int32_t(win[1][0]), int32_t(win[1][1]),
+                    int32_t(win[2][0]), int32_t(win[2][1]), int32_t(groups)};
+  return Error::Ok;
+}
+
+}  // namespace
+
+Error convolution_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(check_args(ctx, args));
+  ConvGeometry g;
+  TERN_CHECK_OK(build_geometry(ctx, args, &g));
+  if (args[2]->is_tensor()) {
+    const int64_t bias_sizes[] = {g.oc};
+    TERN_CHECK_OK(expect_sizes(ctx, args[2]->tensor, "bias", bias_sizes, 1));
+  }
+  const int64_t out_2d[] = {g.n, g.oc, g.oh, g.ow}, out_1d[] = {g.n, g.oc, g.ow};
+  const bool one_d = args[0]->tensor.dim == 3;
+  TERN_CHECK_OK(expect_sizes(ctx, args[9]->tensor, "out", one_d ? out_1d : out_2d, one_d ? 3 : 4));
+  memcpy(ctx.state(), &g, sizeof(g));
+  if (conv_is_depthwise(g)) {
+    ctx.set_run(conv_depthwise_run);
+    return Error::Ok;
+  }
+  const int64_t ocg = g.oc / g.groups, k = int64_t(g.c / g.groups) * g.kh * g.kw;
+  const int64_t cols = conv_is_pointwise(g) ? int64_t(g.oh) * g.ow : conv_im2col_cols(g);
+  ctx.request_scratch(conv_col_bytes(g) + gemm_scratch_bytes(ocg, cols, k));
+  ctx.set_run(conv_gemm_run);
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern

@@ -1,0 +1,129 @@
+// aten::div.Tensor(Tensor self, Tensor other) -> Tensor
+// aten::div.Scalar(Tensor self, Scalar other) -> Tensor
+// aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+// args: [self, other, out] or [self, other, rounding_mode, out].
+//
+// True division (no rounding_mode, or None) computes in a floating out dtype:
+// the promoted dtype if floating, else float32 (int / int -> float32).
+// "trunc" and "floor" keep the promoted dtype; integer division by zero is a
+// data error (ExecutionFailed), as torch raises ZeroDivisionError.
+#include <cmath>
+#include <cstring>
+
+#include "kernels/portable/util/broadcast.h"
+#include "kernels/portable/util/checks.h"
+#include "runtime/core/log.h"
+
+namespace tern {
+namespace portable {
+namespace {
+
+template <typename T>
+T div_trunc(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    // INT_MIN / -1 overflows (and traps on x86): negate with wrap-around instead.
+    if constexpr (std::is_signed<T>::value) {
+      if (b == T(-1)) return wrap_sub(T(0), a);
+    }
+    return static_cast<T>(a / b);
+  } else {
+    return std::trunc(a / b);
+  }
+}
+
+// Python's floor division, as ATen's div_floor_floating / div_floor_integer.
+template <typename T>
+T div_floor(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    if constexpr (std::is_signed<T>::value) {
+      if (b == T(-1)) return wrap_sub(T(0), a);
+    }
+    T q = static_cast<T>(a / b);
+    T r = static_cast<T>(a % b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+  } else {
+    if (b == 0) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    T floordiv = std::floor(div);
+    return div - floordiv > T(0.5) ? floordiv + T(1) : floordiv;
+  }
+}
+
+enum class Rounding { None, Trunc, Floor };
+
+template <typename T, Rounding kMode>
+struct DivOp {
+  T operator()(T a, T b) const {
+    if constexpr (kMode == Rounding::Trunc) return div_trunc(a, b);
+    if constexpr (kMode == Rounding::Floor) return div_floor(a, b);
+    return a / b;
+  }
+};
+
+// kOut: index of out in args.
+template <Rounding kMode, int kOut>
+struct DivKernel {
+  template <typename T>
+  static Error run(RunContext&, EValue* const* args) {
+    const ElemInput a = elem_input(*args[0]), b = elem_input(*args[1]);
+    const Tensor& out = args[kOut]->tensor;
+    if constexpr (std::is_integral<T>::value) {
+      if (out.numel > 0 && elem_any_equal<T>(b, T(0))) {
+        TERN_LOG_ERROR("aten::div.Tensor_mode: integer division by zero");
+        return Error::ExecutionFailed;
+      }
+    }
+    broadcast_binary<T, T>(out, a, b, DivOp<T, kMode>());
+    return Error::Ok;
+  }
+};
+
+// True division with out at args[num_args - 1].
+Error div_true_prepare(PrepareContext& ctx, Span<EValue* const> args, size_t num_args,
+                       bool scalar_other) {
+  ScalarType common;
+  TERN_CHECK_OK(prepare_binary(ctx, args, num_args, scalar_other, &common));
+  const ScalarType result = scalar_type_is_floating(common) ? common : ScalarType::Float32;
+  TERN_CHECK_OK(expect_dtype(ctx, args[num_args - 1]->tensor, "out", result));
+  RunFn run = num_args == 3 ? select_floating<DivKernel<Rounding::None, 2>>(result)
+                            : select_floating<DivKernel<Rounding::None, 3>>(result);
+  if (run == nullptr) return fail_dtype(ctx, "out", result);
+  ctx.set_run(run);
+  return Error::Ok;
+}
+
+}  // namespace
+
+Error div_tensor_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return div_true_prepare(ctx, args, 3, false);
+}
+
+Error div_scalar_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return div_true_prepare(ctx, args, 3, true);
+}
+
+Error div_tensor_mode_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 4));
+  if (args[2]->is_none()) return div_true_prepare(ctx, args, 4, false);
+  TERN_CHECK_OK(ctx.expect_tag(args, 2, Tag::String));
+  const char* mode = args[2]->str;
+  const bool trunc = strcmp(mode, "trunc") == 0;
+  if (!trunc && strcmp(mode, "floor") != 0) {
+    return ctx.fail(Error::InvalidProgram,
+                    "rounding_mode must be None, \"trunc\" or \"floor\", got \"%s\"", mode);
+  }
+  ScalarType common;
+  TERN_CHECK_OK(prepare_binary(ctx, args, 4, false, &common));
+  TERN_CHECK_OK(expect_dtype(ctx, args[3]->tensor, "out", common));
+  RunFn run = trunc ? select_real<DivKernel<Rounding::Trunc, 3>>(common)
+                    : select_real<DivKernel<Rounding::Floor, 3>>(common);
+  if (run == nullptr) return fail_dtype(ctx, "out", common);
+  ctx.set_run(run);
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern

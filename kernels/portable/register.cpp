@@ -1,0 +1,22 @@
+// Registers every kernel listed in ops.def.
+#include "kernels/portable/register.h"
+
+#include "kernels/portable/ops.h"
+#include "runtime/kernel/registry.h"
+
+namespace tern {
+
+Error register_portable_kernels() {
+  static const OpKernel kKernels[] = {
+#define TERN_OP(name, outs, prepare, file) {name, outs, portable::prepare},
+#include "kernels/portable/ops.def"
+#undef TERN_OP
+  };
+  static bool registered = false;  // idempotent: Module and bindings both call it
+  if (registered) return Error::Ok;
+  Error e = register_kernels({kKernels, sizeof(kKernels) / sizeof(kKernels[0])});
+  registered = (e == Error::Ok);
+  return e;
+}
+
+}  // namespace tern

@@ -1,0 +1,30 @@
+// Checks shared by the portable kernels' prepare functions. Each logs what
+// was expected and what was found, naming the argument.
+#pragma once
+
+#include "runtime/core/evalue.h"
+#include "runtime/core/tensor.h"
+#include "runtime/kernel/kernel.h"
+
+namespace tern {
+namespace portable {
+
+// "unsupported dtype <t> for <what>".
+Error fail_dtype(PrepareContext& ctx, const char* what, ScalarType t);
+
+// a and b have the same dtype and sizes.
+Error expect_same_shape(PrepareContext& ctx, const Tensor& a, const Tensor& b, const char* a_name,
+                        const char* b_name);
+
+// t has exactly `sizes` (dim entries).
+Error expect_sizes(PrepareContext& ctx, const Tensor& t, const char* name, const int64_t* sizes,
+                   int dim);
+
+// t has dtype `dtype`.
+Error expect_dtype(PrepareContext& ctx, const Tensor& t, const char* name, ScalarType dtype);
+
+// Normalizes a possibly negative dim against `rank`; fails if out of range.
+Error normalize_dim(PrepareContext& ctx, int64_t d, int rank, const char* name, int* out);
+
+}  // namespace portable
+}  // namespace tern

@@ -1,0 +1,108 @@
+// Copy helpers for the view/copy family (view, permute, expand, cat, slice,
+// select, squeeze, unsqueeze, clone, _to_copy).
+//
+// Format v1 has no aliasing: every view op copies into its own contiguous out
+// tensor. These helpers move elements without knowing their dtype, only their
+// size (1, 2, 4 or 8 bytes), plus an elementwise dtype conversion.
+//
+//   // out = self.permute(1, 0) for self [R, C]: read self as [C, R] with
+//   // strides [1, C], write out contiguous.
+//   StridedView v;
+//   v.dim = 2;
+//   v.sizes[0] = C; v.strides[0] = 1;
+//   v.sizes[1] = R; v.strides[1] = C;
+//   copy_strided(out.data, self.data, 4, v);
+//
+// Nothing here allocates; all functions are thread-safe on distinct outputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/evalue.h"
+#include "runtime/core/scalar_type.h"
+#include "runtime/core/tensor.h"
+#include "runtime/kernel/kernel.h"
+
+namespace tern {
+namespace portable {
+
+// A source read through strides. Element (i_0, ..., i_{dim-1}) is at
+// src[sum_k i_k * strides[k]] (in elements; a stride of 0 repeats the element,
+// as expand does). The destination is contiguous, row-major over `sizes`.
+struct StridedView {
+  int dim = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+};
+
+// dst[i] = src[offset(i)] for every multi-index i of `view`, in row-major
+// order. elem_size is 1, 2, 4 or 8. Dims that are contiguous in the source are
+// merged first, so the innermost loop is one memcpy whenever the source's
+// innermost run is contiguous, a fill when it is broadcast, and a tiled
+// transpose when another dim is the contiguous one (e.g. NCHW -> NHWC).
+void copy_strided(void* dst, const void* src, size_t elem_size, const StridedView& view);
+
+// memcpy, skipped when dst == src (an in-place plan).
+void copy_bytes(void* dst, const void* src, size_t n);
+
+// Converts n elements from one dtype to another. Supported dtypes: float32,
+// float64, int8, uint8, int32, int64, bool. Semantics follow torch's .to():
+// floating -> integer truncates toward zero (int8/uint8 through int64 then
+// wrapping, as torch; int32/int64 saturating at their range and NaN -> 0,
+// where torch's result is undefined); anything -> bool is
+// value != 0; bool -> anything is 0 or 1.
+using ConvertFn = void (*)(const void* src, void* dst, int64_t n);
+
+// The conversion from `from` to `to`, or nullptr if either dtype is not
+// supported. from == to is a plain copy.
+ConvertFn select_convert(ScalarType from, ScalarType to);
+
+// Reads a `ScalarType?` argument: None gives `fallback`; an Int must be a
+// valid Tern ScalarType number. (Used by _to_copy, sum, mean, full, arange.)
+Error parse_optional_dtype(PrepareContext& ctx, const EValue& v, const char* name,
+                           ScalarType fallback, ScalarType* out);
+
+// Walks a multi-index over `sizes` in row-major order, keeping the matching
+// offset under `strides` (in elements). For the outer loops of copies and
+// reductions: after the last multi-index it wraps back to all zeros.
+struct Odometer {
+  int dim = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};
+  int64_t index[kMaxDims] = {};
+  int64_t offset = 0;
+
+  void add(int64_t size, int64_t stride) {
+    sizes[dim] = size;
+    strides[dim] = stride;
+    ++dim;
+  }
+  // Number of multi-indices (product of sizes; 1 when dim == 0).
+  int64_t count() const {
+    int64_t n = 1;
+    for (int k = 0; k < dim; ++k) n *= sizes[k];
+    return n;
+  }
+  void next() {
+    for (int k = dim - 1; k >= 0; --k) {
+      offset += strides[k];
+      if (++index[k] < sizes[k]) return;
+      offset -= strides[k] * sizes[k];
+      index[k] = 0;
+    }
+  }
+};
+
+// The run function of ops whose out is a byte-for-byte copy of args[0] (view,
+// squeeze, unsqueeze, clone, _to_copy without a dtype change); kOut is the
+// index of the out tensor in args.
+template <size_t kOut>
+Error copy_run(RunContext&, EValue* const* args) {
+  const Tensor& self = args[0]->tensor;
+  copy_bytes(args[kOut]->tensor.data, self.data, self.nbytes());
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern

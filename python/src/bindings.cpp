@@ -1,0 +1,149 @@
+// Python bindings of the runtime (module tern._runtime). The friendly API is
+// python/tern/runtime.py; this file only moves bytes and turns Errors into
+// exceptions carrying the runtime's own message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "extension/module.h"
+#include "kernels/portable/register.h"
+#include "runtime/core/log.h"
+#include "runtime/kernel/registry.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+[[noreturn]] void raise(tern::Error e, const std::string& what) {
+  std::string msg = what + ": " + tern::error_name(e);
+  const char* detail = tern::last_error_message();
+  if (detail && detail[0]) msg += ": " + std::string(detail);
+  throw nb::value_error(msg.c_str());
+}
+
+using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+nb::dlpack::dtype dlpack_dtype(tern::ScalarType t) {
+  using nb::dlpack::dtype_code;
+  switch (t) {
+    case tern::ScalarType::Float32: return {uint8_t(dtype_code::Float), 32, 1};
+    case tern::ScalarType::Float64: return {uint8_t(dtype_code::Float), 64, 1};
+    case tern::ScalarType::Float16: return {uint8_t(dtype_code::Float), 16, 1};
+    case tern::ScalarType::BFloat16: return {uint8_t(dtype_code::Bfloat), 16, 1};
+    case tern::ScalarType::Int8: return {uint8_t(dtype_code::Int), 8, 1};
+    case tern::ScalarType::UInt8: return {uint8_t(dtype_code::UInt), 8, 1};
+    case tern::ScalarType::Int16: return {uint8_t(dtype_code::Int), 16, 1};
+    case tern::ScalarType::Int32: return {uint8_t(dtype_code::Int), 32, 1};
+    case tern::ScalarType::Int64: return {uint8_t(dtype_code::Int), 64, 1};
+    case tern::ScalarType::Bool: return {uint8_t(dtype_code::Bool), 8, 1};
+  }
+  return {uint8_t(dtype_code::UInt), 8, 1};
+}
+
+// A new NumPy array holding a copy of t.
+nb::object to_numpy(const tern::Tensor& t) {
+  size_t n = t.nbytes();
+  uint8_t* buf = new uint8_t[n == 0 ? 1 : n];
+  if (n) memcpy(buf, t.data, n);
+  nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
+  size_t shape[tern::kMaxDims];
+  for (int d = 0; d < t.dim; ++d) shape[d] = static_cast<size_t>(t.sizes[d]);
+  nb::ndarray<nb::numpy> arr(buf, static_cast<size_t>(t.dim), shape, owner, nullptr, dlpack_dtype(t.dtype));
+  return arr.cast();
+}
+
+using Spec = std::tuple<std::string, std::vector<int64_t>>;
+
+Spec spec_of(const tern::Tensor& t) {
+  return {tern::scalar_type_name(t.dtype), std::vector<int64_t>(t.sizes, t.sizes + t.dim)};
+}
+
+class PyModule {
+ public:
+  PyModule(const std::string& path, bool mmap) {
+    tern::clear_last_error();
+    tern::Error e = module_.load(path.c_str(), mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File);
+    if (e != tern::Error::Ok) raise(e, "cannot load '" + path + "'");
+  }
+
+  std::vector<std::string> method_names() const {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < module_.program().num_methods(); ++i) names.push_back(module_.program().method_name(i));
+    return names;
+  }
+
+  tern::Method& method(const std::string& name) {
+    tern::clear_last_error();
+    tern::Method* m = module_.method(name.c_str());
+    if (m == nullptr) raise(tern::Error::NotFound, "cannot load method '" + name + "'");
+    return *m;
+  }
+
+  std::vector<Spec> input_specs(const std::string& name) {
+    tern::Method& m = method(name);
+    std::vector<Spec> specs;
+    for (size_t i = 0; i < m.num_inputs(); ++i) specs.push_back(spec_of(m.input(i)));
+    return specs;
+  }
+
+  std::vector<Spec> output_specs(const std::string& name) {
+    tern::Method& m = method(name);
+    std::vector<Spec> specs;
+    for (size_t i = 0; i < m.num_outputs(); ++i) specs.push_back(spec_of(m.output(i)));
+    return specs;
+  }
+
+  // inputs: C-contiguous arrays whose dtype and shape runtime.py has checked;
+  // set_input checks the byte count again. Outputs are copied into new arrays
+  // (the runtime's outputs live in planned memory that the next run reuses).
+  std::vector<nb::object> run(const std::string& name, const std::vector<InArray>& inputs) {
+    tern::Method& m = method(name);
+    if (inputs.size() != m.num_inputs()) {
+      raise(tern::Error::InvalidArgument, "method '" + name + "' takes " + std::to_string(m.num_inputs()) +
+                                              " inputs, got " + std::to_string(inputs.size()));
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      tern::Error e = m.set_input(i, inputs[i].data(), inputs[i].nbytes());
+      if (e != tern::Error::Ok) raise(e, "input " + std::to_string(i));
+    }
+    tern::Error e;
+    {
+      nb::gil_scoped_release release;
+      e = m.execute();
+    }
+    if (e != tern::Error::Ok) raise(e, "method '" + name + "' failed");
+    std::vector<nb::object> outs;
+    for (size_t i = 0; i < m.num_outputs(); ++i) outs.push_back(to_numpy(m.output(i)));
+    return outs;
+  }
+
+ private:
+  tern::Module module_;
+};
+
+std::vector<std::string> registered_ops() {
+  (void)tern::register_portable_kernels();
+  std::vector<std::string> names;
+  for (const tern::OpKernel& k : tern::registered_kernels()) names.emplace_back(k.name);
+  return names;
+}
+
+}  // namespace
+
+NB_MODULE(_runtime, m) {
+  m.doc() = "Tern runtime bindings (use tern.load)";
+  tern::set_log_level(tern::LogLevel::Fatal);  // errors reach Python as exceptions instead
+  nb::class_<PyModule>(m, "Module")
+      .def(nb::init<const std::string&, bool>(), nb::arg("path"), nb::arg("mmap") = true)
+      .def("method_names", &PyModule::method_names)
+      .def("input_specs", &PyModule::input_specs, nb::arg("method"))
+      .def("output_specs", &PyModule::output_specs, nb::arg("method"))
+      .def("run", &PyModule::run, nb::arg("method"), nb::arg("inputs"));
+  m.def("registered_ops", &registered_ops, "Names of the operators this runtime has kernels for.");
+}

@@ -1,0 +1,173 @@
+"""tern.export: nn.Module + example inputs -> tern.Program (a .tern file).
+
+    program = tern.export(model, (torch.randn(1, 3, 224, 224),))
+
+Steps: torch.export in eval mode -> decompose to the core ATen op set (keeping
+ops the runtime has kernels for) -> the exporter's graph form (tern.graph) ->
+passes (tern.passes) -> check every op has a kernel -> emit the method ->
+plan memory -> serialize.
+
+This module imports torch only when export() runs, so `import tern` stays
+free of torch.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from tern.errors import ExportError
+from tern.program import Program
+
+if TYPE_CHECKING:
+    import torch
+    import torch.fx
+
+
+def export(
+    module: Any,
+    args: tuple[Any, ...],
+    dynamic_shapes: Any = None,
+    *,
+    supported_ops: Iterable[str] | None = None,
+) -> Program:
+    """Exports `module` called on `args` (example inputs) to a Program.
+
+    The module runs in eval mode during export (its own and its submodules'
+    training flags are restored afterwards). `supported_ops` are the runtime
+    op names ("aten::add.Tensor"); by default those of tern.ops.supported_ops().
+    Raises ExportError naming every op without a kernel and its source line.
+    """
+    if dynamic_shapes is not None:
+        raise ExportError(
+            "dynamic shapes are not supported yet in format v1 (every tensor has a static shape); "
+            "export with dynamic_shapes=None, once per input shape you need"
+        )
+    from tern import ops as _ops
+
+    supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
+    gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported)
+    check_supported(gm, supported)
+    return build_program(gm)
+
+
+def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str]) -> "torch.fx.GraphModule":
+    """torch.export + decompositions + passes: the graph the file is made from."""
+    import torch
+
+    from tern.graph import to_graph_module
+    from tern.passes import run_passes
+
+    with _eval_mode(module):
+        ep = torch.export.export(module, args)
+    ep = ep.run_decompositions(_decomposition_table(supported))
+    return run_passes(to_graph_module(ep))
+
+
+def _decomposition_table(supported: frozenset[str]) -> dict[Any, Any]:
+    """torch.export's core-ATen table, minus ops the runtime runs as they are
+    (e.g. aten::hardswish: one kernel instead of four)."""
+    import torch
+
+    from tern.ops import op_name
+
+    table = torch.export.default_decompositions()
+    for op in [op for op in table.keys() if op_name(op) in supported]:
+        table.pop(op)
+    return table
+
+
+@contextlib.contextmanager
+def _eval_mode(module: Any) -> Iterator[None]:
+    """Runs the block with `module` in eval mode, then restores every submodule's flag."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        yield
+        return
+    flags = [(m, m.training) for m in module.modules()]
+    module.eval()
+    try:
+        yield
+    finally:
+        for m, training in flags:
+            m.training = training
+
+
+def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str]) -> None:
+    """Raises one ExportError listing every op in `gm` that has no kernel, with
+    the source line of each use."""
+    import operator
+
+    from tern.graph import user_frame
+    from tern.ops import op_name
+
+    missing: dict[str, list[Any]] = {}  # runtime op name -> its nodes
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is not operator.getitem:
+            name = op_name(node.target)
+            if name not in supported:
+                missing.setdefault(name, []).append(node)
+    if not missing:
+        return
+    lines = [f"{len(missing)} operator(s) have no kernel in the Tern runtime:"]
+    for name, nodes in missing.items():
+        lines.append(f"  {name} ({_torch_name(nodes[0].target)}), used by:")
+        for node in nodes:
+            frame = user_frame(node)
+            where = frame.long(indent="      ") if frame else "(no source location)"
+            lines.append(f"    node {node.name}: {where}")
+    raise ExportError("\n".join(lines))
+
+
+def _torch_name(target: Any) -> str:
+    """torch.ops.aten.sort.default -> "aten.sort.default" (the name torch prints)."""
+    return str(target)
+
+
+def build_program(gm: "torch.fx.GraphModule") -> Program:
+    """Emits, plans and serializes `gm` (already checked) into a Program."""
+    import torch
+
+    import tern
+    from tern.emit import emit_method
+    from tern.memory_plan import check_plan, lifetimes, plan
+    from tern.serialize import serialize
+
+    method = emit_method(gm)
+    sizes = {
+        i: v.data.nbytes
+        for i, v in enumerate(method.values)
+        if v.kind == "Tensor" and v.data.constant is None and v.data.nbytes > 0
+    }
+    steps = [method.tensor_args(ins) for ins in method.instructions]
+    intervals = lifetimes(sizes, steps, method.inputs, method.outputs)
+    mem = plan(intervals)
+    check_plan(mem.intervals, mem.offsets, mem.planned_bytes)
+    producer = f"tern {tern.__version__} / torch {torch.__version__}"
+    return Program(
+        data=serialize(method, mem, producer),
+        input_specs=_specs(method, method.inputs, method.input_names),
+        output_specs=_specs(method, method.outputs, method.output_names),
+        planned_bytes=mem.planned_bytes,
+        lower_bound_bytes=mem.lower_bound_bytes,
+        constant_bytes=sum(len(c) for c in method.constants),
+        op_counts=_op_counts(method),
+        num_values=len(method.values),
+        num_instructions=len(method.instructions),
+        producer=producer,
+        memory_plan=mem,
+    )
+
+
+def _specs(method: Any, values: list[int], names: list[str]) -> tuple[Any, ...]:
+    from tern.emit import SCALAR_TYPE_NAMES
+    from tern.program import TensorSpec
+
+    infos = [method.values[v].data for v in values]
+    return tuple(TensorSpec(n, SCALAR_TYPE_NAMES[i.scalar_type], i.sizes) for n, i in zip(names, infos))
+
+
+def _op_counts(method: Any) -> tuple[tuple[str, int], ...]:
+    from tern.program import count_ops
+
+    return count_ops([method.operators[ins.op] for ins in method.instructions])

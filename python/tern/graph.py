@@ -1,0 +1,128 @@
+"""The exporter's graph form, and where a node came from in the user's code.
+
+`to_graph_module` turns a decomposed torch.export ExportedProgram into a plain
+torch.fx GraphModule in which:
+  - placeholders are the user's inputs only, in argument order;
+  - parameters, buffers and lifted constants are `get_attr` nodes whose
+    attribute is a tensor registered on the module (passes add new ones the
+    same way, see `add_constant`);
+  - the output node returns the user's outputs only, in order.
+So `gm(*user_inputs)` runs the model in PyTorch, which tests use as the oracle
+after every pass.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tern.errors import ExportError
+
+if TYPE_CHECKING:
+    import torch
+    import torch.fx
+
+
+def to_graph_module(ep: "torch.export.ExportedProgram") -> "torch.fx.GraphModule":
+    """The GraphModule form described above (takes ownership of ep.graph_module)."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    gm = ep.graph_module
+    placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    anchor = next(n for n in gm.graph.nodes if n.op != "placeholder")
+    for spec in ep.graph_signature.input_specs:
+        node = placeholders[spec.arg.name]
+        if spec.kind == InputKind.USER_INPUT:
+            continue
+        if spec.kind not in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            raise ExportError(f"input {node.name} of kind {spec.kind.name} is not supported")
+        tensor = ep.state_dict.get(spec.target)
+        if tensor is None:
+            tensor = ep.constants[spec.target]
+        with gm.graph.inserting_before(anchor):
+            attr = add_constant(gm, node.name, tensor)
+        attr.meta.update({k: v for k, v in node.meta.items() if k != "val"})
+        node.replace_all_uses_with(attr)
+        gm.graph.erase_node(node)
+    bad = [s for s in ep.graph_signature.output_specs if s.kind != OutputKind.USER_OUTPUT]
+    if bad:
+        names = ", ".join(f"{s.arg.name} ({s.kind.name})" for s in bad)
+        raise ExportError(f"outputs other than user outputs are not supported (state mutation?): {names}")
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+
+
+def add_constant(gm: "torch.fx.GraphModule", name: str, tensor: "torch.Tensor") -> "torch.fx.Node":
+    """Registers `tensor` on gm under a fresh attribute name and returns a get_attr node
+    for it, inserted at the graph's current insertion point."""
+    base = re.sub(r"\W", "_", name)
+    attr, i = base, 1
+    while hasattr(gm, attr):
+        attr, i = f"{base}_{i}", i + 1
+    gm.register_buffer(attr, tensor.detach())
+    node = gm.graph.get_attr(attr)
+    node.meta["val"] = getattr(gm, attr)
+    return node
+
+
+def constant_of(gm: "torch.fx.GraphModule", node: "torch.fx.Node") -> "torch.Tensor | None":
+    """The tensor behind a get_attr node, or None for any other node."""
+    if node.op != "get_attr":
+        return None
+    return getattr(gm, node.target)
+
+
+def drop_unused_constants(gm: "torch.fx.GraphModule") -> None:
+    """Removes get_attr nodes without users and their attributes."""
+    for node in list(gm.graph.nodes):
+        if node.op == "get_attr" and not node.users:
+            gm.graph.erase_node(node)
+    used = {n.target for n in gm.graph.nodes if n.op == "get_attr"}
+    for name in [b for b, _ in gm.named_buffers(recurse=False) if b not in used]:
+        delattr(gm, name)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a node's stack trace."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+    def short(self) -> str:
+        """"model.py:12 in forward: return x + 1" (as stored in DebugInfo.source)."""
+        return f"{os.path.basename(self.file)}:{self.line} in {self.function}: {self.code}"
+
+    def long(self, indent: str = "") -> str:
+        """The traceback form, with the full path, for error messages."""
+        return f'File "{self.file}", line {self.line}, in {self.function}\n{indent}    {self.code}'
+
+
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+?)\s*$')
+
+
+def frames(stack_trace: str | None) -> list[Frame]:
+    """Parses torch.export's node.meta["stack_trace"] (outermost frame first)."""
+    lines = (stack_trace or "").splitlines()
+    out = []
+    for i, text in enumerate(lines):
+        m = _FRAME.match(text)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.match(lines[i + 1]) else ""
+            out.append(Frame(m.group(1), int(m.group(2)), m.group(3), code))
+    return out
+
+
+def user_frame(node: "torch.fx.Node") -> Frame | None:
+    """Where `node` came from: the innermost frame outside torch itself (the
+    user's line), else the innermost frame; None without a stack trace."""
+    import torch
+
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    stack = frames(node.meta.get("stack_trace"))
+    outside = [f for f in stack if not f.file.startswith(torch_dir)]
+    return (outside or stack or [None])[-1]

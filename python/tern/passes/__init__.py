@@ -1,0 +1,60 @@
+"""Graph passes of the exporter, one per file.
+
+Each pass takes the exporter's torch.fx GraphModule (see tern.graph: user
+inputs are placeholders, constants are get_attr nodes) and returns it,
+rewritten in place. Every pass keeps the module's outputs equal to eager
+PyTorch (within 1e-5 relative), so `gm(*inputs)` stays a valid oracle.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from tern.passes.eliminate_dead_code import eliminate_dead_code
+from tern.passes.fold_batch_norm import fold_batch_norm
+from tern.passes.fold_constants import fold_constants
+from tern.passes.lower_clamp import lower_clamp
+from tern.passes.lower_full_reductions import lower_full_reductions
+from tern.passes.lower_scalar_operands import lower_scalar_operands
+from tern.passes.remove_asserts import remove_asserts
+from tern.passes.remove_noops import remove_noops
+
+if TYPE_CHECKING:
+    import torch.fx
+
+Pass = Callable[["torch.fx.GraphModule"], "torch.fx.GraphModule"]
+
+# In order: drop what has no effect, fold batch norm, lower to ops the runtime
+# has, compute what depends only on constants, drop what is left unused.
+DEFAULT_PASSES: tuple[Pass, ...] = (
+    remove_asserts,
+    remove_noops,
+    fold_batch_norm,
+    lower_clamp,
+    lower_full_reductions,
+    lower_scalar_operands,
+    fold_constants,
+    eliminate_dead_code,
+)
+
+
+def run_passes(gm: "torch.fx.GraphModule", passes: tuple[Pass, ...] = DEFAULT_PASSES) -> "torch.fx.GraphModule":
+    """Runs `passes` in order, checking the graph after each."""
+    for p in passes:
+        gm = p(gm)
+        gm.graph.lint()
+    gm.recompile()
+    return gm
+
+
+__all__ = [
+    "DEFAULT_PASSES",
+    "eliminate_dead_code",
+    "fold_batch_norm",
+    "fold_constants",
+    "lower_clamp",
+    "lower_full_reductions",
+    "lower_scalar_operands",
+    "remove_asserts",
+    "remove_noops",
+    "run_passes",
+]

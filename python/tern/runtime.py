@@ -1,0 +1,119 @@
+"""Running .tern files from Python, through the C++ runtime.
+
+    import tern
+    m = tern.load("model.tern")        # memory-mapped by default
+    outs = m(x)                        # same as m.run("forward", x)
+
+Inputs may be NumPy arrays or PyTorch CPU tensors; outputs are a list of NumPy
+arrays in the model's output order. This module never imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from tern import _runtime
+
+# Tern dtype names (runtime/core/scalar_type.h) -> NumPy dtypes.
+_NUMPY_DTYPES = {
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+    "float16": np.dtype(np.float16),
+    "int8": np.dtype(np.int8),
+    "uint8": np.dtype(np.uint8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "bool": np.dtype(np.bool_),
+}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The dtype and shape an input takes or an output has."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
+
+
+def _as_numpy(value: Any, where: str) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    if type(value).__module__.startswith("torch"):  # a torch.Tensor, without importing torch
+        if value.device.type != "cpu":
+            raise ValueError(f"{where} is on device {value.device}; move it to the CPU first")
+        return value.detach().contiguous().numpy()
+    if isinstance(value, (int, float, bool, list, tuple)):
+        return np.asarray(value)
+    raise TypeError(f"{where} must be a NumPy array or a torch CPU tensor, got {type(value).__name__}")
+
+
+class Module:
+    """A loaded .tern file. Not thread-safe: use one Module per thread."""
+
+    def __init__(self, path: str, *, mmap: bool = True) -> None:
+        self.path = str(path)
+        self._module = _runtime.Module(self.path, mmap)
+        self._specs: dict[str, tuple[list[TensorSpec], list[TensorSpec]]] = {}
+
+    @property
+    def method_names(self) -> list[str]:
+        return list(self._module.method_names())
+
+    def _method_specs(self, method: str) -> tuple[list[TensorSpec], list[TensorSpec]]:
+        if method not in self._specs:
+            if method not in self.method_names:
+                raise KeyError(f"{self.path} has no method {method!r}; it has {self.method_names}")
+            ins = [TensorSpec(d, tuple(s)) for d, s in self._module.input_specs(method)]
+            outs = [TensorSpec(d, tuple(s)) for d, s in self._module.output_specs(method)]
+            self._specs[method] = (ins, outs)
+        return self._specs[method]
+
+    def input_specs(self, method: str = "forward") -> list[TensorSpec]:
+        return self._method_specs(method)[0]
+
+    def output_specs(self, method: str = "forward") -> list[TensorSpec]:
+        return self._method_specs(method)[1]
+
+    def run(self, method: str, *inputs: Any) -> list[np.ndarray]:
+        """Runs `method` on `inputs`; returns its outputs as new NumPy arrays."""
+        specs = self.input_specs(method)
+        if len(inputs) != len(specs):
+            expected = ", ".join(str(s) for s in specs)
+            raise TypeError(f"{method}() takes {len(specs)} inputs ({expected}), got {len(inputs)}")
+        arrays = [self._check_input(method, i, x, spec) for i, (x, spec) in enumerate(zip(inputs, specs))]
+        return list(self._module.run(method, arrays))
+
+    def __call__(self, *inputs: Any) -> list[np.ndarray]:
+        return self.run("forward", *inputs)
+
+    @staticmethod
+    def _check_input(method: str, i: int, value: Any, spec: TensorSpec) -> np.ndarray:
+        where = f"{method}() input {i}"
+        arr = _as_numpy(value, where)
+        want = _NUMPY_DTYPES.get(spec.dtype)
+        if arr.dtype != want:
+            raise TypeError(f"{where} must have dtype {spec.dtype}, got {arr.dtype} (expected {spec})")
+        if tuple(arr.shape) != spec.shape:
+            raise ValueError(f"{where} must have shape {list(spec.shape)}, got {list(arr.shape)} (expected {spec})")
+        return np.ascontiguousarray(arr)
+
+    def __repr__(self) -> str:
+        parts = []
+        for name in self.method_names:
+            ins = ", ".join(str(s) for s in self.input_specs(name))
+            outs = ", ".join(str(s) for s in self.output_specs(name))
+            parts.append(f"{name}({ins}) -> ({outs})")
+        return f"tern.Module({self.path!r}: {'; '.join(parts)})"
+
+
+def load(path: str, *, mmap: bool = True) -> Module:
+    """Loads and verifies a .tern file. Raises ValueError naming the problem if
+    the file is missing, corrupted, truncated or of a newer format version."""
+    return Module(path, mmap=mmap)

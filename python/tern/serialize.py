@@ -1,0 +1,224 @@
+"""Writes a .tern file: header | flatbuffer | segment table | data segments.
+
+    offset 0    header (64 bytes, runtime/format/header.h)
+    64          flatbuffer (schema/tern.fbs, root Program)
+    align 8     segment table: segment_count x {u64 offset, u64 size}
+    align 64    segment 0: every constant tensor, each at a 64-aligned offset;
+                identical payloads are stored once
+
+The flatbuffer is built with the generated code in tern.fb (flatc --python,
+a build output). Everything is written in a fixed order from the MethodIR, so
+the same model gives byte-identical files.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Any, Callable, Sequence
+
+import flatbuffers
+
+from tern.emit import Instr, MethodIR, Value
+from tern.fb import (
+    Bool, BoolList, DebugInfo, Double, DoubleList, EValue, Instruction, Int, IntList, KernelCall,
+    Method, Operator, OptionalTensorList, Program, String, Tensor, TensorList,
+)
+from tern.fb.InstructionKind import InstructionKind
+from tern.fb.TensorStorage import TensorStorage
+from tern.fb.Value import Value as ValueType
+from tern.memory_plan import ALIGNMENT, MemoryPlan, align
+from tern.ops import split_op_name
+
+MAGIC = b"TERN"
+HEADER_FORMAT = "<4sIHHIQQQQQQ"  # magic, header_size, major, minor, crc32, fb off/size, table off, count, file size, reserved
+HEADER_SIZE = struct.calcsize(HEADER_FORMAT)  # 64
+VERSION_MAJOR, VERSION_MINOR = 1, 0
+
+Builder = flatbuffers.Builder
+
+
+def constant_layout(constants: Sequence[bytes]) -> tuple[list[int], bytes]:
+    """Offsets of each constant inside the one constants segment, and its bytes."""
+    offsets, out = [], bytearray()
+    for data in constants:
+        out.extend(b"\0" * (align(len(out)) - len(out)))
+        offsets.append(len(out))
+        out.extend(data)
+    return offsets, bytes(out)
+
+
+def serialize(method: MethodIR, plan: MemoryPlan, producer: str) -> bytes:
+    """The whole .tern file for a one-method program."""
+    offsets, segment = constant_layout(method.constants)
+    b = Builder(1024)
+    m = _method(b, method, plan, offsets)
+    methods = _offsets_vector(b, [m])
+    prod = b.CreateString(producer)
+    Program.Start(b)
+    Program.AddMethods(b, methods)
+    Program.AddProducer(b, prod)
+    b.Finish(Program.End(b))
+    return assemble(bytes(b.Output()), [segment] if segment else [])
+
+
+def assemble(flatbuffer: bytes, segments: Sequence[bytes]) -> bytes:
+    """Lays out header, flatbuffer, segment table and segments (see module doc)."""
+    table_offset = align(HEADER_SIZE + len(flatbuffer), 8)
+    cursor = table_offset + 16 * len(segments)
+    entries = []
+    for seg in segments:
+        cursor = align(cursor, ALIGNMENT)
+        entries.append((cursor, len(seg)))
+        cursor += len(seg)
+    header = struct.pack(
+        HEADER_FORMAT, MAGIC, HEADER_SIZE, VERSION_MAJOR, VERSION_MINOR, zlib.crc32(flatbuffer) & 0xFFFFFFFF,
+        HEADER_SIZE, len(flatbuffer), table_offset, len(segments), cursor, 0,
+    )
+    out = bytearray(header + flatbuffer)
+    out.extend(b"\0" * (table_offset - len(out)))
+    for offset, size in entries:
+        out.extend(struct.pack("<QQ", offset, size))
+    for (offset, _), seg in zip(entries, segments):
+        out.extend(b"\0" * (offset - len(out)))
+        out.extend(seg)
+    assert len(out) == cursor
+    return bytes(out)
+
+
+# flatbuffer tables
+
+
+def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int]) -> int:
+    name = b.CreateString(m.name)
+    values = _offsets_vector(b, [_evalue(b, i, v, plan, const_offsets) for i, v in enumerate(m.values)])
+    inputs = _scalar_vector(b, b.PrependUint32, 4, m.inputs)
+    outputs = _scalar_vector(b, b.PrependUint32, 4, m.outputs)
+    instructions = _offsets_vector(b, [_instruction(b, ins) for ins in m.instructions])
+    operators = _offsets_vector(b, [_operator(b, name_) for name_ in m.operators])
+    arenas = _scalar_vector(b, b.PrependUint64, 8, [plan.planned_bytes] if plan.planned_bytes else [])
+    debug = _offsets_vector(b, [_debug(b, ins) for ins in m.instructions])
+    Method.Start(b)
+    Method.AddName(b, name)
+    Method.AddValues(b, values)
+    Method.AddInputs(b, inputs)
+    Method.AddOutputs(b, outputs)
+    Method.AddInstructions(b, instructions)
+    Method.AddOperators(b, operators)
+    Method.AddArenaSizes(b, arenas)
+    Method.AddDebug(b, debug)
+    return Method.End(b)
+
+
+def _evalue(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: list[int]) -> int:
+    if v.kind == "None":
+        EValue.Start(b)
+        return EValue.End(b)
+    if v.kind == "Tensor":
+        table = _tensor(b, index, v, plan, const_offsets)
+    else:
+        table = _SCALARS[v.kind](b, v.data)
+    EValue.Start(b)
+    EValue.AddValueType(b, getattr(ValueType, v.kind))
+    EValue.AddValue(b, table)
+    return EValue.End(b)
+
+
+def _tensor(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: list[int]) -> int:
+    info = v.data
+    sizes = _scalar_vector(b, b.PrependInt64, 8, list(info.sizes))
+    Tensor.Start(b)
+    Tensor.AddScalarType(b, info.scalar_type)
+    Tensor.AddSizes(b, sizes)
+    if info.constant is not None:
+        Tensor.AddStorage(b, TensorStorage.Constant)
+        Tensor.AddSegment(b, 0)
+        Tensor.AddOffset(b, const_offsets[info.constant])
+    elif index in plan.offsets:
+        Tensor.AddStorage(b, TensorStorage.Planned)
+        Tensor.AddArena(b, 0)
+        Tensor.AddOffset(b, plan.offsets[index])
+    elif info.nbytes:
+        raise AssertionError(f"value {index}: a non-empty tensor has neither constant nor planned storage")
+    return Tensor.End(b)
+
+
+def _scalar_table(module: Any, add: Callable[[Builder, Any], None]) -> Callable[[Builder, Any], int]:
+    def build(b: Builder, data: Any) -> int:
+        module.Start(b)
+        add(b, data)
+        return module.End(b)
+
+    return build
+
+
+def _list_table(module: Any, prepend: str, size: int) -> Callable[[Builder, Any], int]:
+    def build(b: Builder, items: Any) -> int:
+        vec = _scalar_vector(b, getattr(b, prepend), size, list(items))
+        module.Start(b)
+        module.AddItems(b, vec)
+        return module.End(b)
+
+    return build
+
+
+def _string_table(b: Builder, s: str) -> int:
+    off = b.CreateString(s)
+    String.Start(b)
+    String.AddValue(b, off)
+    return String.End(b)
+
+
+_SCALARS: dict[str, Callable[[Builder, Any], int]] = {
+    "Int": _scalar_table(Int, Int.AddValue),
+    "Double": _scalar_table(Double, Double.AddValue),
+    "Bool": _scalar_table(Bool, Bool.AddValue),
+    "String": _string_table,
+    "IntList": _list_table(IntList, "PrependInt64", 8),
+    "DoubleList": _list_table(DoubleList, "PrependFloat64", 8),
+    "BoolList": _list_table(BoolList, "PrependBool", 1),
+    "TensorList": _list_table(TensorList, "PrependUint32", 4),
+    "OptionalTensorList": _list_table(OptionalTensorList, "PrependInt32", 4),
+}
+
+
+def _instruction(b: Builder, ins: Instr) -> int:
+    args = _scalar_vector(b, b.PrependUint32, 4, ins.args)
+    KernelCall.Start(b)
+    KernelCall.AddOp(b, ins.op)
+    KernelCall.AddArgs(b, args)
+    call = KernelCall.End(b)
+    Instruction.Start(b)
+    Instruction.AddKindType(b, InstructionKind.KernelCall)
+    Instruction.AddKind(b, call)
+    return Instruction.End(b)
+
+
+def _operator(b: Builder, full_name: str) -> int:
+    name, overload = split_op_name(full_name)
+    n, o = b.CreateString(name), b.CreateString(overload)
+    Operator.Start(b)
+    Operator.AddName(b, n)
+    Operator.AddOverload(b, o)
+    return Operator.End(b)
+
+
+def _debug(b: Builder, ins: Instr) -> int:
+    node, source = b.CreateString(ins.node), b.CreateString(ins.source)
+    DebugInfo.Start(b)
+    DebugInfo.AddNode(b, node)
+    DebugInfo.AddSource(b, source)
+    return DebugInfo.End(b)
+
+
+def _scalar_vector(b: Builder, prepend: Callable[[Any], None], size: int, items: list[Any]) -> int:
+    b.StartVector(size, len(items), size)
+    for x in reversed(items):
+        prepend(x)
+    return b.EndVector()
+
+
+def _offsets_vector(b: Builder, offsets: list[int]) -> int:
+    b.StartVector(4, len(offsets), 4)
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()

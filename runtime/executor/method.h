@@ -1,0 +1,83 @@
+// Method: one method of a Program (e.g. "forward"), bound to kernels and
+// memory, ready to run.
+//
+//   MemoryManager mm{&method_allocator, planned_arenas};
+//   Result<Method> m = Method::load(program, "forward", mm);
+//   TERN_CHECK_OK(m->set_input(0, input_data, input_bytes));
+//   TERN_CHECK_OK(m->execute());
+//   const Tensor& y = m->output(0);   // points into planned memory
+//
+// load() resolves every operator to a registered kernel once, builds the
+// values (constants point into the file, activations into planned memory),
+// and runs each kernel's prepare, which checks dtypes and shapes. After that,
+// execute() allocates nothing and checks nothing twice: it runs the bound
+// kernels in order. Outputs stay valid until the next execute().
+// Thread safety: none; use one Method per thread (Programs may be shared).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/evalue.h"
+#include "runtime/core/result.h"
+#include "runtime/executor/memory_manager.h"
+#include "runtime/executor/program.h"
+#include "runtime/kernel/kernel.h"
+
+namespace tern {
+
+class Method {
+ public:
+  static Result<Method> load(const Program& program, const char* name, MemoryManager& memory);
+
+  size_t num_inputs() const { return num_inputs_; }
+  size_t num_outputs() const { return num_outputs_; }
+  // The planned input tensor i: its dtype and sizes are what set_input wants.
+  const Tensor& input(size_t i) const { return values_[inputs_[i]].tensor; }
+  const Tensor& output(size_t i) const { return values_[outputs_[i]].tensor; }
+
+  // Copies `nbytes` from `data` into input i. InvalidArgument (with a log line
+  // naming the input and the expected size) when i or nbytes is wrong.
+  Error set_input(size_t i, const void* data, size_t nbytes);
+  // Same, checking dtype and sizes of `t` against input i.
+  Error set_input(size_t i, const Tensor& t);
+
+  // Runs the instructions. On a kernel failure, logs the instruction index,
+  // operator and source node, and returns the error.
+  Error execute();
+
+  size_t num_instructions() const { return num_instructions_; }
+  // Bytes this method took from its method allocator.
+  size_t metadata_bytes() const { return metadata_bytes_; }
+  // Bytes of scratch reserved for kernels (the largest single request).
+  size_t scratch_bytes() const { return scratch_bytes_; }
+  const char* name() const { return name_; }
+  // "aten::convolution" for instruction i (for profiles and errors).
+  const char* instruction_op(size_t i) const;
+  // The torch.export node of instruction i, or "".
+  const char* instruction_node(size_t i) const;
+
+  // Runs instruction i alone (for profilers: tern-run --profile).
+  Error execute_instruction(size_t i);
+
+  struct Instr;  // a bound instruction (method.cpp)
+
+ private:
+  Method() = default;
+
+  const fb::Method* fb_ = nullptr;
+  const char* name_ = "";
+  EValue* values_ = nullptr;
+  size_t num_values_ = 0;
+  const uint32_t* inputs_ = nullptr;  // value indices (in the flatbuffer)
+  const uint32_t* outputs_ = nullptr;
+  size_t num_inputs_ = 0;
+  size_t num_outputs_ = 0;
+  Instr* instrs_ = nullptr;
+  size_t num_instructions_ = 0;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  size_t metadata_bytes_ = 0;
+};
+
+}  // namespace tern

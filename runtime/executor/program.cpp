@@ -1,0 +1,108 @@
+#include "runtime/executor/program.h"
+
+#include <cstring>
+
+#include "runtime/core/log.h"
+#include "runtime/core/overflow.h"
+#include "runtime/format/verify.h"
+#include "schema/tern_generated.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "Tern reads its little-endian file format in place and needs a little-endian host"
+#endif
+
+namespace tern {
+namespace {
+
+SegmentInfo read_segment(const uint8_t* data, const Header& h, size_t i) {
+  SegmentInfo s;
+  memcpy(&s, data + h.segment_table_offset + 16 * i, sizeof(s));  // little-endian host
+  return s;
+}
+
+Error verify_segments(const uint8_t* data, const Header& h) {
+  for (size_t i = 0; i < h.segment_count; ++i) {
+    SegmentInfo s = read_segment(data, h, i);
+    uint64_t end;
+    if (s.offset % kSegmentAlignment != 0) {
+      TERN_LOG_ERROR("segment %zu starts at %llu, not a multiple of %zu", i,
+                     (unsigned long long)s.offset, kSegmentAlignment);
+      return Error::InvalidProgram;
+    }
+    if (!checked_add(s.offset, s.size, &end) || end > h.file_size || s.offset < h.header_size) {
+      TERN_LOG_ERROR("segment %zu [%llu, +%llu) lies outside the %llu-byte file", i,
+                     (unsigned long long)s.offset, (unsigned long long)s.size,
+                     (unsigned long long)h.file_size);
+      return Error::InvalidProgram;
+    }
+  }
+  return Error::Ok;
+}
+
+}  // namespace
+
+Result<Program> Program::load(DataLoader& loader) {
+  size_t size = loader.size();
+  TERN_ASSIGN_OR_RETURN(const uint8_t* data, loader.load(0, size));
+  TERN_ASSIGN_OR_RETURN(Header h, parse_header(data, size));
+  // Before anything reads the flatbuffer in place: its tables and vectors are
+  // only aligned if the file's bytes are.
+  if (reinterpret_cast<uintptr_t>(data) % kSegmentAlignment != 0) {
+    TERN_LOG_ERROR("the file's bytes start at %p, not %zu-byte aligned: constants would be "
+                   "misaligned (use an aligned buffer, FileDataLoader or MmapDataLoader)",
+                   static_cast<const void*>(data), kSegmentAlignment);
+    return Error::InvalidProgram;
+  }
+
+  const uint8_t* fb_data = data + h.flatbuffer_offset;
+  uint32_t crc = crc32(fb_data, h.flatbuffer_size);
+  if (crc != h.flatbuffer_crc32) {
+    TERN_LOG_ERROR("checksum mismatch: the flatbuffer's CRC-32 is %08x, the header says %08x "
+                   "(the file is corrupted)", crc, h.flatbuffer_crc32);
+    return Error::ChecksumMismatch;
+  }
+  flatbuffers::Verifier::Options options;
+  options.max_depth = 16;
+  options.max_tables = 10000000;
+  flatbuffers::Verifier verifier(fb_data, h.flatbuffer_size, options);
+  if (!fb::VerifyProgramBuffer(verifier)) {
+    TERN_LOG_ERROR("the flatbuffer failed FlatBuffers verification (malformed program)");
+    return Error::InvalidProgram;
+  }
+  TERN_CHECK_OK(verify_segments(data, h));
+
+  const fb::Program* root = fb::GetProgram(fb_data);
+  if (root->methods() == nullptr || root->methods()->size() == 0) {
+    TERN_LOG_ERROR("the program has no methods");
+    return Error::InvalidProgram;
+  }
+  // The table is 8-byte aligned: the file start is 64-aligned (checked above)
+  // and its offset a multiple of 8 (parse_header).
+  const SegmentInfo* seg_table = reinterpret_cast<const SegmentInfo*>(data + h.segment_table_offset);
+  for (const fb::Method* m : *root->methods()) {
+    TERN_CHECK_OK(verify_method(*m, seg_table, h.segment_count));
+  }
+  return Program(data, h, root);
+}
+
+size_t Program::num_methods() const { return root_->methods()->size(); }
+
+const char* Program::method_name(size_t i) const {
+  const flatbuffers::String* name = root_->methods()->Get(static_cast<uint32_t>(i))->name();
+  return name ? name->c_str() : "";
+}
+
+const fb::Method* Program::method(const char* name) const {
+  for (const fb::Method* m : *root_->methods()) {
+    if (m->name() != nullptr && strcmp(m->name()->c_str(), name) == 0) return m;
+  }
+  return nullptr;
+}
+
+const uint8_t* Program::segment_data(size_t i) const { return data_ + read_segment(data_, header_, i).offset; }
+
+uint64_t Program::segment_size(size_t i) const { return read_segment(data_, header_, i).size; }
+
+const char* Program::producer() const { return root_->producer() ? root_->producer()->c_str() : ""; }
+
+}  // namespace tern

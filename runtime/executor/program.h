@@ -1,0 +1,56 @@
+// Program: a verified, immutable .tern file.
+//
+//   tern::MmapDataLoader loader;                     // extension/
+//   TERN_CHECK_OK(loader.open("model.tern"));
+//   tern::Result<tern::Program> program = tern::Program::load(loader);
+//   if (!program.ok()) { ... tern::last_error_message() says what and where ... }
+//
+// load() checks everything in the file once (header, checksum, FlatBuffers
+// verification, then every index, offset, size and count of every method) so
+// that Method::load and execute() can trust it. A Program owns no memory: it
+// points into the bytes its DataLoader returned, which must outlive it.
+// Thread safety: immutable after load; share it between threads, each with its
+// own Method.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/data_loader.h"
+#include "runtime/core/result.h"
+#include "runtime/format/header.h"
+
+namespace tern {
+namespace fb {
+struct Program;
+struct Method;
+}  // namespace fb
+
+class Program {
+ public:
+  static Result<Program> load(DataLoader& loader);
+
+  size_t num_methods() const;
+  // The name of method i (i < num_methods()).
+  const char* method_name(size_t i) const;
+  // The method called `name`, or nullptr.
+  const fb::Method* method(const char* name) const;
+
+  const Header& header() const { return header_; }
+  // Bytes of data segment i (checked at load: i < num_segments()).
+  const uint8_t* segment_data(size_t i) const;
+  uint64_t segment_size(size_t i) const;
+  size_t num_segments() const { return static_cast<size_t>(header_.segment_count); }
+  // "tern 0.1.0 / torch 2.14.1", or "".
+  const char* producer() const;
+
+ private:
+  Program(const uint8_t* data, const Header& header, const fb::Program* root)
+      : data_(data), header_(header), root_(root) {}
+
+  const uint8_t* data_;
+  Header header_;
+  const fb::Program* root_;
+};
+
+}  // namespace tern

@@ -1,0 +1,238 @@
+#include "runtime/format/verify.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "runtime/core/log.h"
+#include "runtime/core/overflow.h"
+#include "runtime/core/scalar_type.h"
+#include "schema/tern_generated.h"
+
+namespace tern {
+namespace {
+
+// Logs the problem ("method 'forward' value 12: ...") and returns InvalidProgram.
+__attribute__((format(printf, 1, 2))) Error invalid(const char* fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  TERN_LOG_ERROR("invalid program: %s", msg);
+  return Error::InvalidProgram;
+}
+
+uint32_t count(const flatbuffers::Vector<uint32_t>* v) { return v ? v->size() : 0; }
+
+// FlatBuffers verification checks the alignment of a vector's length, not of
+// its items: the 8-byte items of a crafted file can be only 4-aligned, and the
+// runtime reads them in place (and hands IntList items to kernels).
+template <typename T>
+bool items_aligned(const flatbuffers::Vector<T>* v) {
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
+Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const SegmentInfo* segments,
+                    uint64_t num_segments, const flatbuffers::Vector<uint64_t>* arenas) {
+  int st = static_cast<int>(t.scalar_type());
+  if (!scalar_type_valid(st)) return invalid("method '%s' value %u: unknown scalar type %d", m, vi, st);
+  if (!items_aligned(t.sizes())) return invalid("method '%s' value %u: misaligned sizes", m, vi);
+  uint32_t dim = t.sizes() ? t.sizes()->size() : 0;
+  if (dim > static_cast<uint32_t>(kMaxDims)) {
+    return invalid("method '%s' value %u: %u dimensions, at most %d supported", m, vi, dim, kMaxDims);
+  }
+  uint64_t nbytes = scalar_type_size(static_cast<ScalarType>(st));
+  for (uint32_t d = 0; d < dim; ++d) {
+    int64_t s = t.sizes()->Get(d);
+    if (s < 0) return invalid("method '%s' value %u: negative size %lld in dim %u", m, vi, (long long)s, d);
+    if (!checked_mul(nbytes, static_cast<uint64_t>(s), &nbytes) || nbytes > (uint64_t(1) << 48)) {
+      return invalid("method '%s' value %u: tensor size overflows", m, vi);
+    }
+  }
+  uint64_t end;
+  switch (t.storage()) {
+    case fb::TensorStorage::None:
+      if (nbytes != 0) return invalid("method '%s' value %u: %llu-byte tensor without storage", m, vi, (unsigned long long)nbytes);
+      return Error::Ok;
+    case fb::TensorStorage::Constant:
+      if (t.segment() >= num_segments) {
+        return invalid("method '%s' value %u: segment %u out of range (%llu segments)", m, vi,
+                    t.segment(), (unsigned long long)num_segments);
+      }
+      if (!checked_add(t.offset(), nbytes, &end) || end > segments[t.segment()].size) {
+        return invalid("method '%s' value %u: constant [%llu, +%llu) outside segment %u (%llu bytes)",
+                    m, vi, (unsigned long long)t.offset(), (unsigned long long)nbytes, t.segment(),
+                    (unsigned long long)segments[t.segment()].size);
+      }
+      break;
+    case fb::TensorStorage::Planned:
+      if (arenas == nullptr || t.arena() >= arenas->size()) {
+        return invalid("method '%s' value %u: arena %u out of range (%u arenas)", m, vi, t.arena(),
+                    arenas ? arenas->size() : 0);
+      }
+      if (!checked_add(t.offset(), nbytes, &end) || end > arenas->Get(t.arena())) {
+        return invalid("method '%s' value %u: planned [%llu, +%llu) outside arena %u (%llu bytes)", m,
+                    vi, (unsigned long long)t.offset(), (unsigned long long)nbytes, t.arena(),
+                    (unsigned long long)arenas->Get(t.arena()));
+      }
+      break;
+    default:
+      return invalid("method '%s' value %u: unknown storage %d", m, vi, static_cast<int>(t.storage()));
+  }
+  if (t.offset() % scalar_type_size(static_cast<ScalarType>(st)) != 0) {
+    return invalid("method '%s' value %u: offset %llu is not aligned to its element size", m, vi,
+                (unsigned long long)t.offset());
+  }
+  return Error::Ok;
+}
+
+bool is_tensor(const fb::Method& method, int64_t index) {
+  return index >= 0 && index < method.values()->size() &&
+         method.values()->Get(static_cast<uint32_t>(index))->value_type() == fb::Value::Tensor;
+}
+
+Error verify_value(const fb::Method& method, uint32_t vi, const SegmentInfo* segments,
+                   uint64_t num_segments) {
+  const char* m = method.name()->c_str();
+  const fb::EValue* v = method.values()->Get(vi);
+  // The FlatBuffers verifier accepts a union whose type is set but whose
+  // table is absent; every value_as_X() below relies on this check.
+  if (v->value_type() != fb::Value::NONE && v->value() == nullptr) {
+    return invalid("method '%s' value %u: type %d without a table", m, vi, static_cast<int>(v->value_type()));
+  }
+  switch (v->value_type()) {
+    case fb::Value::NONE:
+      return Error::Ok;
+    case fb::Value::Tensor:
+      return verify_tensor(m, vi, *v->value_as_Tensor(), segments, num_segments, method.arena_sizes());
+    case fb::Value::Int:
+    case fb::Value::Double:
+    case fb::Value::Bool:
+      return Error::Ok;
+    case fb::Value::String:
+      if (!v->value_as_String()->value()) return invalid("method '%s' value %u: String without text", m, vi);
+      return Error::Ok;
+    case fb::Value::IntList:
+      if (!v->value_as_IntList()->items()) return invalid("method '%s' value %u: IntList without items", m, vi);
+      if (!items_aligned(v->value_as_IntList()->items())) return invalid("method '%s' value %u: misaligned IntList", m, vi);
+      return Error::Ok;
+    case fb::Value::DoubleList:
+      if (!v->value_as_DoubleList()->items()) return invalid("method '%s' value %u: DoubleList without items", m, vi);
+      if (!items_aligned(v->value_as_DoubleList()->items())) return invalid("method '%s' value %u: misaligned DoubleList", m, vi);
+      return Error::Ok;
+    case fb::Value::BoolList:
+      if (!v->value_as_BoolList()->items()) return invalid("method '%s' value %u: BoolList without items", m, vi);
+      return Error::Ok;
+    case fb::Value::TensorList: {
+      const auto* items = v->value_as_TensorList()->items();
+      if (!items) return invalid("method '%s' value %u: TensorList without items", m, vi);
+      for (uint32_t i = 0; i < items->size(); ++i) {
+        if (!is_tensor(method, items->Get(i))) {
+          return invalid("method '%s' value %u: TensorList item %u (value %u) is not a tensor", m, vi, i, items->Get(i));
+        }
+      }
+      return Error::Ok;
+    }
+    case fb::Value::OptionalTensorList: {
+      const auto* items = v->value_as_OptionalTensorList()->items();
+      if (!items) return invalid("method '%s' value %u: OptionalTensorList without items", m, vi);
+      for (uint32_t i = 0; i < items->size(); ++i) {
+        if (items->Get(i) != -1 && !is_tensor(method, items->Get(i))) {
+          return invalid("method '%s' value %u: OptionalTensorList item %u (value %d) is not a tensor or -1", m, vi, i, items->Get(i));
+        }
+      }
+      return Error::Ok;
+    }
+  }
+  return invalid("method '%s' value %u: unknown value type %d", m, vi, static_cast<int>(v->value_type()));
+}
+
+Error verify_instruction(const fb::Method& method, uint32_t ii) {
+  const char* m = method.name()->c_str();
+  uint32_t nv = method.values()->size();
+  uint32_t ni = method.instructions()->size();
+  const fb::Instruction* ins = method.instructions()->Get(ii);
+  if (ins->kind() == nullptr) {
+    return invalid("method '%s' instruction %u: kind %d without a table", m, ii, static_cast<int>(ins->kind_type()));
+  }
+  switch (ins->kind_type()) {
+    case fb::InstructionKind::KernelCall: {
+      const fb::KernelCall* k = ins->kind_as_KernelCall();
+      if (k->op() >= (method.operators() ? method.operators()->size() : 0)) {
+        return invalid("method '%s' instruction %u: operator %u out of range", m, ii, k->op());
+      }
+      for (uint32_t i = 0; i < count(k->args()); ++i) {
+        if (k->args()->Get(i) >= nv) {
+          return invalid("method '%s' instruction %u: argument %u is value %u, out of range (%u values)",
+                      m, ii, i, k->args()->Get(i), nv);
+        }
+      }
+      return Error::Ok;
+    }
+    case fb::InstructionKind::Move: {
+      const fb::Move* mv = ins->kind_as_Move();
+      if (mv->from() >= nv || mv->to() >= nv) return invalid("method '%s' instruction %u: move value out of range", m, ii);
+      return Error::Ok;
+    }
+    case fb::InstructionKind::JumpFalse: {
+      const fb::JumpFalse* j = ins->kind_as_JumpFalse();
+      if (j->cond() >= nv) return invalid("method '%s' instruction %u: condition value out of range", m, ii);
+      // Forward only: format v1 has no loops, and a backward jump would let a
+      // file make execute() run forever.
+      if (j->target() <= ii || j->target() > ni) {
+        return invalid("method '%s' instruction %u: jump target %u is not a later instruction (of %u)", m, ii,
+                       j->target(), ni);
+      }
+      return Error::Ok;
+    }
+    case fb::InstructionKind::Free:
+      if (ins->kind_as_Free()->value() >= nv) return invalid("method '%s' instruction %u: free value out of range", m, ii);
+      return Error::Ok;
+    default:
+      return invalid("method '%s' instruction %u: unknown kind %d", m, ii, static_cast<int>(ins->kind_type()));
+  }
+}
+
+}  // namespace
+
+Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint64_t num_segments) {
+  if (!method.name()) return invalid("a method has no name");
+  const char* m = method.name()->c_str();
+  if (!method.values() || !method.instructions()) return invalid("method '%s' has no values or instructions", m);
+  if (!items_aligned(method.arena_sizes())) return invalid("method '%s': misaligned arena_sizes", m);
+  if (method.operators()) {
+    for (uint32_t i = 0; i < method.operators()->size(); ++i) {
+      if (!method.operators()->Get(i)->name()) return invalid("method '%s' operator %u has no name", m, i);
+    }
+  }
+  for (uint32_t i = 0; i < method.values()->size(); ++i) {
+    TERN_CHECK_OK(verify_value(method, i, segments, num_segments));
+  }
+  for (uint32_t i = 0; i < count(method.inputs()); ++i) {
+    if (!is_tensor(method, method.inputs()->Get(i))) return invalid("method '%s' input %u is not a tensor value", m, i);
+  }
+  for (uint32_t i = 0; i < count(method.outputs()); ++i) {
+    if (!is_tensor(method, method.outputs()->Get(i))) return invalid("method '%s' output %u is not a tensor value", m, i);
+  }
+  for (uint32_t i = 0; i < method.instructions()->size(); ++i) {
+    TERN_CHECK_OK(verify_instruction(method, i));
+  }
+  if (method.debug() && method.debug()->size() != 0 &&
+      method.debug()->size() != method.instructions()->size()) {
+    return invalid("method '%s': %u debug entries for %u instructions", m, method.debug()->size(),
+                method.instructions()->size());
+  }
+  return Error::Ok;
+}
+
+void tensor_shape_from_fb(const fb::Tensor& t, Tensor* out) {
+  out->dtype = static_cast<ScalarType>(t.scalar_type());
+  out->dim = t.sizes() ? static_cast<int32_t>(t.sizes()->size()) : 0;
+  out->numel = 1;
+  for (int d = 0; d < out->dim; ++d) {
+    out->sizes[d] = t.sizes()->Get(d);
+    out->numel *= out->sizes[d];
+  }
+}
+
+}  // namespace tern

@@ -1,0 +1,31 @@
+// Semantic verification of an untrusted program, after the FlatBuffers
+// verifier has checked its structure: every index, offset, size and count is
+// range-checked and every size is computed with overflow checks, so that the
+// executor can use them without checking again.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/core/error.h"
+#include "runtime/core/tensor.h"
+
+namespace tern {
+namespace fb {
+struct Method;
+struct Tensor;
+}  // namespace fb
+
+struct SegmentInfo {
+  uint64_t offset;  // from the start of the file
+  uint64_t size;
+};
+
+// Checks one method against the file's segments. Logs the first problem with
+// the method name and value or instruction index.
+Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint64_t num_segments);
+
+// Fills dtype, dim, sizes and numel of `out` from a verified fb::Tensor (no
+// data pointer).
+void tensor_shape_from_fb(const fb::Tensor& t, Tensor* out);
+
+}  // namespace tern

@@ -1,0 +1,190 @@
+// Module (extension/module.h): load a .tern file from disk and run it.
+// Module::load registers every portable kernel, so this binary links them all.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "extension/module.h"
+#include "runtime_test_util.h"
+
+// Under ASan, let a huge allocation fail with nullptr, as the C library does,
+// instead of aborting (test_huge_arena_is_an_error_not_a_crash).
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+
+namespace tern {
+namespace {
+
+using namespace test;
+
+class TempFile {
+ public:
+  explicit TempFile(const AlignedBytes& b) : path_(write_temp_file(b.data(), b.size(), "tern_module")) {}
+  ~TempFile() { unlink(path_.c_str()); }
+  const char* path() const { return path_.c_str(); }
+
+ private:
+  std::string path_;
+};
+
+// forward(x [2, 3]) = relu(x) + 1, then "scaled" = relu(x) * 3 in a second method.
+ProgramBuilder relu_program(const char* second_op = "test::scale") {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  uint32_t arena = m.arena(128);
+  uint32_t x = m.planned(ScalarType::Float32, {2, 3}, 0, arena);
+  uint32_t t = m.planned(ScalarType::Float32, {2, 3}, 32, arena);
+  uint32_t y = m.planned(ScalarType::Float32, {2, 3}, 64, arena);
+  m.call("aten::relu", "", {x, t});
+  m.call("test::add_one", "", {t, y});
+  m.inputs = {x};
+  m.outputs = {y};
+  MethodBuilder& s = pb.method("scaled");
+  uint32_t a = s.arena(64);
+  uint32_t sx = s.planned(ScalarType::Float32, {2}, 0, a);
+  uint32_t sy = s.planned(ScalarType::Float32, {2}, 32, a);
+  s.call(second_op, "", {sx, s.int_value(3), sy});
+  s.inputs = {sx};
+  s.outputs = {sy};
+  return pb;
+}
+
+class ModuleTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { register_test_kernels(); }
+};
+
+TEST_F(ModuleTest, test_load_and_forward_from_a_file) {
+  TempFile f(relu_program().build());
+  for (Module::LoadMode mode : {Module::LoadMode::Mmap, Module::LoadMode::File}) {
+    Module module;
+    ASSERT_EQ(module.load(f.path(), mode), Error::Ok) << last_error_message();
+    EXPECT_EQ(module.program().num_methods(), 2u);
+    float x[6] = {-1, 2, -3, 4, 0, 0.5f};
+    Tensor input = make_tensor(x, ScalarType::Float32, {2, 3});
+    Result<Span<const Tensor>> out = module.forward({&input, 1});
+    ASSERT_TRUE(out.ok()) << last_error_message();
+    ASSERT_EQ(out->size(), 1u);
+    const Tensor& y = (*out)[0];
+    EXPECT_EQ(y.dim, 2);
+    EXPECT_EQ(y.sizes[1], 3);
+    EXPECT_EQ(floats(y), (std::vector<float>{1, 3, 1, 5, 1, 1.5f}));
+    // Run again: outputs are rewritten in place.
+    float x2[6] = {1, 1, 1, 1, 1, 1};
+    input = make_tensor(x2, ScalarType::Float32, {2, 3});
+    Result<Span<const Tensor>> again = module.forward({&input, 1});
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(floats((*again)[0]), (std::vector<float>(6, 2)));
+    EXPECT_EQ((*again)[0].data, y.data) << "the same planned memory";
+  }
+}
+
+TEST_F(ModuleTest, test_run_a_second_method_by_name) {
+  TempFile f(relu_program().build());
+  Module module;
+  ASSERT_EQ(module.load(f.path()), Error::Ok) << last_error_message();
+  float x[2] = {1, -2};
+  Tensor input = make_tensor(x, ScalarType::Float32, {2});
+  Result<Span<const Tensor>> out = module.run("scaled", {&input, 1});
+  ASSERT_TRUE(out.ok()) << last_error_message();
+  EXPECT_EQ(floats((*out)[0]), (std::vector<float>{3, -6}));
+  EXPECT_EQ(module.method("scaled"), module.method("scaled")) << "loaded once";
+}
+
+TEST_F(ModuleTest, test_wrong_inputs_are_invalid_argument) {
+  TempFile f(relu_program().build());
+  Module module;
+  ASSERT_EQ(module.load(f.path()), Error::Ok);
+  float x[6] = {};
+  Tensor wrong_shape = make_tensor(x, ScalarType::Float32, {3, 2});
+  EXPECT_EQ(module.forward({&wrong_shape, 1}).error(), Error::InvalidArgument);
+  Tensor wrong_dtype = make_tensor(x, ScalarType::Int32, {2, 3});
+  EXPECT_EQ(module.forward({&wrong_dtype, 1}).error(), Error::InvalidArgument);
+  EXPECT_EQ(module.forward({}).error(), Error::InvalidArgument);
+}
+
+TEST_F(ModuleTest, test_missing_method_is_not_found) {
+  TempFile f(relu_program().build());
+  Module module;
+  ASSERT_EQ(module.load(f.path()), Error::Ok);
+  EXPECT_EQ(module.method("backward"), nullptr);
+  EXPECT_EQ(module.run("backward", {}).error(), Error::NotFound);
+}
+
+TEST_F(ModuleTest, test_missing_file_is_access_failed) {
+  Module module;
+  EXPECT_EQ(module.load("/nonexistent/model.tern"), Error::AccessFailed);
+  EXPECT_EQ(module.load("/nonexistent/model.tern", Module::LoadMode::File), Error::AccessFailed);
+  EXPECT_EQ(module.method("forward"), nullptr);
+}
+
+TEST_F(ModuleTest, test_corrupted_file_is_checksum_mismatch) {
+  AlignedBytes b = relu_program().build();
+  b[read_le(b, header_pos::kFlatbufferOffset, 8) + 20] ^= 0x10;
+  TempFile f(b);
+  Module module;
+  EXPECT_EQ(module.load(f.path()), Error::ChecksumMismatch);
+}
+
+TEST_F(ModuleTest, test_unknown_operator_in_forward_is_operator_missing) {
+  ProgramBuilder pb = relu_program();
+  pb.methods()[0].operators[1].name = "test::not_registered";
+  TempFile f(pb.build());
+  Module module;
+  EXPECT_EQ(module.load(f.path()), Error::OperatorMissing) << "the Method::load error, not a generic one";
+  EXPECT_NE(std::string(last_error_message()).find("test::not_registered"), std::string::npos);
+}
+
+TEST_F(ModuleTest, test_method_that_fails_to_load_reports_its_error) {
+  TempFile f(relu_program("test::not_registered").build());
+  Module module;
+  ASSERT_EQ(module.load(f.path()), Error::Ok) << "forward loads; 'scaled' is loaded on first use";
+  float x[2] = {};
+  Tensor input = make_tensor(x, ScalarType::Float32, {2});
+  EXPECT_EQ(module.run("scaled", {&input, 1}).error(), Error::OperatorMissing);
+}
+
+TEST_F(ModuleTest, test_huge_arena_is_an_error_not_a_crash) {
+  for (uint64_t arena_bytes : {UINT64_MAX - 10, uint64_t(1) << 62}) {
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.method("forward");
+    uint32_t arena = m.arena(arena_bytes);
+    uint32_t x = m.planned(ScalarType::Float32, {1}, 0, arena);
+    uint32_t y = m.planned(ScalarType::Float32, {1}, 32, arena);
+    m.call("test::add_one", "", {x, y});
+    m.inputs = {x};
+    TempFile f(pb.build());
+    Module module;
+    Error e = module.load(f.path());
+    EXPECT_TRUE(e == Error::OutOfMemory || e == Error::MemoryTooSmall) << error_name(e);
+  }
+}
+
+TEST_F(ModuleTest, test_reload_replaces_the_program) {
+  TempFile a(relu_program().build());
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  uint32_t arena = m.arena(64);
+  uint32_t x = m.planned(ScalarType::Float32, {1}, 0, arena);
+  uint32_t y = m.planned(ScalarType::Float32, {1}, 32, arena);
+  m.call("test::add_one", "", {x, y});
+  m.inputs = {x};
+  m.outputs = {y};
+  TempFile b(pb.build());
+  Module module;
+  ASSERT_EQ(module.load(a.path()), Error::Ok);
+  ASSERT_EQ(module.load(b.path()), Error::Ok);
+  EXPECT_EQ(module.program().num_methods(), 1u);
+  float v = 41;
+  Tensor input = make_tensor(&v, ScalarType::Float32, {1});
+  Result<Span<const Tensor>> out = module.forward({&input, 1});
+  ASSERT_TRUE(out.ok()) << last_error_message();
+  EXPECT_EQ((*out)[0].data_as<float>()[0], 42);
+}
+
+}  // namespace
+}  // namespace tern

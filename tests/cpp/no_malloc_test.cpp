@@ -1,0 +1,310 @@
+// Proves the runtime rule "no heap after load": Method::execute() never
+// allocates. This binary replaces the global operator new/delete and
+// interposes malloc, calloc, realloc, free, aligned_alloc, posix_memalign and
+// memalign (forwarding to glibc's __libc_* entry points), counting every call
+// made while counting is on. Under ASan or other sanitizers, which own the
+// allocator, it installs the sanitizer's allocation hooks instead.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "runtime_test_util.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TERN_TEST_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TERN_TEST_SANITIZER 1
+#endif
+#endif
+
+namespace {
+
+std::atomic<bool> g_counting{false};
+std::atomic<size_t> g_allocations{0};
+
+inline void count() {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Counts the allocations made while it is alive.
+class AllocationCounter {
+ public:
+  AllocationCounter() {
+    g_allocations = 0;
+    g_counting = true;
+  }
+  ~AllocationCounter() { g_counting = false; }
+  size_t stop() {
+    g_counting = false;
+    return g_allocations;
+  }
+};
+
+}  // namespace
+
+#if defined(TERN_TEST_SANITIZER)
+
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
+                                                         void (*free_hook)(const volatile void*));
+namespace {
+void malloc_hook(const volatile void*, size_t) { count(); }
+void free_hook(const volatile void*) {}
+[[maybe_unused]] const int g_hooks = __sanitizer_install_malloc_and_free_hooks(malloc_hook, free_hook);
+}  // namespace
+
+#else  // glibc: interpose the C allocator and replace operator new/delete.
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+
+void* malloc(size_t n) {
+  count();
+  return __libc_malloc(n);
+}
+void* calloc(size_t n, size_t size) {
+  count();
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, size_t n) {
+  count();
+  return __libc_realloc(p, n);
+}
+void free(void* p) { __libc_free(p); }
+void* aligned_alloc(size_t alignment, size_t n) {
+  count();
+  return __libc_memalign(alignment, n);
+}
+void* memalign(size_t alignment, size_t n) {
+  count();
+  return __libc_memalign(alignment, n);
+}
+int posix_memalign(void** out, size_t alignment, size_t n) {
+  count();
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void* p = __libc_memalign(alignment, n);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+}  // extern "C"
+
+// operator new/delete: counted here too, in case the C++ runtime's versions
+// do not go through the interposed malloc.
+void* operator new(size_t n) {
+  count();
+  void* p = __libc_malloc(n ? n : 1);
+  if (p == nullptr) abort();
+  return p;
+}
+void* operator new[](size_t n) { return operator new(n); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  count();
+  return __libc_malloc(n ? n : 1);
+}
+void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void* operator new(size_t n, std::align_val_t a) {
+  count();
+  void* p = __libc_memalign(static_cast<size_t>(a), n ? n : 1);
+  if (p == nullptr) abort();
+  return p;
+}
+void* operator new[](size_t n, std::align_val_t a) { return operator new(n, a); }
+void operator delete(void* p) noexcept { __libc_free(p); }
+void operator delete[](void* p) noexcept { __libc_free(p); }
+void operator delete(void* p, size_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, size_t) noexcept { __libc_free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
+
+#endif
+
+namespace tern {
+namespace {
+
+using namespace test;
+
+// Defeats the optimizer: a pointer it must assume escapes.
+void* volatile g_sink;
+
+TEST(NoMalloc, test_counter_counts_malloc_new_and_friends) {
+  // The proof below is only as good as the counter: it must see each kind.
+  {
+    AllocationCounter c;
+    g_sink = malloc(24);
+    free(g_sink);
+    EXPECT_EQ(c.stop(), 1u) << "malloc";
+  }
+  {
+    AllocationCounter c;
+    int* p = new int(3);
+    g_sink = p;
+    delete p;
+    EXPECT_EQ(c.stop(), 1u) << "operator new";
+  }
+  {
+    AllocationCounter c;
+    g_sink = calloc(3, 8);
+    g_sink = realloc(g_sink, 100);
+    free(g_sink);
+    g_sink = aligned_alloc(64, 128);
+    free(g_sink);
+    EXPECT_EQ(c.stop(), 3u) << "calloc, realloc, aligned_alloc";
+  }
+  {
+    AllocationCounter c;
+    std::vector<int> v(10);
+    g_sink = v.data();
+    EXPECT_GE(c.stop(), 1u) << "std::vector";
+  }
+  {
+    AllocationCounter c;
+    EXPECT_EQ(c.stop(), 0u) << "nothing allocated";
+  }
+}
+
+// Every instruction kind: relu and test kernels (a scalar argument, a list
+// argument, scratch), a jump on a computed bool, a move, a free.
+//   a = relu(x); b = a + 1; a = b * 0.5; y = a + b + c
+//   if x[0] > 0: b = 2 * y; y = b    else: y = b
+ProgramBuilder busy_program() {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  uint32_t arena = m.arena(512);
+  uint32_t x = m.planned(ScalarType::Float32, {4, 4}, 0, arena);
+  uint32_t a = m.planned(ScalarType::Float32, {4, 4}, 64, arena);
+  uint32_t b = m.planned(ScalarType::Float32, {4, 4}, 128, arena);
+  uint32_t y = m.planned(ScalarType::Float32, {4, 4}, 192, arena);
+  uint32_t cond = m.planned(ScalarType::Bool, {1}, 256, arena);
+  std::vector<float> w(16, 0.5f);
+  uint32_t c = m.constant<float>({4, 4}, w);
+  m.call("aten::relu", "", {x, a});
+  m.call("test::add_one", "", {a, b});
+  m.call("test::scale", "", {b, m.double_value(0.5), a});
+  m.call("test::sum_list", "", {m.tensor_list({a, b, c}), y});
+  m.call("test::positive", "", {x, cond});  // x[0] > 0
+  m.jump_false(cond, 7);
+  m.call("test::scratch_double", "", {y, b});
+  m.move(b, y);
+  m.free_value(a);
+  m.inputs = {x};
+  m.outputs = {y};
+  return pb;
+}
+
+TEST(NoMalloc, test_execute_never_allocates) {
+  register_test_kernels();
+  register_relu();
+  LoadedProgram lp(busy_program().build());
+  ASSERT_EQ(lp.error, Error::Ok) << last_error_message();
+  MethodMemory mem(*lp.program, "forward");
+  Result<Method> method = Method::load(*lp.program, "forward", mem.manager);
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  float x[16];
+  for (int i = 0; i < 16; ++i) x[i] = static_cast<float>(i % 5) - 2.f;
+  ASSERT_EQ(method->set_input(0, x, sizeof(x)), Error::Ok);
+  ASSERT_EQ(method->execute(), Error::Ok);  // warm up (first-touch, lazy binding)
+
+  size_t allocations;
+  Error first_error = Error::Ok;
+  {
+    AllocationCounter c;
+    for (int i = 0; i < 100; ++i) {
+      x[0] = static_cast<float>(i % 2 ? i : -i);  // take both sides of the jump
+      Error e = method->set_input(0, x, sizeof(x));
+      if (e == Error::Ok) e = method->execute();
+      if (e != Error::Ok && first_error == Error::Ok) first_error = e;
+    }
+    allocations = c.stop();
+  }
+  EXPECT_EQ(first_error, Error::Ok);
+  EXPECT_EQ(allocations, 0u) << "set_input + execute() allocated";
+  // The result is still right: y = 2 * (a + b + c) with a = (relu(x) + 1) / 2.
+  const float* y = method->output(0).data_as<float>();
+  float r = x[1] > 0 ? x[1] : 0;
+  float b = r + 1, a = b * 0.5f;
+  EXPECT_FLOAT_EQ(y[1], 2 * (a + b + 0.5f));
+}
+
+// test::allocates(Tensor self) -> Tensor: a kernel that breaks the rule, to
+// show that the counter sees an allocation made inside execute().
+Error allocates_run(RunContext&, EValue* const* args) {
+  g_sink = malloc(16);
+  free(g_sink);
+  memcpy(args[1]->tensor.data, args[0]->tensor.data, args[0]->tensor.nbytes());
+  return Error::Ok;
+}
+Error allocates_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(test_kernels::expect_float_unary(ctx, args));
+  ctx.set_run(allocates_run);
+  return Error::Ok;
+}
+
+TEST(NoMalloc, test_counter_sees_an_allocating_kernel_inside_execute) {
+  static const OpKernel kAllocates[] = {{"test::allocates", 1, allocates_prepare}};
+  ASSERT_EQ(register_kernels({kAllocates, 1}), Error::Ok);
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  uint32_t arena = m.arena(64);
+  uint32_t x = m.planned(ScalarType::Float32, {2}, 0, arena);
+  uint32_t y = m.planned(ScalarType::Float32, {2}, 16, arena);
+  m.call("test::allocates", "", {x, y});
+  m.inputs = {x};
+  m.outputs = {y};
+  LoadedProgram lp(pb.build());
+  ASSERT_EQ(lp.error, Error::Ok);
+  MethodMemory mem(*lp.program, "forward");
+  Result<Method> method = Method::load(*lp.program, "forward", mem.manager);
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  size_t allocations;
+  {
+    AllocationCounter c;
+    for (int i = 0; i < 5; ++i) (void)method->execute();
+    allocations = c.stop();
+  }
+  EXPECT_EQ(allocations, 5u);
+}
+
+TEST(NoMalloc, test_execute_error_path_does_not_allocate) {
+  // A failing kernel logs an error line; logging must not allocate either.
+  register_test_kernels();
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  uint32_t arena = m.arena(64);
+  uint32_t x = m.planned(ScalarType::Float32, {2}, 0, arena);
+  uint32_t y = m.planned(ScalarType::Float32, {2}, 16, arena);
+  m.call("test::fail_if_negative", "", {x, y});
+  m.debug = {{"check", "model.py:1"}};
+  m.inputs = {x};
+  LoadedProgram lp(pb.build());
+  ASSERT_EQ(lp.error, Error::Ok);
+  MethodMemory mem(*lp.program, "forward");
+  Result<Method> method = Method::load(*lp.program, "forward", mem.manager);
+  ASSERT_TRUE(method.ok());
+  float bad[2] = {-1, 1};
+  ASSERT_EQ(method->set_input(0, bad, sizeof(bad)), Error::Ok);
+  set_log_level(LogLevel::Fatal);  // keep stderr quiet; the message is still formatted
+  ASSERT_EQ(method->execute(), Error::ExecutionFailed);  // warm up
+  size_t allocations;
+  {
+    AllocationCounter c;
+    for (int i = 0; i < 10; ++i) (void)method->execute();
+    allocations = c.stop();
+  }
+  set_log_level(LogLevel::Info);
+  EXPECT_EQ(allocations, 0u);
+}
+
+}  // namespace
+}  // namespace tern

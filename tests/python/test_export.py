@@ -1,0 +1,372 @@
+"""Tests of the exporter (python/tern/): export, passes, memory plan, file layout.
+
+Run: cd /work/main && PYTHONPATH=python .venv/bin/python -m pytest tests/python/test_export.py -q
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import torch
+import torchvision
+from torch import nn
+
+import tern
+from tern.export import lower_to_graph
+from tern.graph import to_graph_module
+from tern.inspect import read_program
+from tern.memory_plan import Interval, PlanError, check_plan, lifetimes, lower_bound, plan
+from tern.ops import op_name, parse_ops_def, supported_ops
+from tern.passes import eliminate_dead_code, fold_batch_norm, remove_noops
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# models
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class SmallCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, padding=1, bias=False, groups=2), nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = torch.relu(self.bn2(self.conv2(y)))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+
+def _randomize_batch_norm(model: nn.Module) -> nn.Module:
+    """Non-trivial running stats and affine parameters, so folding is really tested."""
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+    return model
+
+
+def _make(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    torch.manual_seed(0)
+    builders: dict[str, Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]]] = {
+        "mlp": lambda: (MLP(), (torch.randn(2, 16),)),
+        "cnn": lambda: (_randomize_batch_norm(SmallCNN()), (torch.randn(1, 3, 16, 16),)),
+        "transformer_layer": lambda: (
+            nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True),
+            (torch.randn(2, 5, 32),),
+        ),
+        "mobilenet_v2": lambda: (torchvision.models.mobilenet_v2(), (torch.randn(1, 3, 224, 224),)),
+        "resnet18": lambda: (torchvision.models.resnet18(), (torch.randn(1, 3, 224, 224),)),
+    }
+    model, args = builders[name]()
+    return model.eval(), args
+
+
+MODELS = ["mlp", "cnn", "transformer_layer", "mobilenet_v2", "resnet18"]
+_cache: dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], tern.Program]] = {}
+
+
+def _exported(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...], tern.Program]:
+    if name not in _cache:
+        model, args = _make(name)
+        _cache[name] = (model, args, tern.export(model, args))
+    return _cache[name]
+
+
+# export of real models
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_export_model_succeeds_with_matching_specs(name: str) -> None:
+    model, args, program = _exported(name)
+    expected = model(*args)
+    assert program.to_bytes()[:4] == b"TERN"
+    assert [s.shape for s in program.input_specs] == [tuple(a.shape) for a in args]
+    assert [s.dtype for s in program.input_specs] == ["float32"] * len(args)
+    assert [s.shape for s in program.output_specs] == [tuple(expected.shape)]
+    assert program.num_instructions > 0 and "planned memory" in program.summary()
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_export_twice_gives_identical_bytes(name: str) -> None:
+    _, _, first = _exported(name)
+    model, args = _make(name)
+    assert tern.export(model, args).to_bytes() == first.to_bytes()
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_passes_keep_graph_outputs_equal_to_eager(name: str) -> None:
+    model, args = _make(name)
+    gm = lower_to_graph(model, args, supported_ops())
+    torch.testing.assert_close(gm(*args)[0], model(*args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_read_program_round_trips(name: str, tmp_path: Path) -> None:
+    _, _, program = _exported(name)
+    path = tmp_path / "model.tern"
+    program.save(path)
+    info = read_program(path)
+    assert info == read_program(program.to_bytes())
+    data = program.to_bytes()
+    h = info["header"]
+    assert (h["magic"], h["header_size"], h["version_major"], h["version_minor"]) == (b"TERN", 64, 1, 0)
+    assert h["file_size"] == len(data) and h["flatbuffer_offset"] == 64 and h["reserved"] == 0
+    fb = data[h["flatbuffer_offset"] : h["flatbuffer_offset"] + h["flatbuffer_size"]]
+    assert h["flatbuffer_crc32"] == zlib.crc32(fb)
+    assert h["segment_table_offset"] % 8 == 0
+    assert all(s["offset"] % 64 == 0 and s["offset"] + s["size"] <= len(data) for s in info["segments"])
+    assert info["producer"] == f"tern {tern.__version__} / torch {torch.__version__}"
+    (method,) = info["methods"]
+    assert method["name"] == "forward"
+    assert len(method["values"]) == program.num_values
+    assert len(method["instructions"]) == program.num_instructions == len(method["debug"])
+    assert method["arena_sizes"] == [program.planned_bytes]
+    for v, spec in zip(method["inputs"] + method["outputs"], program.input_specs + program.output_specs):
+        assert method["values"][v]["kind"] == "Tensor" and tuple(method["values"][v]["sizes"]) == spec.shape
+    ops = sorted({op for op, _ in program.op_counts})
+    assert sorted(method["operators"]) == ops
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_file_values_are_in_range_and_constants_inside_segments(name: str) -> None:
+    _, _, program = _exported(name)
+    (method,) = read_program(program.to_bytes())["methods"]
+    segments = read_program(program.to_bytes())["segments"]
+    n = len(method["values"])
+    for ins in method["instructions"]:
+        assert ins["kind"] == "KernelCall" and ins["op"] < len(method["operators"])
+        assert all(a < n for a in ins["args"])
+    for v in method["values"]:
+        if v["kind"] == "Tensor" and v["storage"] == "Constant":
+            nbytes = _numel(v["sizes"]) * _ELEMENT_SIZE[v["scalar_type"]]
+            assert v["offset"] % 64 == 0 and v["offset"] + nbytes <= segments[v["segment"]]["size"]
+
+
+# memory plan
+
+
+_ELEMENT_SIZE = {0: 4, 1: 8, 2: 2, 3: 2, 4: 1, 5: 1, 6: 2, 7: 4, 8: 8, 9: 1}
+
+
+def _numel(sizes: list[int]) -> int:
+    n = 1
+    for s in sizes:
+        n *= s
+    return n
+
+
+def _plan_from_file(method: dict[str, Any]) -> tuple[list[Interval], dict[int, int]]:
+    """Lifetimes and offsets of the planned tensors, recomputed from the file alone."""
+    values = method["values"]
+    planned = {
+        i: _numel(v["sizes"]) * _ELEMENT_SIZE[v["scalar_type"]]
+        for i, v in enumerate(values)
+        if v["kind"] == "Tensor" and v["storage"] == "Planned"
+    }
+
+    def tensors(a: int) -> list[int]:
+        if values[a]["kind"] == "Tensor":
+            return [a]
+        if values[a]["kind"] in ("TensorList", "OptionalTensorList"):
+            return [j for j in values[a]["items"] if j >= 0]
+        return []
+
+    steps = [[t for a in ins["args"] for t in tensors(a)] for ins in method["instructions"]]
+    intervals = lifetimes(planned, steps, method["inputs"], method["outputs"])
+    return intervals, {i: values[i]["offset"] for i in planned}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_memory_plan_of_exported_model_passes_check(name: str) -> None:
+    _, _, program = _exported(name)
+    mem = program.memory_plan
+    check_plan(mem.intervals, mem.offsets, mem.planned_bytes)
+    (method,) = read_program(program.to_bytes())["methods"]
+    intervals, offsets = _plan_from_file(method)
+    check_plan(intervals, offsets, method["arena_sizes"][0])
+    assert program.planned_bytes >= program.lower_bound_bytes == lower_bound(intervals) > 0
+
+
+def test_check_plan_overlapping_live_tensors_raises() -> None:
+    a, b = Interval(0, 100, 0, 2), Interval(1, 100, 1, 3)
+    with pytest.raises(PlanError, match="share memory"):
+        check_plan([a, b], {0: 0, 1: 64}, 256)
+
+
+def test_check_plan_misaligned_or_outside_arena_raises() -> None:
+    with pytest.raises(PlanError):
+        check_plan([Interval(0, 10, 0, 0)], {0: 32}, 128)
+    with pytest.raises(PlanError):
+        check_plan([Interval(0, 100, 0, 0)], {0: 64}, 128)
+
+
+def test_check_plan_disjoint_lifetimes_may_share_memory() -> None:
+    check_plan([Interval(0, 100, 0, 1), Interval(1, 100, 2, 3)], {0: 0, 1: 0}, 128)
+
+
+def test_plan_reuses_memory_and_reports_lower_bound() -> None:
+    # x(0) -> a(1) -> b(2) -> out(3): a chain needs two live tensors at a time.
+    sizes = {0: 1000, 1: 1000, 2: 1000, 3: 10}
+    intervals = lifetimes(sizes, [[0, 1], [1, 2], [2, 3]], inputs=[0], outputs=[3])
+    assert [(i.start, i.end) for i in intervals] == [(0, 0), (0, 1), (1, 2), (2, 2)]
+    mem = plan(intervals)
+    check_plan(mem.intervals, mem.offsets, mem.planned_bytes)
+    assert mem.lower_bound_bytes == 1024 + 1024
+    assert mem.planned_bytes == 2048 and all(o % 64 == 0 for o in mem.offsets.values())
+
+
+def test_lifetimes_zero_byte_tensors_are_not_planned() -> None:
+    assert lifetimes({0: 0, 1: 8}, [[0, 1]], inputs=[0], outputs=[1]) == [Interval(1, 8, 0, 0)]
+
+
+# errors
+
+
+class UsesUnsupportedOps(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.sort(x, dim=-1).values  # line checked by the test below
+        return torch.special.erfinv(y.clamp(-0.5, 0.5))
+
+
+def _line_of(marker: str) -> int:
+    return next(i for i, text in enumerate(Path(__file__).read_text().splitlines(), 1) if marker in text)
+
+
+def test_unsupported_ops_raise_one_export_error_naming_ops_and_lines() -> None:
+    with pytest.raises(tern.ExportError) as err:
+        tern.export(UsesUnsupportedOps(), (torch.randn(3, 4),))
+    msg = str(err.value)
+    assert "aten::sort" in msg and "aten::erfinv" in msg
+    assert "test_export.py" in msg and f"line {_line_of('# line checked by the test below')}" in msg
+    assert "torch.sort(x, dim=-1)" in msg
+
+
+def test_export_with_custom_supported_ops_rejects_missing_op() -> None:
+    with pytest.raises(tern.ExportError, match="aten::relu"):
+        tern.export(MLP().eval(), (torch.randn(2, 16),), supported_ops={"aten::addmm", "aten::permute"})
+
+
+def test_dynamic_shapes_raise_export_error() -> None:
+    dims = {"x": {0: torch.export.Dim("batch")}}
+    with pytest.raises(tern.ExportError, match="dynamic shapes are not supported yet in format v1"):
+        tern.export(MLP(), (torch.randn(2, 16),), dynamic_shapes=dims)
+
+
+# passes
+
+
+def _graph(model: nn.Module, args: tuple[torch.Tensor, ...]) -> torch.fx.GraphModule:
+    return to_graph_module(torch.export.export(model.eval(), args).run_decompositions())
+
+
+def _targets(gm: torch.fx.GraphModule) -> list[str]:
+    return [op_name(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def test_fold_batch_norm_keeps_graph_output_equal_to_eager() -> None:
+    model, (x,) = _make("cnn")
+    gm = _graph(model, (x,))
+    assert _targets(gm).count("aten::_native_batch_norm_legit_no_training") == 2
+    gm = eliminate_dead_code(fold_batch_norm(gm))
+    gm.recompile()
+    assert "aten::_native_batch_norm_legit_no_training" not in _targets(gm)
+    x2 = torch.randn(1, 3, 16, 16)  # static shapes: same shape, new data
+    torch.testing.assert_close(gm(x2)[0], model(x2), rtol=1e-5, atol=1e-6)
+
+
+def test_fold_batch_norm_skips_conv_with_other_users() -> None:
+    class ConvUsedTwice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.conv(x)
+            return self.bn(y) + y
+
+    model, x = _randomize_batch_norm(ConvUsedTwice()).eval(), torch.randn(1, 3, 4, 4)
+    gm = fold_batch_norm(_graph(model, (x,)))
+    assert "aten::_native_batch_norm_legit_no_training" in _targets(gm)
+    torch.testing.assert_close(gm(x)[0], model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_remove_noops_drops_inner_copies_and_keeps_output_copies() -> None:
+    class Copies(nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            y = (x + 1).clone().to(torch.float32)
+            return torch.relu(y), x.clone()
+
+    model, x = Copies(), torch.randn(2, 3)
+    gm = remove_noops(_graph(model, (x,)))
+    gm.recompile()
+    assert _targets(gm).count("aten::clone") == 1  # x.clone() is an output of an input: kept
+    for got, want in zip(gm(x), model(x)):
+        torch.testing.assert_close(got, want)
+
+
+def test_clamp_is_lowered_to_hardtanh_with_equal_output() -> None:
+    model, x = nn.Sequential(nn.Conv2d(3, 4, 1), nn.Hardsigmoid()).eval(), torch.randn(1, 3, 5, 5) * 4
+    gm = lower_to_graph(model, (x,), supported_ops())
+    assert "aten::clamp" not in _targets(gm) and "aten::hardtanh" in _targets(gm)
+    torch.testing.assert_close(gm(x)[0], model(x), rtol=1e-5, atol=1e-6)
+
+
+# outputs, modes, imports
+
+
+def test_outputs_that_are_inputs_constants_or_repeats_get_their_own_copy() -> None:
+    class Aliases(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(3))
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            y = x * 2
+            return x, y, y, self.w
+
+    program = tern.export(Aliases(), (torch.randn(3),))
+    (method,) = read_program(program.to_bytes())["methods"]
+    outputs = method["outputs"]
+    assert len(set(outputs)) == 4 and method["inputs"][0] not in outputs
+    assert all(method["values"][v]["storage"] == "Planned" for v in outputs)
+    assert [method["operators"][i["op"]] for i in method["instructions"]].count("aten::clone") == 3
+
+
+def test_export_runs_in_eval_mode_and_restores_training_flags() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.ReLU()).train()
+    model[2].eval()
+    program = tern.export(model, (torch.randn(1, 4),))
+    assert "aten::native_dropout" not in dict(program.op_counts)
+    assert model.training and model[1].training and not model[2].training
+
+
+def test_import_tern_does_not_import_torch() -> None:
+    code = "import sys, tern; assert 'torch' not in sys.modules, 'torch imported'"
+    env = {"PYTHONPATH": str(REPO / "python")}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_supported_ops_default_overload_has_no_suffix() -> None:
+    ops = parse_ops_def(REPO / "kernels" / "portable" / "ops.def")
+    assert {"aten::relu", "aten::add.Tensor", "aten::convolution"} <= ops
+    assert ops <= supported_ops()  # the runtime's registry (when built) or the same ops.def
+    assert op_name(torch.ops.aten.relu.default) == "aten::relu"
+    assert op_name(torch.ops.aten.add.Tensor) == "aten::add.Tensor"

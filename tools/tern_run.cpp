@@ -1,0 +1,235 @@
+// tern-run: load a .tern file, run it, time it.
+//
+//   tern-run model.tern [--input a.npy ...] [--iterations N] [--warmup N]
+//            [--output out.npy ...] [--method NAME] [--load mmap|file]
+//            [--profile] [--seed S]
+//
+// Prints the outputs (shape, range, top-5 of classifier-like outputs), the
+// load time and the latency (median and p90 over the timed iterations).
+// Without --input, inputs are random (floats uniform in [-1, 1), integers in
+// [0, 4), bools random), with a fixed seed.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "extension/module.h"
+#include "extension/npy.h"
+#include "runtime/core/log.h"
+
+namespace {
+
+struct Options {
+  const char* model = nullptr;
+  std::vector<const char*> inputs;
+  std::vector<const char*> outputs;
+  const char* method = "forward";
+  int iterations = 20;
+  int warmup = 3;
+  bool profile = false;
+  bool mmap = true;
+  unsigned seed = 0;
+};
+
+int usage(const char* msg) {
+  if (msg) fprintf(stderr, "tern-run: %s\n", msg);
+  fprintf(stderr,
+          "usage: tern-run MODEL.tern [--input A.npy ...] [--iterations N] [--warmup N]\n"
+          "                [--output OUT.npy ...] [--method NAME] [--load mmap|file]\n"
+          "                [--profile] [--seed S]\n");
+  return 2;
+}
+
+bool parse_int(const char* s, int* out) {
+  char* end;
+  long v = strtol(s, &end, 10);
+  if (*s == '\0' || *end != '\0' || v < 0 || v > 1000000000) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+int parse_args(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    bool has_value = i + 1 < argc;
+    if (a == "--help" || a == "-h") return usage(nullptr) - 1;
+    if (a == "--profile") { o->profile = true; continue; }
+    if (a[0] == '-' && !has_value) return usage(("missing value after " + a).c_str());
+    if (a == "--input") o->inputs.push_back(argv[++i]);
+    else if (a == "--output") o->outputs.push_back(argv[++i]);
+    else if (a == "--method") o->method = argv[++i];
+    else if (a == "--iterations") { if (!parse_int(argv[++i], &o->iterations) || o->iterations < 1) return usage("--iterations takes a whole number >= 1"); }
+    else if (a == "--warmup") { if (!parse_int(argv[++i], &o->warmup)) return usage("--warmup takes a whole number >= 0"); }
+    else if (a == "--seed") { int s; if (!parse_int(argv[++i], &s)) return usage("--seed takes a whole number"); o->seed = s; }
+    else if (a == "--load") {
+      std::string m = argv[++i];
+      if (m != "mmap" && m != "file") return usage("--load takes mmap or file");
+      o->mmap = m == "mmap";
+    } else if (a[0] == '-') return usage(("unknown option " + a).c_str());
+    else if (o->model == nullptr) o->model = argv[i];
+    else return usage(("unexpected argument " + a).c_str());
+  }
+  if (o->model == nullptr) return usage("no model file given");
+  return 0;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string shape_str(const tern::Tensor& t) {
+  std::string s = std::string(tern::scalar_type_name(t.dtype)) + " [";
+  for (int i = 0; i < t.dim; ++i) s += (i ? ", " : "") + std::to_string(t.sizes[i]);
+  return s + "]";
+}
+
+double element(const tern::Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case tern::ScalarType::Float32: return t.data_as<float>()[i];
+    case tern::ScalarType::Float64: return t.data_as<double>()[i];
+    case tern::ScalarType::Int64: return static_cast<double>(t.data_as<int64_t>()[i]);
+    case tern::ScalarType::Int32: return t.data_as<int32_t>()[i];
+    case tern::ScalarType::Bool:
+    case tern::ScalarType::UInt8: return t.data_as<uint8_t>()[i];
+    case tern::ScalarType::Int8: return t.data_as<int8_t>()[i];
+    default: return NAN;
+  }
+}
+
+void fill_random(tern::Tensor& t, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uf(-1.f, 1.f);
+  std::uniform_int_distribution<int> ui(0, 3);
+  for (int64_t i = 0; i < t.numel; ++i) {
+    switch (t.dtype) {
+      case tern::ScalarType::Float32: t.data_as<float>()[i] = uf(rng); break;
+      case tern::ScalarType::Float64: t.data_as<double>()[i] = uf(rng); break;
+      case tern::ScalarType::Int64: t.data_as<int64_t>()[i] = ui(rng); break;
+      case tern::ScalarType::Int32: t.data_as<int32_t>()[i] = ui(rng); break;
+      case tern::ScalarType::Bool: t.data_as<uint8_t>()[i] = ui(rng) & 1; break;
+      default: memset(t.data, 0, t.nbytes()); return;
+    }
+  }
+}
+
+void print_output(size_t i, const tern::Tensor& t) {
+  printf("  %zu: %s", i, shape_str(t).c_str());
+  if (t.numel == 0) { printf("\n"); return; }
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (int64_t k = 0; k < t.numel; ++k) {
+    double v = element(t, k);
+    lo = std::min(lo, v); hi = std::max(hi, v); sum += v;
+  }
+  printf("  min %.5g  max %.5g  mean %.5g\n", lo, hi, sum / t.numel);
+  int64_t classes = t.sizes[t.dim - 1];
+  if (t.dim >= 1 && classes == t.numel && classes > 1 && tern::scalar_type_is_floating(t.dtype)) {
+    std::vector<int64_t> idx(classes);
+    for (int64_t k = 0; k < classes; ++k) idx[k] = k;
+    int64_t top = std::min<int64_t>(5, classes);
+    std::partial_sort(idx.begin(), idx.begin() + top, idx.end(),
+                      [&](int64_t a, int64_t b) { return element(t, a) > element(t, b); });
+    printf("     top-%lld:", (long long)top);
+    for (int64_t k = 0; k < top; ++k) printf(" %lld (%.4f)", (long long)idx[k], element(t, idx[k]));
+    printf("\n");
+  }
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  size_t k = static_cast<size_t>(std::ceil(p * v.size())) - 1;
+  return v[std::min(k, v.size() - 1)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int rc = parse_args(argc, argv, &o)) return rc < 0 ? 0 : rc;
+
+  auto t0 = std::chrono::steady_clock::now();
+  tern::Module module;
+  if (module.load(o.model, o.mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File) != tern::Error::Ok) {
+    fprintf(stderr, "tern-run: cannot load %s: %s\n", o.model, tern::last_error_message());
+    return 1;
+  }
+  tern::Method* method = module.method(o.method);
+  if (method == nullptr) {
+    fprintf(stderr, "tern-run: cannot load method '%s': %s\n", o.method, tern::last_error_message());
+    return 1;
+  }
+  double load_ms = ms_since(t0);
+  printf("model: %s (%s)\n", o.model, module.program().producer());
+
+  if (!o.inputs.empty() && o.inputs.size() != method->num_inputs()) {
+    fprintf(stderr, "tern-run: method '%s' takes %zu inputs, %zu --input given\n", o.method,
+            method->num_inputs(), o.inputs.size());
+    return 2;
+  }
+  std::vector<tern::NpyArray> arrays(method->num_inputs());
+  std::vector<tern::Tensor> inputs;
+  std::mt19937 rng(o.seed);
+  for (size_t i = 0; i < method->num_inputs(); ++i) {
+    const tern::Tensor& want = method->input(i);
+    if (!o.inputs.empty()) {
+      if (tern::read_npy(o.inputs[i], &arrays[i]) != tern::Error::Ok) {
+        fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
+        return 1;
+      }
+    } else {
+      arrays[i].dtype = want.dtype;
+      arrays[i].sizes.assign(want.sizes, want.sizes + want.dim);
+      arrays[i].data.resize(want.nbytes());
+    }
+    inputs.push_back(arrays[i].tensor());
+    if (o.inputs.empty()) fill_random(inputs.back(), rng);
+    printf("input %zu: %s%s\n", i, shape_str(inputs.back()).c_str(), o.inputs.empty() ? " (random)" : "");
+  }
+
+  tern::Span<const tern::Tensor> in(inputs.data(), inputs.size());
+  std::vector<double> times;
+  for (int it = 0; it < o.warmup + o.iterations; ++it) {
+    auto s = std::chrono::steady_clock::now();
+    auto r = module.run(o.method, in);
+    if (!r.ok()) {
+      fprintf(stderr, "tern-run: run failed: %s\n", tern::last_error_message());
+      return 1;
+    }
+    if (it >= o.warmup) times.push_back(ms_since(s));
+  }
+  auto outs = module.run(o.method, in);
+  if (!outs.ok()) return 1;
+  printf("outputs:\n");
+  for (size_t i = 0; i < outs->size(); ++i) print_output(i, (*outs)[i]);
+  for (size_t i = 0; i < o.outputs.size() && i < outs->size(); ++i) {
+    if (tern::write_npy(o.outputs[i], (*outs)[i]) != tern::Error::Ok) {
+      fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
+      return 1;
+    }
+    printf("wrote output %zu to %s\n", i, o.outputs[i]);
+  }
+  printf("load: %.2f ms\n", load_ms);
+  printf("latency over %d runs (%d warm-up): median %.3f ms, p90 %.3f ms\n", o.iterations, o.warmup,
+         percentile(times, 0.5), percentile(times, 0.9));
+  if (o.profile) {
+    struct Row { double ms; size_t count; const char* op; };
+    std::vector<Row> rows;
+    double total = 0;
+    for (size_t i = 0; i < method->num_instructions(); ++i) {
+      auto s = std::chrono::steady_clock::now();
+      for (int k = 0; k < 5; ++k) (void)method->execute_instruction(i);
+      double ms = ms_since(s) / 5;
+      total += ms;
+      auto row = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return strcmp(r.op, method->instruction_op(i)) == 0; });
+      if (row == rows.end()) rows.push_back({ms, 1, method->instruction_op(i)});
+      else { row->ms += ms; row->count++; }
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
+    printf("profile (each instruction alone, mean of 5):\n");
+    for (const Row& r : rows) printf("  %-44s %4zu x  %9.3f ms  %5.1f%%\n", r.op, r.count, r.ms, 100 * r.ms / total);
+  }
+  return 0;
+}
