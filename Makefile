@@ -8,6 +8,8 @@
 
 SHELL := /bin/bash
 PY := .venv/bin/python
+# cmake, ctest and ninja come from the pinned environment (requirements.txt).
+VENV_BIN := $(CURDIR)/.venv/bin
 BUILD := build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
@@ -18,13 +20,14 @@ setup:
 	@bash scripts/setup_env.sh
 
 build: setup
-	mkdir -p $(BUILD) && cmake -S . -B $(BUILD) -G Ninja -DPython3_EXECUTABLE=$(abspath $(PY)) -DCMAKE_BUILD_TYPE=Release \
+	mkdir -p $(BUILD) && $(VENV_BIN)/cmake -S . -B $(BUILD) -G Ninja -DCMAKE_MAKE_PROGRAM=$(VENV_BIN)/ninja \
+	  -DPython3_EXECUTABLE=$(abspath $(PY)) -DCMAKE_BUILD_TYPE=Release \
 	  -DTERN_BUILD_TESTS=ON -DTERN_BUILD_TOOLS=ON -DTERN_BUILD_PYTHON=OFF > $(BUILD)/configure.log \
 	  || { cat $(BUILD)/configure.log; exit 1; }
-	cmake --build $(BUILD) -j $(JOBS)
+	$(VENV_BIN)/cmake --build $(BUILD) -j $(JOBS)
 
 python: setup
-	$(PY) -m pip install --no-build-isolation --no-deps -q .
+	PATH=$(VENV_BIN):$$PATH $(PY) -m pip install --no-build-isolation --no-deps -q .
 	@$(PY) -c "import tern, tern._runtime; print('python: tern', tern.__version__, 'installed in .venv')"
 
 demo: build python
@@ -33,7 +36,7 @@ demo: build python
 test: build python test-cpp test-python
 
 test-cpp:
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(VENV_BIN)/ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-python:
 	$(PY) -m pytest -q tests/python

@@ -13,6 +13,8 @@
 #include <new>
 #include <vector>
 
+#include "extension/module.h"
+#include "extension/npy.h"
 #include "runtime_test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -304,6 +306,30 @@ TEST(NoMalloc, test_execute_error_path_does_not_allocate) {
   }
   set_log_level(LogLevel::Info);
   EXPECT_EQ(allocations, 0u);
+}
+
+// The same rule on a real exported model that uses most portable kernels
+// (convolution with scratch, pooling, norms, embedding, softmax, where...):
+// Module::forward, the application's path, allocates nothing either.
+TEST(NoMalloc, test_module_forward_on_exported_model_never_allocates) {
+  const std::string dir = std::string(TERN_TEST_DATA_DIR) + "/v1/";
+  Module module;
+  ASSERT_EQ(module.load((dir + "kitchen_sink.tern").c_str()), Error::Ok) << last_error_message();
+  NpyArray image, tokens;
+  ASSERT_EQ(read_npy((dir + "kitchen_sink.input0.npy").c_str(), &image), Error::Ok);
+  ASSERT_EQ(read_npy((dir + "kitchen_sink.input1.npy").c_str(), &tokens), Error::Ok);
+  Tensor inputs[] = {image.tensor(), tokens.tensor()};
+  ASSERT_TRUE(module.forward(inputs).ok()) << last_error_message();  // warm up
+
+  size_t allocations;
+  bool all_ok = true;
+  {
+    AllocationCounter c;
+    for (int i = 0; i < 20; ++i) all_ok = module.forward(inputs).ok() && all_ok;
+    allocations = c.stop();
+  }
+  EXPECT_TRUE(all_ok);
+  EXPECT_EQ(allocations, 0u) << "Module::forward allocated";
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/portable/ops.h"
+#include "kernels/portable/register.h"
 #include "runtime/core/data_loader.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
@@ -199,10 +200,7 @@ inline void register_test_kernels() {
 
 // Registers the portable aten::relu alone (binaries that do not use Module,
 // which registers every portable kernel).
-inline void register_relu() {
-  static const OpKernel kRelu[] = {{"aten::relu", 1, portable::relu_prepare}};
-  if (find_kernel("aten::relu", "") == nullptr) (void)register_kernels({kRelu, 1});
-}
+inline void register_relu() { (void)register_portable_kernels(); }
 
 // The bytes of a file, a loader over them and the Program, kept together (the
 // Program points into the bytes).
