@@ -147,6 +147,16 @@ struct Loader {
     return t != nullptr && (t->storage() == fb::TensorStorage::Planned || values[vi].tensor.numel == 0);
   }
 
+  // An out argument: a writable tensor, or a list of them (ops returning Tensor[]).
+  bool writable_out(uint32_t vi) const {
+    const fb::EValue* v = fm.values()->Get(vi);
+    if (v->value_type() != fb::Value::TensorList) return writable(vi);
+    for (uint32_t item : *v->value_as_TensorList()->items()) {
+      if (!writable(item)) return false;
+    }
+    return true;
+  }
+
   Error bind_kernel(uint32_t ii, const fb::KernelCall& call, const OpKernel* const* kernels,
                     Method::Instr* instr, size_t* scratch) {
     const OpKernel* k = kernels[call.op()];
@@ -161,8 +171,8 @@ struct Loader {
       return Error::InvalidProgram;
     }
     for (uint32_t j = nargs - k->num_outputs; j < nargs; ++j) {
-      if (!writable(call.args()->Get(j))) {
-        TERN_LOG_ERROR("instruction %u (%s): out argument %u (value %u) is not a planned tensor",
+      if (!writable_out(call.args()->Get(j))) {
+        TERN_LOG_ERROR("instruction %u (%s): out argument %u (value %u) is not planned tensor memory",
                        ii, k->name, j, call.args()->Get(j));
         return Error::InvalidProgram;
       }

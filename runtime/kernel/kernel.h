@@ -16,7 +16,12 @@
 // exporter), followed by the out tensor(s): for
 //   aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 // args = [self, other, alpha, out]. Out tensors have their final sizes and
-// planned memory already; kernels write them, never resize them.
+// planned memory already; kernels write them, never resize them. An op that
+// returns Tensor[] (e.g. aten::split_with_sizes) gets one TensorList out whose
+// items are planned tensors. A Python number where the schema says Tensor
+// (x + 2) arrives as an Int/Double/Bool value or a 0-d constant tensor; either
+// takes part in type promotion as a "wrapped number" (lower priority than
+// tensors with dimensions), as in ATen.
 //
 // Example (kernels/portable/op_relu.cpp):
 //
