@@ -5,6 +5,8 @@
 #   make python   the `tern` Python package (exporter + runtime bindings) into .venv
 #   make demo     export mobilenet_v2 and run it with tern-run
 #   make test     every C++ (ctest) and Python (pytest) test
+#   make test-sanitize   the C++ tests under ASan + UBSan (slower; not in `make test`)
+#   make bench    latency against PyTorch eager
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -14,7 +16,7 @@ BUILD := build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 
-.PHONY: setup build python demo test test-cpp test-python clean
+.PHONY: setup build python demo test test-cpp test-python test-sanitize bench clean
 
 setup:
 	@bash scripts/setup_env.sh
@@ -41,5 +43,17 @@ test-cpp:
 test-python:
 	$(PY) -m pytest -q tests/python
 
+# The C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+test-sanitize: setup
+	mkdir -p build-asan && $(VENV_BIN)/cmake -S . -B build-asan -G Ninja -DCMAKE_MAKE_PROGRAM=$(VENV_BIN)/ninja \
+	  -DPython3_EXECUTABLE=$(abspath $(PY)) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_SANITIZE=ON \
+	  -DTERN_BUILD_TESTS=ON -DTERN_BUILD_TOOLS=ON > build-asan/configure.log || { cat build-asan/configure.log; exit 1; }
+	$(VENV_BIN)/cmake --build build-asan -j $(JOBS)
+	$(VENV_BIN)/ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+# Latency against PyTorch eager, side by side (bench/README.md).
+bench: build python
+	$(PY) bench/bench_models.py
+
 clean:
-	rm -rf $(BUILD) build/py python/tern/fb
+	rm -rf $(BUILD) build-asan

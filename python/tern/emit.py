@@ -73,6 +73,10 @@ class MethodIR:
         return out
 
 
+# The most dimensions a tensor may have (runtime/core/tensor.h, kMaxDims); the
+# runtime rejects a file with more at load, so the exporter refuses it first.
+MAX_DIMS = 8
+
 # Tern ScalarType number -> name, as in runtime/core/scalar_type.h.
 SCALAR_TYPE_NAMES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
 
@@ -129,6 +133,8 @@ class _Emitter:
         if not isinstance(t, torch.Tensor):
             raise ExportError(f"{what}: expected a tensor, got {type(t).__name__}")
         sizes = tuple(int(s) for s in t.shape)
+        if len(sizes) > MAX_DIMS:
+            raise ExportError(f"{what}: {len(sizes)} dimensions, at most {MAX_DIMS} supported by format v1")
         info = TensorInfo(scalar_type_of(t.dtype), sizes, t.numel() * t.element_size(), constant)
         return self._add("Tensor", info)
 

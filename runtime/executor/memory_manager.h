@@ -10,6 +10,11 @@
 //                     outputs live here, at offsets the exporter planned.
 //
 // Both must outlive the Method. Nothing else is allocated, ever.
+//
+// Kernel scratch replaces the per-instruction temp allocator that DESIGN.md
+// describes: every kernel states at prepare how many scratch bytes it needs
+// (shapes are static), so the method reserves the largest request once, at
+// load, and no allocator is consulted or reset while it runs.
 #pragma once
 
 #include <cstdint>

@@ -68,6 +68,13 @@ class KernelHarness {
     v->ints = Span<const int64_t>(store.data(), store.size());
     return v;
   }
+  EValue* doubles(std::vector<double> xs) {
+    auto& store = double_lists_.emplace_back(std::move(xs));
+    EValue* v = &values_.emplace_back();
+    v->tag = Tag::DoubleList;
+    v->doubles = Span<const double>(store.data(), store.size());
+    return v;
+  }
   EValue* tensors(std::vector<EValue*> ts, bool optional = false) {
     auto& store = tensor_lists_.emplace_back();
     for (EValue* t : ts) store.push_back(t ? &t->tensor : nullptr);
@@ -108,6 +115,7 @@ class KernelHarness {
   std::deque<EValue> values_;
   std::deque<std::vector<uint8_t>> buffers_;
   std::deque<std::vector<int64_t>> int_lists_;
+  std::deque<std::vector<double>> double_lists_;
   std::deque<std::vector<Tensor*>> tensor_lists_;
 };
 

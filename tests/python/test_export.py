@@ -270,6 +270,13 @@ def test_dynamic_shapes_raise_export_error() -> None:
         tern.export(MLP(), (torch.randn(2, 16),), dynamic_shapes=dims)
 
 
+def test_tensor_with_more_than_8_dims_raises_export_error() -> None:
+    # The runtime rejects such a file at load (kMaxDims, runtime/core/tensor.h);
+    # the exporter must say so first, not leave a surprise for the device.
+    with pytest.raises(tern.ExportError, match="9 dimensions, at most 8"):
+        tern.export(nn.ReLU(), (torch.randn([1] * 9),))
+
+
 # passes
 
 

@@ -206,6 +206,24 @@ ConvertFn select_convert(ScalarType from, ScalarType to) {
   }
 }
 
+int64_t gather_slices(void* dst, const void* src, size_t elem_size, int64_t outer, int64_t n,
+                      int64_t inner, const Tensor& index, bool wrap) {
+  const size_t slice = static_cast<size_t>(inner) * elem_size;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t o = 0; o < outer; ++o, s += n * slice) {
+    for (int64_t i = 0; i < index.numel; ++i, d += slice) {
+      // Checked right before use, every time: even an index that shares
+      // memory with dst (a hostile plan) cannot make a read go out of bounds.
+      int64_t k = index_at(index, i);
+      if (wrap && k < 0) k += n;
+      if (k < 0 || k >= n) return i;
+      memcpy(d, s + k * slice, slice);
+    }
+  }
+  return -1;
+}
+
 Error parse_optional_dtype(PrepareContext& ctx, const EValue& v, const char* name,
                            ScalarType fallback, ScalarType* out) {
   if (v.is_none()) {

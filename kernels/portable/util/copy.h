@@ -63,6 +63,21 @@ ConvertFn select_convert(ScalarType from, ScalarType to);
 Error parse_optional_dtype(PrepareContext& ctx, const EValue& v, const char* name,
                            ScalarType fallback, ScalarType* out);
 
+// Gathers slices along one dim (index_select, index.Tensor): src is
+// [outer, n, inner] elements of elem_size bytes, dst is [outer, count, inner]
+// with count = index.numel, and dst[o, i, :] = src[o, index[i], :]. index is
+// int64 or int32 (any shape, read flat); with `wrap`, an entry in [-n, 0)
+// counts from the end. Returns -1, or the position in index of the first
+// entry out of range (dst is then partly written).
+int64_t gather_slices(void* dst, const void* src, size_t elem_size, int64_t outer, int64_t n,
+                      int64_t inner, const Tensor& index, bool wrap);
+
+// Entry i of an int64 or int32 index tensor, as int64 (for error messages).
+inline int64_t index_at(const Tensor& index, int64_t i) {
+  return index.dtype == ScalarType::Int64 ? index.data_as<const int64_t>()[i]
+                                          : index.data_as<const int32_t>()[i];
+}
+
 // Walks a multi-index over `sizes` in row-major order, keeping the matching
 // offset under `strides` (in elements). For the outer loops of copies and
 // reductions: after the last multi-index it wraps back to all zeros.

@@ -3,9 +3,9 @@
     clamp(x, lo, hi) == hardtanh(x, lo if given else -inf, hi if given else +inf)
 
 Both are min(max(x, lo), hi) in PyTorch (NaN propagates in both), so the result
-is bit-identical. torch's decompositions of hardsigmoid/hardswish/relu6 emit
-clamp, which the runtime has no kernel for; it has one for hardtanh.
-Integer tensors and tensor bounds (clamp.Tensor) are left alone.
+is bit-identical. torch's decompositions of hardsigmoid/relu6 emit clamp;
+hardtanh is the cheaper kernel. Integer or promoted inputs and tensor bounds
+(clamp.Tensor) are left to the aten::clamp kernel.
 """
 from __future__ import annotations
 
@@ -27,7 +27,17 @@ def lower_clamp(gm: "torch.fx.GraphModule") -> "torch.fx.GraphModule":
             continue
         x, lo, hi = (list(node.args) + [None, None])[:3]
         val = node.meta.get("val")
-        if not (isinstance(val, torch.Tensor) and val.dtype.is_floating_point and _number(lo) and _number(hi)):
+        src = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+        # hardtanh keeps its input's dtype: only a floating input that clamp
+        # does not promote (clamp(int_tensor, 0.5, 1.5) is float32) qualifies.
+        if not (
+            isinstance(val, torch.Tensor)
+            and isinstance(src, torch.Tensor)
+            and val.dtype.is_floating_point
+            and src.dtype == val.dtype
+            and _number(lo)
+            and _number(hi)
+        ):
             continue
         lo = -math.inf if lo is None else float(lo)
         hi = math.inf if hi is None else float(hi)

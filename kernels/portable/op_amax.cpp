@@ -1,0 +1,15 @@
+// aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor
+// args: [self, dim, keepdim, out]
+//
+// The max over `dim` ([] = every dim); NaN propagates. See util/minmax.h.
+#include "kernels/portable/util/minmax.h"
+
+namespace tern {
+namespace portable {
+
+Error amax_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_amax_amin(ctx, args, /*max=*/true);
+}
+
+}  // namespace portable
+}  // namespace tern

@@ -1,0 +1,26 @@
+// aten::ceil(Tensor self) -> Tensor
+// args: [self, out]. out = ceil(self) in self's dtype; float32/float64, and
+// integer tensors, which are copied unchanged (as torch); no bool.
+#include <cmath>
+
+#include "kernels/portable/util/unary.h"
+
+namespace tern {
+namespace portable {
+namespace {
+
+struct Ceil {
+  template <typename T>
+  static T apply(T x) {
+    return std::ceil(x);
+  }
+};
+
+}  // namespace
+
+Error ceil_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return unary_prepare<UnaryDtypes::kRealIdentityOnIntegers, Ceil>(ctx, args);
+}
+
+}  // namespace portable
+}  // namespace tern

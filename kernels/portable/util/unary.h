@@ -1,0 +1,73 @@
+// Shared prepare and run of the one-input math kernels (exp, log, sqrt, abs,
+// floor, silu, ...): args [self, out], out = F(self) elementwise. Each op file
+// supplies only its scalar function and the dtype rule torch applies to it:
+//
+//   // op_exp.cpp
+//   struct Exp {
+//     template <typename T>
+//     static T apply(T x) { return std::exp(x); }
+//   };
+//   Error exp_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+//     return unary_prepare<UnaryDtypes::kFloatPromote, Exp>(ctx, args);
+//   }
+//
+// prepare checks the argument count, self's dtype and out's sizes and dtype,
+// and picks the run function for the dtype; run is unary_map (elementwise.h).
+// Only the C++ types a rule allows are instantiated.
+#pragma once
+
+#include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/copy.h"
+#include "kernels/portable/util/elementwise.h"
+
+namespace tern {
+namespace portable {
+
+// Which dtypes an op takes, and the dtype of its out.
+enum class UnaryDtypes {
+  // Any dtype but float16/bfloat16; integer and bool inputs give float32
+  // (torch's int-to-float promotion: exp, log, sin, ...). F::apply<float|double>.
+  kFloatPromote,
+  // float32/float64 only, out in self's dtype (silu, mish). F::apply<float|double>.
+  kFloatOnly,
+  // float32/float64 and the integer types (not bool), out in self's dtype
+  // (abs, neg). F::apply<T> for every one of them.
+  kReal,
+  // As kReal, but F is the identity on integers, so an integer tensor is
+  // copied byte for byte (floor, ceil, round). F::apply<float|double>.
+  kRealIdentityOnIntegers,
+};
+
+template <typename F>
+struct UnaryKernel {
+  template <typename T>
+  static Error run(RunContext&, EValue* const* args) {
+    unary_map<T>(args[0]->tensor, args[1]->tensor.data_as<T>(), [](T x) { return F::apply(x); });
+    return Error::Ok;
+  }
+};
+
+// prepare of aten::<op>(Tensor self) -> Tensor with args [self, out].
+template <UnaryDtypes kDtypes, typename F>
+Error unary_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(expect_unary(ctx, args, 2));
+  const ScalarType self = args[0]->tensor.dtype;
+  constexpr bool kPromote = kDtypes == UnaryDtypes::kFloatPromote;
+  const ScalarType result = kPromote ? unary_float_result(self) : self;
+  TERN_CHECK_OK(expect_dtype(ctx, args[1]->tensor, "out", result));
+  RunFn run = nullptr;
+  if constexpr (kDtypes == UnaryDtypes::kReal) {
+    run = select_real<UnaryKernel<F>>(self);
+  } else if constexpr (kDtypes == UnaryDtypes::kRealIdentityOnIntegers) {
+    const bool integral = !scalar_type_is_floating(self) && self != ScalarType::Bool;
+    run = integral ? copy_run<1> : select_floating<UnaryKernel<F>>(self);
+  } else {
+    run = select_floating<UnaryKernel<F>>(result);
+  }
+  if (run == nullptr) return fail_dtype(ctx, "self", self);
+  ctx.set_run(run);
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern

@@ -1,0 +1,723 @@
+"""Every registered portable kernel against PyTorch eager, on PyTorch's own
+sample inputs (OpInfo; DESIGN.md, Testing: "Op tests are driven by PyTorch's
+own sample inputs (OpInfo), not hand-picked"; the oracle is PyTorch eager).
+
+One test per OpInfo of torch's op_db, named after it. For each sample input
+(float32; int64 and bool too where the OpInfo takes them):
+  1. screen: run the op in eager PyTorch (the reference) and record the ATen
+     ops it dispatches to. Keep the sample if one of them is registered in
+     the runtime (its main op, see _screen) and none is an op that neither
+     the runtime nor torch.export's decompositions can give the runtime. An
+     eager call costs microseconds where an export costs 100+ ms: this keeps
+     the ~400 OpInfos that have nothing to do with Tern out of the run time;
+  2. wrap the call in a module (tensor arguments are its inputs, everything
+     else is baked in), tern.export, save, tern.load, run, compare.
+The kept samples of one OpInfo (at most SAMPLES_PER_DTYPE per dtype, spread
+evenly over its sample list, fixed seed: the same samples on every run) are
+exported together as one program, since each export costs ~100 ms of fixed
+torch.export overhead. If that program cannot be exported, loaded or run, or
+a sample's outputs differ from eager, the samples run one by one, so every
+verdict and every failure message is about one sample. Which ops ran for
+which sample is read back from the file (tern.inspect). The op list is
+whatever the runtime registers when the tests run.
+
+Skipped samples are counted, never dropped silently: torch.export cannot
+trace it, it needs an op without a kernel, a kernel declares it does not take
+its dtype or arguments (OperatorMissing at load), format v1 cannot hold it.
+test_opinfo_coverage_report (last in the file) prints, for each registered op,
+how many samples ran through it and passed, the registered ops that no sample
+reached (they need hand-written tests) and the skip counts; the same table is
+written to <pytest basetemp>/opinfo_coverage.txt.
+
+Tolerance: floats max|tern - eager| <= 1e-4 * max(1, max|eager|) (NaN and
+infinities in the same places), looser for the OpInfos in LOOSE_TOLERANCE,
+each with its reason; integers and bools exact.
+
+Run: .venv/bin/python -m pytest -q tests/python/test_opinfo.py
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import time
+import traceback
+import types
+import unittest
+import warnings
+import zlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import tern
+from tern.inspect import read_program
+from tern.ops import op_name
+
+# torch.testing._internal imports expecttest (a PyTorch test dependency that
+# the pinned environment does not carry) only for a TestCase base class and an
+# ACCEPT flag; op_db needs neither.
+try:
+    import expecttest  # noqa: F401
+except ImportError:
+    _shim = types.ModuleType("expecttest")
+    _shim.TestCase = unittest.TestCase  # type: ignore[attr-defined]
+    _shim.ACCEPT = False  # type: ignore[attr-defined]
+    sys.modules["expecttest"] = _shim
+
+from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+
+SAMPLES_PER_DTYPE = {torch.float32: 4, torch.int64: 1, torch.bool: 1}
+# Samples screened (eagerly) per OpInfo and dtype, spread over its list; a
+# few OpInfos have 1000+.
+SCREEN_LIMIT = 32
+# ... but only the first few if none of those has a registered main op.
+SCREEN_FIRST = 4
+
+RTOL = 1e-4
+# OpInfo id -> (relative tolerance, why the default is too tight for it).
+LOOSE_TOLERANCE: dict[str, tuple[float, str]] = {}
+
+# OpInfos whose output values are undefined, so eager is no oracle.
+UNDEFINED_OUTPUT = {
+    "empty": "uninitialized memory",
+    "empty_like": "uninitialized memory",
+    "empty_permuted": "uninitialized memory",
+    "empty_strided": "uninitialized memory",
+    "new_empty": "uninitialized memory",
+    "new_empty_strided": "uninitialized memory",
+}
+
+# Dispatcher-level ops that export turns into a registered op (the value):
+# Tern's passes (python/tern/passes/) or torch.export itself.
+LOWERED_IN_EXPORT = {
+    "aten::clamp": "aten::hardtanh",  # lower_clamp (float, number bounds)
+    "aten::mean": "aten::mean.dim",  # lower_full_reductions
+    "aten::sum": "aten::sum.dim_IntList",  # lower_full_reductions
+    "aten::native_batch_norm": "aten::_native_batch_norm_legit_no_training",  # eval mode
+}
+
+# Dispatcher-level ops that never block a sample at screening: torch.export
+# drops them, or they are scratch that functionalization removes (batch
+# norm's unused saved statistics). A wrong entry costs an export, not a verdict.
+VANISH_IN_EXPORT = frozenset(
+    {
+        "aten::detach",
+        "aten::alias",
+        "aten::lift_fresh",
+        "aten::_assert_tensor_metadata",
+        "aten::empty.memory_format",
+    }
+)
+
+
+def _opinfo_id(op: Any) -> str:
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+OPINFOS = {_opinfo_id(op): op for op in op_db}
+
+
+# ---------------------------------------------------------------------------
+# What the runtime has, and what torch.export can give it
+
+
+@dataclass(frozen=True)
+class Registry:
+    ops: frozenset[str]  # registered in the runtime
+    decomposable: frozenset[str]  # not registered; torch.export's core-ATen table decomposes them
+
+
+_registry: Registry | None = None
+
+
+def _registry_now() -> Registry:
+    global _registry
+    if _registry is None:
+        from tern import _runtime
+
+        ops = frozenset(_runtime.registered_ops())
+        table = {op_name(k) for k in torch.export.default_decompositions().keys()}
+        _registry = Registry(ops, frozenset(table - ops))
+    return _registry
+
+
+class _RecordOps(TorchDispatchMode):
+    """Records the ATen overloads an eager call dispatches to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: set[Any] = set()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.ops.add(func)
+        return func(*args, **(kwargs or {}))
+
+
+# ---------------------------------------------------------------------------
+# Coverage, collected over the module and printed by the last test
+
+
+@dataclass
+class Coverage:
+    ran: Counter = field(default_factory=Counter)  # registered op -> samples whose program used it
+    passed: Counter = field(default_factory=Counter)
+    opinfos: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> OpInfo ids
+    skipped: Counter = field(default_factory=Counter)  # reason -> selected samples not run
+    screened_out: Counter = field(default_factory=Counter)  # reason -> samples screened out
+    missing: Counter = field(default_factory=Counter)  # op without a kernel -> samples it blocked
+    opinfos_tested: set[str] = field(default_factory=set)
+    opinfos_seen: int = 0
+    samples_run: int = 0
+    seconds: Counter = field(default_factory=Counter)  # phase -> wall time
+    exports: Counter = field(default_factory=Counter)  # "<n> samples ok/failed" -> exports
+
+
+COVERAGE = Coverage()
+
+
+@contextlib.contextmanager
+def _timed(phase: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        COVERAGE.seconds[phase] += time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------------
+# Samples
+
+
+@dataclass
+class Sample:
+    index: int  # in the OpInfo's sample list for this dtype
+    dtype: torch.dtype
+    text: str  # the arguments, for failure messages
+    fn: Any  # the OpInfo's eager function
+    leaves: list[Any]  # pytree leaves of (args, kwargs); tensors become module inputs
+    spec: Any
+    refs: list[torch.Tensor] | None  # eager outputs, flattened; None if not all tensors
+    ops: frozenset[str]  # ATen ops of the eager call (dispatcher level)
+    random: bool  # one of them draws random numbers
+
+    @property
+    def name(self) -> str:
+        return f"{str(self.dtype).replace('torch.', '')} sample {self.index}"
+
+    @property
+    def inputs(self) -> tuple[torch.Tensor, ...]:
+        return tuple(x for x in self.leaves if isinstance(x, torch.Tensor))
+
+    def __call__(self, *tensors: torch.Tensor) -> Any:
+        it = iter(tensors)
+        leaves = [next(it) if isinstance(x, torch.Tensor) else x for x in self.leaves]
+        args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        return self.fn(*args, **kwargs)
+
+
+class _Calls(torch.nn.Module):
+    """The samples' calls as one module: takes every sample's tensors, in
+    order, and returns every sample's outputs, flattened, in order."""
+
+    def __init__(self, samples: list[Sample]) -> None:
+        super().__init__()
+        self.samples = samples
+
+    def forward(self, *tensors: torch.Tensor) -> tuple[Any, ...]:
+        outs: list[Any] = []
+        start = 0
+        for s in self.samples:
+            n = len(s.inputs)
+            outs += pytree.tree_flatten(s(*tensors[start : start + n]))[0]
+            start += n
+        return tuple(outs)
+
+
+def _make_sample(op: Any, index: int, dtype: torch.dtype, s: Any) -> Sample:
+    leaves, spec = pytree.tree_flatten(((s.input, *s.args), dict(s.kwargs)))
+    sample = Sample(index, dtype, _describe(s), op.op, leaves, spec, None, frozenset(), False)
+    rec = _RecordOps()
+    try:
+        with torch.no_grad(), rec:
+            out = sample(*[x.clone() for x in sample.inputs])
+    except Exception:  # not a valid call for eager either
+        return sample
+    outs = pytree.tree_flatten(out)[0]
+    sample.refs = outs if all(isinstance(x, torch.Tensor) for x in outs) else None
+    sample.ops = frozenset(op_name(f) for f in rec.ops)
+    sample.random = any(torch.Tag.nondeterministic_seeded in f.tags for f in rec.ops)
+    return sample
+
+
+def _describe(s: Any) -> str:
+    def one(x: Any) -> str:
+        if isinstance(x, torch.Tensor):
+            return f"Tensor[{', '.join(map(str, x.shape))}] {str(x.dtype).replace('torch.', '')}"
+        if isinstance(x, (list, tuple)) and any(isinstance(y, torch.Tensor) for y in x):
+            return f"[{', '.join(one(y) for y in x)}]"
+        return repr(x)
+
+    args = [one(s.input), *(one(a) for a in s.args), *(f"{k}={one(v)}" for k, v in s.kwargs.items())]
+    return f"({', '.join(args)})"
+
+
+def _screen(sample: Sample, reg: Registry) -> tuple[str, tuple[str, ...]]:
+    """("run", ()) if the sample should be exported, else (why not, ops to blame).
+
+    Its main op: an op the eager call dispatches to that is registered, or
+    that export lowers to a registered op (LOWERED_IN_EXPORT). OpInfos whose
+    eager op torch.export merely decomposes into registered ops (addcmul ->
+    mul, add) have none: they would test a decomposition more than a kernel.
+    A blocking op: one that is not registered, not decomposed by torch.export,
+    and not dropped by it. In-place ops count as their functional form, which
+    is what export leaves of them.
+    """
+    if sample.refs is None:
+        return "eager call fails or returns non-tensors", ()
+    ops = {_functional(o) for o in sample.ops}
+    if not any(o in reg.ops or LOWERED_IN_EXPORT.get(o) in reg.ops for o in ops):
+        return "no registered main op", ()
+    if sample.random:
+        return "random op (eager is no oracle)", ()
+    blocking = sorted(ops - reg.ops - reg.decomposable - VANISH_IN_EXPORT - LOWERED_IN_EXPORT.keys())
+    if blocking:
+        return "needs an op without a kernel", tuple(blocking)
+    return "run", ()
+
+
+def _functional(name: str) -> str:
+    """"aten::sub_.Tensor" -> "aten::sub.Tensor"."""
+    base, dot, overload = name.partition(".")
+    return f"{base[:-1]}{dot}{overload}" if base.endswith("_") and not base.endswith("__") else name
+
+
+def _spread(items: list[Any], n: int) -> list[Any]:
+    """n items evenly spread over `items` (first and last included), in order."""
+    if len(items) <= n:
+        return list(items)
+    picks = sorted({round(i * (len(items) - 1) / (n - 1)) for i in range(n)}) if n > 1 else [0]
+    return [items[i] for i in picks]
+
+
+def _screened(op: Any, dtype: torch.dtype, reg: Registry) -> tuple[list[Sample], bool]:
+    """The samples of `op` in `dtype` to run, and whether any sample has a
+    main op. Counts the screened-out ones by reason."""
+    torch.manual_seed(zlib.crc32(f"{_opinfo_id(op)}/{dtype}".encode()))
+    try:
+        raw = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+    except Exception:  # a sample generator that needs what this build lacks
+        COVERAGE.screened_out["OpInfo cannot make samples"] += 1
+        return [], False
+    runnable, relevant = [], False
+    for n, (index, s) in enumerate(_spread(list(enumerate(raw)), SCREEN_LIMIT)):
+        if n == SCREEN_FIRST and not relevant:
+            break
+        sample = _make_sample(op, index, dtype, s)
+        verdict, blame = _screen(sample, reg)
+        if verdict == "run":
+            runnable.append(sample)
+        elif verdict != "no registered main op":
+            COVERAGE.screened_out[verdict] += 1
+            COVERAGE.missing.update(blame)
+        relevant |= verdict != "no registered main op"
+    return _spread(runnable, SAMPLES_PER_DTYPE[dtype]), relevant
+
+
+def _selected(op: Any, reg: Registry) -> list[Sample]:
+    """float32 samples; int64 and bool ones too where the OpInfo has them and
+    its float32 samples (if it has any) reach a registered op."""
+    out: list[Sample] = []
+    for dtype in [d for d in SAMPLES_PER_DTYPE if d in op.supported_dtypes("cpu")]:
+        samples, relevant = _screened(op, dtype, reg)
+        out += samples
+        if dtype == torch.float32 and not relevant:
+            break
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Export, load, run
+
+
+class Skip(Exception):
+    """A sample that cannot run, for a counted reason."""
+
+    def __init__(self, reason: str, missing: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.reason, self.missing = reason, missing
+
+
+# ExportError messages of documented limitations (README, "What does not work
+# yet"; format v1): a sample that meets one is skipped, not failed.
+_EXPORT_LIMITS = (
+    ("is not supported by format v1", "dtype not in format v1 (complex, ...)"),
+    ("dimensions, at most", "more than 8 dims (format v1)"),
+    ("state mutation", "mutates an input (in-place op)"),
+    ("only tensor outputs are supported", "non-tensor output"),
+)
+
+
+def _export(samples: list[Sample], inputs: tuple[torch.Tensor, ...]) -> tern.Program:
+    """tern.export of the samples' calls. Raises Skip for a documented
+    limitation; any other exception is an exporter bug (or a harness one)."""
+    try:
+        with _timed("export"):
+            return tern.export(_Calls(samples), inputs)
+    except tern.ExportError as e:
+        raise _export_skip(str(e)) from e
+    except Exception as e:
+        if _raised_by_torch_export(e):
+            raise Skip(f"torch.export cannot trace it ({type(e).__name__})") from e
+        raise
+
+
+def _export_skip(message: str) -> Exception:
+    if "have no kernel in the Tern runtime" in message:
+        # Lines "  aten::sort.stable (aten.sort.stable), used by:".
+        names = [ln.split()[0] for ln in message.splitlines()[1:] if re.match(r"  \S", ln)]
+        return Skip("needs an op without a kernel", tuple(names))
+    for text, reason in _EXPORT_LIMITS:
+        if text in message:
+            return Skip(reason)
+    return AssertionError(f"tern.export failed: {message}")
+
+
+def _raised_by_torch_export(e: BaseException) -> bool:
+    """True if `e` came out of torch.export itself (tracing or decomposition),
+    not out of Tern's passes, emitter or serializer."""
+    tern_dir = str(Path(tern.__file__).parent)
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.startswith(tern_dir)]
+    last = frames[-1] if frames else None
+    return last is not None and last.name == "lower_to_graph" and (
+        "torch.export.export" in (last.line or "") or "run_decompositions" in (last.line or "")
+    )
+
+
+_REJECTED_AT_LOAD = re.compile(r"OperatorMissing: instruction \d+ \(([^,]+), node")
+
+
+def _load(path: Path) -> tern.runtime.Module:
+    """tern.load. OperatorMissing (runtime/core/error.h: a kernel that does not
+    take these argument types, e.g. a dtype it has no loop for) is a declared
+    limitation of the kernel: Skip."""
+    try:
+        with _timed("load + run"):
+            return tern.load(str(path))
+    except ValueError as e:
+        m = _REJECTED_AT_LOAD.search(str(e))
+        if m:
+            raise Skip(f"{m.group(1)} does not take these dtypes or arguments (OperatorMissing at load)") from e
+        raise
+
+
+def _ops_by_sample(program: tern.Program, n_outputs: list[int]) -> list[tuple[str, ...]]:
+    """The ops of each sample's instructions, read back from the file.
+
+    The samples share no values (each has its own inputs, and every argument
+    and constant is a value of its own), so a sample's instructions are the
+    ones connected to its outputs through values."""
+    method = read_program(program.data)["methods"][0]
+    parent = list(range(len(method["values"])))
+
+    def root(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = v = parent[parent[v]]
+        return v
+
+    def tensors(v: int) -> list[int]:
+        items = method["values"][v].get("items", []) if method["values"][v]["kind"].endswith("TensorList") else []
+        return [v, *(i for i in items if i >= 0)]
+
+    calls = [ins for ins in method["instructions"] if ins["kind"] == "KernelCall"]
+    for ins in calls:
+        vs = [t for a in ins["args"] for t in tensors(a)]
+        for v in vs[1:]:
+            parent[root(v)] = root(vs[0])
+    out: list[tuple[str, ...]] = []
+    start = 0
+    for n in n_outputs:
+        mine = {root(v) for v in method["outputs"][start : start + n]}
+        start += n
+        names = [method["operators"][ins["op"]] for ins in calls if ins["args"] and root(ins["args"][0]) in mine]
+        out.append(tuple(dict.fromkeys(names)))
+    return out
+
+
+def _run(samples: list[Sample], path: Path) -> tuple[list[list[np.ndarray]], list[tuple[str, ...]]]:
+    """Exports the samples as one program, loads and runs it: each sample's
+    outputs and ops. Raises Skip, or any error of Tern's."""
+    # A copy per input slot: torch.export makes one input of a tensor passed
+    # twice, which would join two samples (and tie their ops together).
+    inputs = tuple(x.clone() for s in samples for x in s.inputs)
+    kind = "1 sample" if len(samples) == 1 else "joint"
+    try:
+        program = _export(samples, inputs)
+        program.save(path)
+        module = _load(path)
+        with _timed("load + run"):
+            outs = module(*inputs)
+    except Exception:
+        COVERAGE.exports[f"{kind} failed"] += 1
+        raise
+    COVERAGE.exports[f"{kind} ok"] += 1
+    sizes = [len(s.refs or []) for s in samples]
+    if len(outs) != sum(sizes):
+        raise AssertionError(f"{len(outs)} outputs, eager has {sum(sizes)}")
+    split = [outs[sum(sizes[:i]) : sum(sizes[: i + 1])] for i in range(len(samples))]
+    return split, _ops_by_sample(program, sizes)
+
+
+# ---------------------------------------------------------------------------
+# Comparison
+
+
+def _compare(outs: list[np.ndarray], refs: list[torch.Tensor], rtol: float) -> str | None:
+    """None if `outs` match eager's `refs`, else what differs."""
+    for i, (got, want) in enumerate(zip(outs, refs)):
+        want_np = want.detach().contiguous().numpy()
+        if got.shape != want_np.shape or got.dtype != want_np.dtype:
+            return f"output {i}: {got.dtype}{list(got.shape)}, eager {want_np.dtype}{list(want_np.shape)}"
+        err = _mismatch(got, want_np, rtol)
+        if err:
+            return f"output {i}: {err}"
+    return None
+
+
+def _mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str | None:
+    if not np.issubdtype(want.dtype, np.floating):
+        bad = np.flatnonzero(got != want)
+        if bad.size:
+            i = bad[0]
+            return f"{bad.size} of {want.size} elements differ; first at flat index {i}: {got.flat[i]!r} vs eager {want.flat[i]!r}"
+        return None
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    same = (g == w) | (np.isnan(g) & np.isnan(w))  # equal infinities included
+    with np.errstate(invalid="ignore"):  # inf - inf
+        diff = np.where(same, 0.0, np.abs(g - w))
+    diff = np.where(np.isnan(diff), np.inf, diff)  # NaN on one side only
+    finite = np.abs(w[np.isfinite(w)])
+    bound = rtol * max(1.0, float(finite.max()) if finite.size else 1.0)
+    err = float(diff.max()) if diff.size else 0.0
+    if err <= bound:
+        return None
+    i = int(np.argmax(diff))
+    return f"max |diff| {err:.3g} > {bound:.3g}, at flat index {i}: {g.flat[i]!r} vs eager {w.flat[i]!r}"
+
+
+# ---------------------------------------------------------------------------
+# Verdicts
+
+
+@dataclass
+class Verdict:
+    sample: Sample
+    ops: tuple[str, ...] = ()  # the registered ops it ran through
+    error: str | None = None  # how it differs from eager (a failure)
+    skip: Skip | None = None
+
+
+# Eager op sets whose export needed an op without a kernel -> that Skip. The
+# same dispatcher ops decompose to the same ops, so a later sample with the
+# same set is skipped for the same reason without an export.
+KNOWN_MISSING: dict[frozenset[str], Skip] = {}
+
+
+def _alone(sample: Sample, path: Path, rtol: float) -> Verdict:
+    """One sample through export, load, run and comparison."""
+    if sample.ops in KNOWN_MISSING:
+        return Verdict(sample, skip=KNOWN_MISSING[sample.ops])
+    try:
+        (outs,), (ops,) = _run([sample], path)
+    except Skip as skip:
+        if skip.missing:
+            KNOWN_MISSING[sample.ops] = skip
+        return Verdict(sample, skip=skip)
+    except Exception as e:  # Tern failed: an exporter or kernel bug
+        return Verdict(sample, error="".join(traceback.format_exception_only(e)).strip())
+    return Verdict(sample, ops, _compare(outs, sample.refs or [], rtol))
+
+
+def _together(samples: list[Sample], path: Path, rtol: float) -> tuple[dict[int, Verdict], dict[int, str]]:
+    """The samples in one program: verdicts of those that match eager, and
+    the errors of those that do not. Nothing if the program fails as a whole."""
+    if len(samples) < 2 or any(s.ops in KNOWN_MISSING for s in samples):
+        return {}, {}
+    try:
+        outs, ops = _run(samples, path)
+    except Exception:  # Skip or failure: smaller groups say which sample and why
+        return {}, {}
+    passed, errors = {}, {}
+    for i, (s, got) in enumerate(zip(samples, outs)):
+        error = _compare(got, s.refs or [], rtol)
+        if error is None:
+            passed[i] = Verdict(s, ops[i])
+        else:
+            errors[i] = error
+    return passed, errors
+
+
+def _verdicts(samples: list[Sample], tmp_path: Path, rtol: float) -> list[Verdict]:
+    """All samples in one program; what that leaves open, one program per
+    dtype; what is still open, one sample at a time. Exports cost ~100 ms of
+    fixed overhead each, and a kernel without an int64 loop would otherwise
+    send every sample of the OpInfo through its own export.
+
+    A sample that differs from eager in a joint program but not alone is
+    still a failure (of the memory plan, say): the joint error is kept."""
+    settled, joint_errors = _together(samples, tmp_path / "all.tern", rtol)
+    if len(settled) < len(samples):
+        for dtype in dict.fromkeys(s.dtype for s in samples):
+            group = [i for i, s in enumerate(samples) if s.dtype == dtype and i not in settled]
+            if len(group) < len(samples):
+                passed, errors = _together([samples[i] for i in group], tmp_path / f"{dtype}.tern", rtol)
+                settled.update({group[j]: v for j, v in passed.items()})
+                joint_errors.update({group[j]: e for j, e in errors.items()})
+    verdicts = []
+    for i, s in enumerate(samples):
+        v = settled.get(i) or _alone(s, tmp_path / f"{s.name.replace(' ', '_')}.tern", rtol)
+        if i in joint_errors and v.skip is None and v.error is None:
+            v.error = f"differs from eager only when exported with other samples: {joint_errors[i]}"
+        verdicts.append(v)
+    return verdicts
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _record(opinfo_id: str, verdicts: list[Verdict]) -> None:
+    for v in verdicts:
+        if v.skip:
+            COVERAGE.skipped[v.skip.reason] += 1
+            COVERAGE.missing.update(v.skip.missing)
+            continue
+        COVERAGE.samples_run += 1
+        COVERAGE.opinfos_tested.add(opinfo_id)
+        for name in v.ops:
+            COVERAGE.ran[name] += 1
+            COVERAGE.passed[name] += v.error is None
+            COVERAGE.opinfos[name].add(opinfo_id)
+
+
+# ---------------------------------------------------------------------------
+# The tests
+
+
+@pytest.fixture
+def no_test_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpInfo's sample iterators look for the running unittest.TestCase (for
+    their debug messages) with inspect.stack(), which reads the source of every
+    frame: 0.1 s per call under pytest's deep stack, minutes over op_db. There
+    is no TestCase here, so the lookup can only find nothing."""
+    from torch.testing._internal import common_utils
+    from torch.testing._internal.opinfo import core
+
+    for module in (common_utils, core):
+        monkeypatch.setattr(module, "extract_test_fn", lambda: None)
+
+
+@pytest.mark.parametrize("opinfo_id", sorted(OPINFOS))
+def test_opinfo_samples_match_eager(opinfo_id: str, tmp_path: Path, no_test_lookup: None) -> None:
+    COVERAGE.opinfos_seen += 1
+    if opinfo_id in UNDEFINED_OUTPUT:
+        pytest.skip(f"output is {UNDEFINED_OUTPUT[opinfo_id]}")
+    rtol = LOOSE_TOLERANCE.get(opinfo_id, (RTOL, ""))[0]
+    with _quiet():
+        with _timed("screen"):
+            samples = _selected(OPINFOS[opinfo_id], _registry_now())
+        verdicts = _verdicts(samples, tmp_path, rtol)
+    _record(opinfo_id, verdicts)
+    failures = [f"{v.sample.name} {v.sample.text}\n    ops: {', '.join(v.ops)}\n    {v.error}" for v in verdicts if v.error]
+    if failures:
+        pytest.fail(f"{len(failures)} of {len(samples)} samples differ from eager:\n" + "\n".join(failures))
+    if not any(v.skip is None for v in verdicts):
+        why = Counter(v.skip.reason for v in verdicts if v.skip)
+        pytest.skip(", ".join(f"{n} {r}" for r, n in why.items()) or "no sample has a registered main op")
+
+
+def test_opinfo_coverage_report(tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    if not COVERAGE.opinfos_seen:
+        pytest.skip("no OpInfo test ran in this session (select the whole file)")
+    text = _report(_registry_now())
+    path = tmp_path_factory.getbasetemp() / "opinfo_coverage.txt"
+    path.write_text(text)
+    with capsys.disabled():
+        print(f"\n{text}(written to {path})")
+    assert COVERAGE.opinfos_tested, "no OpInfo sample ran: the harness is broken"
+
+
+def _report(reg: Registry) -> str:
+    c = COVERAGE
+    lines = [
+        f"OpInfo coverage of the {len(reg.ops)} registered kernels: {c.samples_run} samples of "
+        f"{len(c.opinfos_tested)} OpInfos ran (of {c.opinfos_seen} OpInfos)",
+        f"  {'op':<44} {'samples':>7} {'passed':>7}  OpInfos",
+    ]
+    for name in sorted(reg.ops):
+        if c.ran[name]:
+            infos = sorted(c.opinfos[name])
+            more = f", +{len(infos) - 4}" if len(infos) > 4 else ""
+            lines.append(f"  {name:<44} {c.ran[name]:>7} {c.passed[name]:>7}  {', '.join(infos[:4])}{more}")
+    unreached = sorted(reg.ops - set(c.ran))
+    lines.append(f"Registered ops that no OpInfo sample reached ({len(unreached)}; they need hand-written tests):")
+    lines += [f"  {name}" for name in unreached] or ["  (none)"]
+    lines.append("Selected samples not run, by reason:")
+    lines += [f"  {n:>5}  {reason}" for reason, n in c.skipped.most_common()] or ["  (none)"]
+    lines.append(f"Samples screened out before export (at most {SCREEN_LIMIT} per OpInfo and dtype), by reason:")
+    lines += [f"  {n:>5}  {reason}" for reason, n in c.screened_out.most_common()] or ["  (none)"]
+    if c.missing:
+        lines.append("Ops without a kernel that blocked samples (selected or screened), most first:")
+        lines += [f"  {n:>5}  {name}" for name, n in c.missing.most_common(20)]
+    lines.append("Time: " + ", ".join(f"{phase} {s:.0f} s" for phase, s in c.seconds.most_common()))
+    lines.append("Programs: " + ", ".join(f"{n} {kind}" for kind, n in sorted(c.exports.items())))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# The harness's own checks: a comparison that passes everything proves nothing.
+
+
+def test_mismatch_float_beyond_tolerance_is_reported() -> None:
+    want = np.array([1.0, -200.0, 3.0], dtype=np.float32)
+    assert _mismatch(want.copy(), want, RTOL) is None
+    assert _mismatch(want + np.float32(0.01), want, RTOL) is None  # 0.01 <= 1e-4 * 200
+    assert "max |diff|" in (_mismatch(want + np.float32(0.05), want, RTOL) or "")
+
+
+def test_mismatch_nan_or_inf_in_other_places_is_reported() -> None:
+    want = np.array([np.nan, np.inf, 1.0], dtype=np.float32)
+    assert _mismatch(want.copy(), want, RTOL) is None
+    assert _mismatch(np.array([0.0, np.inf, 1.0], np.float32), want, RTOL)
+    assert _mismatch(np.array([np.nan, 1.0, 1.0], np.float32), want, RTOL)
+    assert _mismatch(np.array([np.nan, -np.inf, 1.0], np.float32), want, RTOL)
+
+
+def test_mismatch_integers_and_bools_must_be_exact() -> None:
+    assert _mismatch(np.array([3, 4]), np.array([3, 4]), RTOL) is None
+    assert _mismatch(np.array([3, 5]), np.array([3, 4]), RTOL)
+    assert _mismatch(np.array([True, True]), np.array([True, False]), RTOL)
+
+
+def test_samples_exported_together_map_back_to_their_ops(tmp_path: Path) -> None:
+    def sample(fn: Any, *args: Any) -> Sample:
+        leaves, spec = pytree.tree_flatten((args, {}))
+        s = Sample(0, torch.float32, "", fn, leaves, spec, None, frozenset(), False)
+        s.refs = [fn(*args)]
+        return s
+
+    x = torch.randn(3, 4)
+    samples = [sample(torch.relu, x), sample(torch.sigmoid, x), sample(torch.clone, x)]
+    outs, ops = _run(samples, tmp_path / "m.tern")
+    assert ops == [("aten::relu",), ("aten::sigmoid",), ("aten::clone",)]
+    assert all(_compare(o, s.refs or [], RTOL) is None for o, s in zip(outs, samples))

@@ -1,0 +1,144 @@
+"""Parity with PyTorch eager for the math kernels (batch 2): each case is a
+tiny module using one public torch function, exported, saved, loaded and run
+through the C++ runtime, then compared with eager on the same inputs.
+
+Each case also pins the ATen ops the exporter emits for it, so a change in
+torch's decompositions (or in which ops the runtime registers) shows up here.
+
+Tolerance: max |tern - eager| <= 1e-4 * max(1, max |eager|) for floating
+outputs; integer and bool outputs must match exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tern
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.fn(*args)
+
+
+def _g() -> torch.Generator:
+    return torch.Generator().manual_seed(0)
+
+
+def _randn(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=_g())
+
+
+def _positive(*shape: int) -> torch.Tensor:
+    return torch.rand(*shape, generator=_g()) * 4 + 0.1
+
+
+def _ints(*shape: int, dtype: torch.dtype = torch.int32) -> torch.Tensor:
+    return torch.randint(-6, 7, shape, generator=_g(), dtype=dtype)
+
+
+def _halves() -> torch.Tensor:
+    # -3.0, -2.5, ..., 3.0 and some non-halves: round's ties-to-even cases.
+    return torch.cat([torch.arange(-6, 7) * 0.5, _randn(11) * 3]).reshape(4, 6)
+
+
+# name -> (function, inputs, ops the exported file must contain exactly)
+CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...], set[str]]] = {
+    "exp": (torch.exp, (_randn(3, 5),), {"aten::exp"}),
+    "exp_int": (torch.exp, (_ints(7),), {"aten::exp"}),
+    "exp2": (torch.exp2, (_randn(3, 5),), {"aten::exp2"}),
+    "log": (torch.log, (_positive(2, 3, 4),), {"aten::log"}),
+    "sqrt": (torch.sqrt, (_positive(17),), {"aten::sqrt"}),
+    "rsqrt": (torch.rsqrt, (_positive(17),), {"aten::rsqrt"}),
+    "reciprocal": (torch.reciprocal, (_positive(4, 4),), {"aten::reciprocal"}),
+    "sin": (torch.sin, (_randn(300) * 5,), {"aten::sin"}),
+    "cos": (torch.cos, (_randn(300) * 5,), {"aten::cos"}),
+    "erf": (torch.erf, (_randn(3, 100),), {"aten::erf"}),
+    "abs": (torch.abs, (_randn(3, 5),), {"aten::abs"}),
+    "abs_int": (torch.abs, (_ints(9, dtype=torch.int64),), {"aten::abs"}),
+    "neg": (torch.neg, (_randn(3, 5),), {"aten::neg"}),
+    "neg_operator_int": (lambda x: -x, (_ints(9),), {"aten::neg"}),
+    "floor": (torch.floor, (_halves(),), {"aten::floor"}),
+    "ceil": (torch.ceil, (_halves(),), {"aten::ceil"}),
+    "round": (torch.round, (_halves(),), {"aten::round"}),
+    "round_int": (torch.round, (_ints(5),), {"aten::round"}),
+    "pow_square": (lambda x: x**2, (_randn(2, 8),), {"aten::pow.Tensor_Scalar"}),
+    "pow_cube": (lambda x: torch.pow(x, 3), (_randn(2, 8),), {"aten::pow.Tensor_Scalar"}),
+    "pow_half": (lambda x: x**0.5, (_positive(2, 8),), {"aten::pow.Tensor_Scalar"}),
+    "pow_minus_one": (lambda x: x**-1, (_positive(2, 8),), {"aten::pow.Tensor_Scalar"}),
+    "pow_general": (lambda x: x**2.7, (_positive(2, 8),), {"aten::pow.Tensor_Scalar"}),
+    "torch_square": (torch.square, (_randn(2, 8),), {"aten::pow.Tensor_Scalar"}),
+    "pow_int": (lambda x: x**3, (_ints(8),), {"aten::pow.Tensor_Scalar"}),
+    "pow_int_to_float": (lambda x: x**0.5, (_ints(8).abs(),), {"aten::pow.Tensor_Scalar"}),
+    "pow_tensor_tensor": (torch.pow, (_positive(3, 4), _randn(4)), {"aten::pow.Tensor_Tensor"}),
+    "pow_scalar_base": (lambda x: 2**x, (_randn(3, 4),), {"aten::pow.Scalar"}),
+    "maximum": (torch.maximum, (_randn(3, 4), _randn(1, 4) * 0.5), {"aten::maximum"}),
+    "minimum": (torch.minimum, (_randn(3, 4), _randn(3, 1)), {"aten::minimum"}),
+    "max_of_two": (torch.max, (_randn(5), _randn(5) + 0.1), {"aten::maximum"}),
+    "minimum_int": (torch.minimum, (_ints(6), _ints(6, dtype=torch.int64) + 1), {"aten::minimum"}),
+    # Floating clamps become hardtanh (passes/lower_clamp.py); integer ones reach aten::clamp.
+    "clamp_int": (lambda x: torch.clamp(x, -2, 3), (_ints(4, 5),), {"aten::clamp"}),
+    "clamp_min_int": (lambda x: torch.clamp(x, min=0), (_ints(12, dtype=torch.int64),), {"aten::clamp"}),
+    "clamp_max_int": (lambda x: x.clamp(max=1), (_ints(12),), {"aten::clamp"}),
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), (_randn(4, 6),), {"aten::leaky_relu"}),
+    "leaky_relu_module": (torch.nn.LeakyReLU(), (_randn(4, 6),), {"aten::leaky_relu"}),
+    "elu": (lambda x: F.elu(x, alpha=0.7), (_randn(4, 6) * 3,), {"aten::elu"}),
+    "selu": (F.selu, (_randn(4, 6) * 3,), {"aten::elu"}),
+    "silu": (F.silu, (_randn(4, 6) * 5,), {"aten::silu"}),
+    "softplus": (F.softplus, (_randn(4, 6) * 10,), {"aten::softplus"}),
+    "softplus_beta": (lambda x: F.softplus(x, beta=2.0, threshold=5.0), (_randn(4, 6) * 5,), {"aten::softplus"}),
+    "mish": (F.mish, (_randn(4, 6) * 5,), {"aten::mish"}),
+}
+
+
+def _check(got: np.ndarray, want: torch.Tensor) -> None:
+    w = want.numpy()
+    assert got.shape == w.shape and got.dtype == w.dtype, f"{got.dtype}{got.shape} vs {w.dtype}{w.shape}"
+    if not np.issubdtype(w.dtype, np.floating):
+        np.testing.assert_array_equal(got, w)
+        return
+    err = float(np.max(np.abs(got.astype(np.float64) - w))) if w.size else 0.0
+    assert err <= 1e-4 * max(1.0, float(np.max(np.abs(w)))), f"max abs error {err}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_math_op_matches_eager(name: str, tmp_path: Path) -> None:
+    fn, args, ops = CASES[name]
+    model = Fn(fn).eval()
+    with torch.no_grad():
+        want = model(*args)
+    program = tern.export(model, args)
+    assert {op for op, _ in program.op_counts} == ops
+    path = tmp_path / f"{name}.tern"
+    program.save(path)
+    (got,) = tern.load(str(path))(*args)
+    _check(got, want)
+
+
+def test_silu_softplus_mish_stay_single_ops_in_a_block(tmp_path: Path) -> None:
+    # A small MLP using several of the new activations together.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(8, 16), torch.nn.SiLU(), torch.nn.Linear(16, 16), torch.nn.Mish(),
+        torch.nn.Linear(16, 16), torch.nn.Softplus(), torch.nn.Linear(16, 4), torch.nn.ELU(),
+    ).eval()
+    x = torch.randn(5, 8)
+    program = tern.export(model, (x,))
+    counts = dict(program.op_counts)
+    assert counts["aten::silu"] == counts["aten::mish"] == counts["aten::softplus"] == counts["aten::elu"] == 1
+    path = tmp_path / "mlp.tern"
+    program.save(path)
+    with torch.no_grad():
+        want = model(x)
+    (got,) = tern.load(str(path))(x)
+    _check(got, want)
