@@ -12,7 +12,9 @@ Error relu_run(RunContext&, EValue* const* args) {
   Tensor& y = args[1]->tensor;
   const T* in = x.data_as<T>();
   T* out = y.data_as<T>();
-  for (int64_t i = 0; i < x.numel; ++i) out[i] = in[i] > T(0) ? in[i] : T(0);
+  // "< 0 ? 0 : x", not "> 0 ? x : 0": NaN fails every comparison and must
+  // pass through, as in torch (relu is clamp_min(x, 0)).
+  for (int64_t i = 0; i < x.numel; ++i) out[i] = in[i] < T(0) ? T(0) : in[i];
   return Error::Ok;
 }
 

@@ -1,5 +1,5 @@
 // Tests of the portable elementwise and activation kernels: add, sub, mul,
-// div, eq, logical_not, where, gelu, sigmoid, tanh, hardtanh, hardswish,
+// div, eq, logical_not, where, relu, gelu, sigmoid, tanh, hardtanh, hardswish,
 // _softmax, _log_softmax.
 //
 // Expected values are computed by hand on tiny inputs or by naive reference
@@ -608,6 +608,22 @@ std::vector<double> map(const std::vector<float>& x, const std::function<double(
   std::vector<double> r;
   for (float v : x) r.push_back(f(v));
   return r;
+}
+
+TEST(OpRelu, ZeroesNegativesAndPropagatesNan) {
+  // torch.relu(tensor([-2., 0., 3., nan, -inf, inf])) == [0, 0, 3, nan, 0, inf].
+  // Found by tests/python/test_opinfo.py (nn.functional.relu, extremal values).
+  KernelHarness h;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  auto v = run_unary<float>(h, relu_prepare, {-2, 0, 3, nan, -inf, inf});
+  EXPECT_EQ(v[0], 0.f);
+  EXPECT_EQ(v[1], 0.f);
+  EXPECT_EQ(v[2], 3.f);
+  EXPECT_TRUE(std::isnan(v[3]));
+  EXPECT_EQ(v[4], 0.f);
+  EXPECT_EQ(v[5], inf);
+  EXPECT_EQ(run_unary<int64_t>(h, relu_prepare, {-5, 0, 7}), (std::vector<int64_t>{0, 0, 7}));
 }
 
 TEST(OpGelu, MatchesErfFormula) {
