@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "extension/heap_allocator.h"
-#include "kernels/portable/register.h"
 #include "runtime/core/log.h"
+#include "runtime/platform/thread_pool.h"
 #include "schema/tern_generated.h"
 
 namespace tern {
@@ -44,11 +44,11 @@ struct Module::LoadedMethod {
 Module::Module() = default;
 Module::~Module() = default;
 
-Error Module::load(const char* path, LoadMode mode) {
-  TERN_CHECK_OK(register_portable_kernels());
+Error Module::load(const char* path, const Options& options) {
   methods_.clear();
   program_.reset();
-  if (mode == LoadMode::Mmap) {
+  method_options_.threads = options.threads > 0 ? options.threads : physical_core_count();
+  if (options.load_mode == LoadMode::Mmap) {
     auto loader = std::make_unique<MmapDataLoader>();
     TERN_CHECK_OK(loader->open(path));
     loader_ = std::move(loader);
@@ -110,7 +110,7 @@ Error Module::load_method(const char* name, Method** out) {
   }
   lm->memory.method_allocator = &lm->allocator;
   lm->memory.planned = Span<const Span<uint8_t>>(lm->planned.data(), lm->planned.size());
-  Result<Method> m = Method::load(*program_, name, lm->memory);
+  Result<Method> m = Method::load(*program_, name, lm->memory, method_options_);
   if (!m.ok()) return m.error();
   lm->method.emplace(std::move(*m));
   for (size_t i = 0; i < lm->method->num_outputs(); ++i) lm->outputs.push_back(lm->method->output(i));

@@ -1,9 +1,11 @@
 // Module: the easy way to run a .tern file from C++.
 //
 //   #include "extension/module.h"
+//   #include "kernels/portable/register.h"
 //
+//   tern::register_portable_kernels();   // once: the application picks its kernels
 //   tern::Module module;
-//   if (module.load("model.tern") != tern::Error::Ok) {
+//   if (module.load("model.tern") != tern::Error::Ok) {   // threads: physical cores
 //     fprintf(stderr, "%s\n", tern::last_error_message());
 //     return 1;
 //   }
@@ -16,7 +18,9 @@
 // A Module owns what the runtime core leaves to the application: the file
 // (memory-mapped by default), the method allocator and the planned arenas,
 // all taken from the heap at load(). forward() and run() then allocate
-// nothing: they copy the inputs into planned memory and execute.
+// nothing: they copy the inputs into planned memory and execute. It does not
+// register kernels: the application registers the kernel libraries it links
+// (runtime/kernel/registry.h) before load().
 // Thread safety: none; use one Module per thread.
 #pragma once
 
@@ -39,6 +43,11 @@ Tensor make_tensor(void* data, ScalarType dtype, const int64_t* sizes, int dim);
 class Module {
  public:
   enum class LoadMode { Mmap, File };
+  struct Options {
+    LoadMode load_mode;
+    // Threads each method's kernels use; 0 = physical_core_count().
+    int threads;
+  };
 
   Module();
   ~Module();
@@ -47,7 +56,8 @@ class Module {
 
   // Loads and verifies the file, then loads its "forward" method (if any).
   // On failure, last_error_message() says what and where.
-  Error load(const char* path, LoadMode mode = LoadMode::Mmap);
+  Error load(const char* path, LoadMode mode = LoadMode::Mmap) { return load(path, Options{mode, 0}); }
+  Error load(const char* path, const Options& options);
 
   const Program& program() const { return *program_; }
 
@@ -66,6 +76,7 @@ class Module {
   // method(), with the reason it failed: NotFound, OutOfMemory or Method::load's error.
   Error load_method(const char* name, Method** out);
 
+  MethodOptions method_options_;
   std::unique_ptr<DataLoader> loader_;
   std::optional<Program> program_;
   std::vector<std::unique_ptr<LoadedMethod>> methods_;

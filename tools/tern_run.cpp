@@ -2,12 +2,13 @@
 //
 //   tern-run model.tern [--input a.npy ...] [--iterations N] [--warmup N]
 //            [--output out.npy ...] [--method NAME] [--load mmap|file]
-//            [--profile] [--seed S]
+//            [--threads N] [--profile] [--seed S]
 //
 // Prints the outputs (shape, range, top-5 of classifier-like outputs), the
 // load time and the latency (median and p90 over the timed iterations).
 // Without --input, inputs are random (floats uniform in [-1, 1), integers in
-// [0, 4), bools random), with a fixed seed.
+// [0, 4), bools random), with a fixed seed. --threads defaults to the number
+// of physical cores.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +21,7 @@
 
 #include "extension/module.h"
 #include "extension/npy.h"
+#include "kernels/portable/register.h"
 #include "runtime/core/log.h"
 
 namespace {
@@ -31,6 +33,7 @@ struct Options {
   const char* method = "forward";
   int iterations = 20;
   int warmup = 3;
+  int threads = 0;  // 0: physical cores
   bool profile = false;
   bool mmap = true;
   unsigned seed = 0;
@@ -41,7 +44,7 @@ int usage(const char* msg) {
   fprintf(stderr,
           "usage: tern-run MODEL.tern [--input A.npy ...] [--iterations N] [--warmup N]\n"
           "                [--output OUT.npy ...] [--method NAME] [--load mmap|file]\n"
-          "                [--profile] [--seed S]\n");
+          "                [--threads N] [--profile] [--seed S]\n");
   return 2;
 }
 
@@ -65,6 +68,7 @@ int parse_args(int argc, char** argv, Options* o) {
     else if (a == "--method") o->method = argv[++i];
     else if (a == "--iterations") { if (!parse_int(argv[++i], &o->iterations) || o->iterations < 1) return usage("--iterations takes a whole number >= 1"); }
     else if (a == "--warmup") { if (!parse_int(argv[++i], &o->warmup)) return usage("--warmup takes a whole number >= 0"); }
+    else if (a == "--threads") { if (!parse_int(argv[++i], &o->threads) || o->threads < 1) return usage("--threads takes a whole number >= 1"); }
     else if (a == "--seed") { int s; if (!parse_int(argv[++i], &s)) return usage("--seed takes a whole number"); o->seed = s; }
     else if (a == "--load") {
       std::string m = argv[++i];
@@ -150,9 +154,14 @@ int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_args(argc, argv, &o)) return rc < 0 ? 0 : rc;
 
+  if (tern::register_portable_kernels() != tern::Error::Ok) {
+    fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
+    return 1;
+  }
   auto t0 = std::chrono::steady_clock::now();
   tern::Module module;
-  if (module.load(o.model, o.mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File) != tern::Error::Ok) {
+  const tern::Module::Options options{o.mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, o.threads};
+  if (module.load(o.model, options) != tern::Error::Ok) {
     fprintf(stderr, "tern-run: cannot load %s: %s\n", o.model, tern::last_error_message());
     return 1;
   }
@@ -162,7 +171,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   double load_ms = ms_since(t0);
-  printf("model: %s (%s)\n", o.model, module.program().producer());
+  printf("model: %s (%s), %d thread%s\n", o.model, module.program().producer(), method->threads(),
+         method->threads() == 1 ? "" : "s");
 
   if (!o.inputs.empty() && o.inputs.size() != method->num_inputs()) {
     fprintf(stderr, "tern-run: method '%s' takes %zu inputs, %zu --input given\n", o.method,

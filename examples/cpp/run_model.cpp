@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "extension/module.h"
+#include "kernels/portable/register.h"
 #include "runtime/core/log.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s MODEL.tern\n", argv[0]);
     return 2;
   }
+  // The application chooses its kernels: here the portable (reference) ones.
+  if (tern::register_portable_kernels() != tern::Error::Ok) return 1;
   tern::Module module;
   if (module.load(argv[1]) != tern::Error::Ok) {  // mmap + verify + bind kernels
     fprintf(stderr, "%s\n", tern::last_error_message());

@@ -40,7 +40,7 @@ Error addmm_run(RunContext& ctx, EValue* const* args) {
                                 c.data_as<float>());
   p.alpha = st.alpha;
   p.beta = st.beta;
-  gemm_f32(p, ctx.scratch());
+  gemm_f32(p, ctx);
   return Error::Ok;
 }
 

@@ -15,10 +15,16 @@ Error bmm_run(RunContext& ctx, EValue* const* args) {
   const Tensor& b = args[1]->tensor;
   Tensor& c = args[2]->tensor;
   const int64_t batch = a.sizes[0], m = a.sizes[1], k = a.sizes[2], n = b.sizes[2];
-  for (int64_t i = 0; i < batch; ++i) {
-    gemm_f32(gemm_row_major(m, n, k, a.data_as<const float>() + i * m * k,
-                            b.data_as<const float>() + i * k * n, c.data_as<float>() + i * m * n),
-             ctx.scratch());
+  auto product = [&](int64_t i) {
+    return gemm_row_major(m, n, k, a.data_as<const float>() + i * m * k,
+                          b.data_as<const float>() + i * k * n, c.data_as<float>() + i * m * n);
+  };
+  if (batch >= ctx.thread_count()) {  // whole products per thread (same bits as split ones)
+    ctx.parallel_for(batch, 1, [&](RunContext& t, int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) gemm_f32(product(i), t.scratch());
+    });
+  } else {
+    for (int64_t i = 0; i < batch; ++i) gemm_f32(product(i), ctx);
   }
   return Error::Ok;
 }

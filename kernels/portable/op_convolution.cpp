@@ -37,47 +37,28 @@ bool conv_is_pointwise(const ConvGeometry& g) {
 
 bool conv_is_depthwise(const ConvGeometry& g) { return g.groups == g.c && g.oc == g.c; }
 
+// Multiply-adds a thread should get at least (smaller work stays on one).
+constexpr int64_t kMinFlopsPerThread = 1 << 16;
+// Pixels are split between threads in whole GEMM column tiles.
+constexpr int64_t kPixelTile = 8;
+
 Error conv_depthwise_run(RunContext& ctx, EValue* const* args) {
   const ConvGeometry g = load_geometry(ctx);
   const float* in = args[0]->tensor.data_as<const float>();
   const float* w = args[1]->tensor.data_as<const float>();
+  const float* bias = bias_data(args[2]);
   float* out = args[9]->tensor.data_as<float>();
-  const int64_t in_image = int64_t(g.c) * g.h * g.w, out_image = int64_t(g.oc) * g.oh * g.ow;
-  for (int64_t n = 0; n < g.n; ++n) {
-    conv_depthwise(g, in + n * in_image, w, bias_data(args[2]), out + n * out_image);
-  }
-  return Error::Ok;
-}
-
-// out[oc, pixels] = bias[oc] (beta = 1 in the GEMMs that follow).
-void fill_bias(const float* bias, int64_t oc, int64_t pixels, float* out) {
-  for (int64_t o = 0; o < oc; ++o) {
-    for (int64_t q = 0; q < pixels; ++q) out[o * pixels + q] = bias[o];
-  }
-}
-
-// One image, one group: out_g[ocg, pixels] (+)= w_g[ocg, k] x col[k, pixels].
-void conv_group_gemm(const ConvGeometry& g, const float* x, const float* w, float beta, float* out,
-                     float* col, void* gemm_scratch) {
-  const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, k = cg * g.kh * g.kw;
-  const int64_t pixels = int64_t(g.oh) * g.ow;
-  const bool pointwise = conv_is_pointwise(g);
-  const int64_t cols = pointwise ? pixels : conv_im2col_cols(g);
-  for (int64_t q0 = 0; q0 < pixels; q0 += cols) {
-    const int64_t cn = cols < pixels - q0 ? cols : pixels - q0;
-    GemmParams p;
-    p.m = ocg, p.n = cn, p.k = k;
-    p.a = w, p.a_rs = k, p.a_cs = 1;
-    if (pointwise) {
-      p.b = x + q0, p.b_rs = pixels, p.b_cs = 1;  // input [cg, h * w] is the matrix
-    } else {
-      conv_im2col(g, x, cg, q0, cn, col);
-      p.b = col, p.b_rs = cn, p.b_cs = 1;
+  const int64_t plane_in = int64_t(g.h) * g.w, plane_out = int64_t(g.oh) * g.ow;
+  const int64_t taps = int64_t(g.kh) * g.kw;
+  const int64_t grain = kMinFlopsPerThread / (plane_out * taps) + 1;
+  ctx.parallel_for(int64_t(g.n) * g.c, grain, [&](RunContext&, int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {  // plane p: image p / c, channel p % c
+      const int64_t ch = p % g.c;
+      conv_depthwise_plane(g, in + p * plane_in, w + ch * taps, bias ? bias[ch] : 0.f,
+                           out + p * plane_out);
     }
-    p.c = out + q0, p.ldc = pixels;
-    p.beta = beta;
-    gemm_f32(p, gemm_scratch);
-  }
+  });
+  return Error::Ok;
 }
 
 size_t conv_col_bytes(const ConvGeometry& g) {
@@ -85,25 +66,59 @@ size_t conv_col_bytes(const ConvGeometry& g) {
   return align64(sizeof(float) * size_t(g.c / g.groups) * g.kh * g.kw * conv_im2col_cols(g));
 }
 
-Error conv_gemm_run(RunContext& ctx, EValue* const* args) {
-  const ConvGeometry g = load_geometry(ctx);
-  const float* in = args[0]->tensor.data_as<const float>();
-  const float* w = args[1]->tensor.data_as<const float>();
-  const float* bias = bias_data(args[2]);
-  float* out = args[9]->tensor.data_as<float>();
+// Output pixels [q0, q1) of one image and group (ig = image * groups +
+// group): out_g[ocg, q] = bias + w_g[ocg, k] x col[k, q], col built a chunk
+// at a time in `col`. Always the blocked GEMM, so that a pixel's value does
+// not depend on how the pixels were split.
+void conv_pixels(const ConvGeometry& g, EValue* const* args, int64_t ig, int64_t q0, int64_t q1,
+                 float* col, void* gemm_scratch) {
   const int64_t cg = g.c / g.groups, ocg = g.oc / g.groups, k = cg * g.kh * g.kw;
-  const int64_t plane_in = int64_t(g.h) * g.w, pixels = int64_t(g.oh) * g.ow;
-  float* col = static_cast<float*>(ctx.scratch());
-  void* gemm_scratch = static_cast<char*>(ctx.scratch()) + conv_col_bytes(g);
-  for (int64_t n = 0; n < g.n; ++n) {
-    float* out_n = out + n * g.oc * pixels;
-    if (bias) fill_bias(bias, g.oc, pixels, out_n);
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const float* x = in + (n * g.c + grp * cg) * plane_in;
-      conv_group_gemm(g, x, w + grp * ocg * k, bias ? 1.f : 0.f, out_n + grp * ocg * pixels, col,
-                      gemm_scratch);
+  const int64_t pixels = int64_t(g.oh) * g.ow, grp = ig % g.groups, n = ig / g.groups;
+  const float* x = args[0]->tensor.data_as<const float>() + (n * g.c + grp * cg) * int64_t(g.h) * g.w;
+  const float* w = args[1]->tensor.data_as<const float>() + grp * ocg * k;
+  const float* bias = bias_data(args[2]);
+  float* y = args[9]->tensor.data_as<float>() + (n * g.oc + grp * ocg) * pixels;
+  if (bias) {
+    for (int64_t o = 0; o < ocg; ++o) {
+      for (int64_t q = q0; q < q1; ++q) y[o * pixels + q] = bias[grp * ocg + o];
     }
   }
+  const bool pointwise = conv_is_pointwise(g);
+  const int64_t cols = pointwise ? pixels : conv_im2col_cols(g);
+  for (int64_t c0 = q0; c0 < q1; c0 += cols) {
+    const int64_t cn = cols < q1 - c0 ? cols : q1 - c0;
+    GemmParams p;
+    p.m = ocg, p.n = cn, p.k = k;
+    p.a = w, p.a_rs = k, p.a_cs = 1;
+    if (pointwise) {
+      p.b = x + c0, p.b_rs = pixels, p.b_cs = 1;  // input [cg, h * w] is the matrix
+    } else {
+      conv_im2col(g, x, cg, c0, cn, col);
+      p.b = col, p.b_rs = cn, p.b_cs = 1;
+    }
+    p.c = y + c0, p.ldc = pixels;
+    p.beta = bias ? 1.f : 0.f;
+    gemm_f32_blocked(p, gemm_scratch);
+  }
+}
+
+// Splits the output pixels of every image and group over the threads.
+Error conv_gemm_run(RunContext& ctx, EValue* const* args) {
+  const ConvGeometry g = load_geometry(ctx);
+  const int64_t pixels = int64_t(g.oh) * g.ow, total = int64_t(g.n) * g.groups * pixels;
+  const int64_t flops_per_tile = kPixelTile * (g.oc / g.groups) * int64_t(g.c / g.groups) * g.kh * g.kw;
+  const int64_t tiles = (total + kPixelTile - 1) / kPixelTile;
+  ctx.parallel_for(tiles, kMinFlopsPerThread / flops_per_tile + 1, [&](RunContext& t, int64_t t0, int64_t t1) {
+    float* col = static_cast<float*>(t.scratch());
+    void* gemm_scratch = static_cast<char*>(t.scratch()) + conv_col_bytes(g);
+    const int64_t end = t1 * kPixelTile < total ? t1 * kPixelTile : total;
+    for (int64_t s = t0 * kPixelTile; s < end;) {
+      const int64_t ig = s / pixels, q0 = s % pixels;
+      const int64_t q1 = q0 + (end - s) < pixels ? q0 + (end - s) : pixels;
+      conv_pixels(g, args, ig, q0, q1, col, gemm_scratch);
+      s += q1 - q0;
+    }
+  });
   return Error::Ok;
 }
 
@@ -213,7 +228,7 @@ Error convolution_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   }
   const int64_t ocg = g.oc / g.groups, k = int64_t(g.c / g.groups) * g.kh * g.kw;
   const int64_t cols = conv_is_pointwise(g) ? int64_t(g.oh) * g.ow : conv_im2col_cols(g);
-  ctx.request_scratch(conv_col_bytes(g) + gemm_scratch_bytes(ocg, cols, k));
+  ctx.request_scratch(conv_col_bytes(g) + gemm_blocked_scratch_bytes(ocg, cols, k));
   ctx.set_run(conv_gemm_run);
   return Error::Ok;
 }

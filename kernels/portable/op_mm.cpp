@@ -15,7 +15,7 @@ Error mm_run(RunContext& ctx, EValue* const* args) {
   Tensor& c = args[2]->tensor;
   gemm_f32(gemm_row_major(a.sizes[0], b.sizes[1], a.sizes[1], a.data_as<const float>(),
                           b.data_as<const float>(), c.data_as<float>()),
-           ctx.scratch());
+           ctx);
   return Error::Ok;
 }
 

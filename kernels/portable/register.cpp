@@ -12,9 +12,9 @@ Error register_portable_kernels() {
 #include "kernels/portable/ops.def"
 #undef TERN_OP
   };
-  static bool registered = false;  // idempotent: Module and bindings both call it
+  static bool registered = false;  // idempotent: safe to call from several entry points
   if (registered) return Error::Ok;
-  Error e = register_kernels({kKernels, sizeof(kKernels) / sizeof(kKernels[0])});
+  Error e = register_kernel_library({"portable", kPortablePriority, kKernels});
   registered = (e == Error::Ok);
   return e;
 }

@@ -13,6 +13,7 @@
 
 #include "extension/module.h"
 #include "kernels/portable/register.h"
+#include "runtime/platform/thread_pool.h"
 #include "runtime/core/log.h"
 #include "runtime/kernel/registry.h"
 
@@ -66,9 +67,11 @@ Spec spec_of(const tern::Tensor& t) {
 
 class PyModule {
  public:
-  PyModule(const std::string& path, bool mmap) {
+  PyModule(const std::string& path, bool mmap, int threads) {
     tern::clear_last_error();
-    tern::Error e = module_.load(path.c_str(), mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File);
+    if (threads < 0) throw nb::value_error("threads must be >= 1 (or 0 for the physical cores)");
+    const tern::Module::Options options{mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, threads};
+    tern::Error e = module_.load(path.c_str(), options);
     if (e != tern::Error::Ok) raise(e, "cannot load '" + path + "'");
   }
 
@@ -84,6 +87,8 @@ class PyModule {
     if (m == nullptr) raise(tern::Error::NotFound, "cannot load method '" + name + "'");
     return *m;
   }
+
+  int threads(const std::string& name) { return method(name).threads(); }
 
   std::vector<Spec> input_specs(const std::string& name) {
     tern::Method& m = method(name);
@@ -127,10 +132,12 @@ class PyModule {
   tern::Module module_;
 };
 
+// Every op some registered kernel library has (the portable library always).
 std::vector<std::string> registered_ops() {
-  (void)tern::register_portable_kernels();
   std::vector<std::string> names;
-  for (const tern::OpKernel& k : tern::registered_kernels()) names.emplace_back(k.name);
+  for (const tern::KernelLibrary& lib : tern::kernel_libraries()) {
+    for (const tern::OpKernel& k : lib.kernels) names.emplace_back(k.name);
+  }
   return names;
 }
 
@@ -139,11 +146,16 @@ std::vector<std::string> registered_ops() {
 NB_MODULE(_runtime, m) {
   m.doc() = "Tern runtime bindings (use tern.load)";
   tern::set_log_level(tern::LogLevel::Fatal);  // errors reach Python as exceptions instead
+  // The bindings' default kernels: the portable library.
+  if (tern::register_portable_kernels() != tern::Error::Ok) throw nb::import_error(tern::last_error_message());
   nb::class_<PyModule>(m, "Module")
-      .def(nb::init<const std::string&, bool>(), nb::arg("path"), nb::arg("mmap") = true)
+      .def(nb::init<const std::string&, bool, int>(), nb::arg("path"), nb::arg("mmap") = true,
+           nb::arg("threads") = 0)
+      .def("threads", &PyModule::threads, nb::arg("method"))
       .def("method_names", &PyModule::method_names)
       .def("input_specs", &PyModule::input_specs, nb::arg("method"))
       .def("output_specs", &PyModule::output_specs, nb::arg("method"))
       .def("run", &PyModule::run, nb::arg("method"), nb::arg("inputs"));
   m.def("registered_ops", &registered_ops, "Names of the operators this runtime has kernels for.");
+  m.def("physical_core_count", &tern::physical_core_count, "The default thread count.");
 }

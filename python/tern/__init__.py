@@ -18,11 +18,12 @@ from tern.export import export
 from tern.program import Program
 
 
-def load(path, *, mmap=True):
-    """Loads a .tern file with the compiled runtime (see tern.runtime)."""
+def load(path, *, mmap=True, threads=None):
+    """Loads a .tern file with the compiled runtime (see tern.runtime.load);
+    threads=None uses the machine's physical cores."""
     from tern.runtime import load as _load
 
-    return _load(path, mmap=mmap)
+    return _load(path, mmap=mmap, threads=threads)
 
 
 __all__ = ["ExportError", "Program", "__version__", "export", "load"]

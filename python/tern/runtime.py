@@ -1,8 +1,9 @@
 """Running .tern files from Python, through the C++ runtime.
 
     import tern
-    m = tern.load("model.tern")        # memory-mapped by default
+    m = tern.load("model.tern")        # memory-mapped; threads = physical cores
     outs = m(x)                        # same as m.run("forward", x)
+    m1 = tern.load("model.tern", threads=1)
 
 Inputs may be NumPy arrays or PyTorch CPU tensors; outputs are a list of NumPy
 arrays in the model's output order. This module never imports torch.
@@ -57,10 +58,17 @@ def _as_numpy(value: Any, where: str) -> np.ndarray:
 class Module:
     """A loaded .tern file. Not thread-safe: use one Module per thread."""
 
-    def __init__(self, path: str, *, mmap: bool = True) -> None:
+    def __init__(self, path: str, *, mmap: bool = True, threads: int | None = None) -> None:
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise ValueError(f"threads must be a whole number >= 1 (or None for the physical cores), got {threads!r}")
         self.path = str(path)
-        self._module = _runtime.Module(self.path, mmap)
+        self._module = _runtime.Module(self.path, mmap, threads or 0)
         self._specs: dict[str, tuple[list[TensorSpec], list[TensorSpec]]] = {}
+
+    def threads(self, method: str = "forward") -> int:
+        """The threads `method`'s kernels split their work over."""
+        self._method_specs(method)
+        return int(self._module.threads(method))
 
     @property
     def method_names(self) -> list[str]:
@@ -113,7 +121,10 @@ class Module:
         return f"tern.Module({self.path!r}: {'; '.join(parts)})"
 
 
-def load(path: str, *, mmap: bool = True) -> Module:
+def load(path: str, *, mmap: bool = True, threads: int | None = None) -> Module:
     """Loads and verifies a .tern file. Raises ValueError naming the problem if
-    the file is missing, corrupted, truncated or of a newer format version."""
-    return Module(path, mmap=mmap)
+    the file is missing, corrupted, truncated or of a newer format version.
+
+    threads: how many threads the kernels split their work over (results are
+    the same for any count); None = the machine's physical cores."""
+    return Module(path, mmap=mmap, threads=threads)

@@ -1,9 +1,11 @@
 // MemoryManager: the memory a Method may use, all provided by the application.
 //
-//   method_allocator  metadata created at Method::load: values, argument
-//                     lists, kernel bindings, and the kernels' scratch (the
-//                     largest request of any instruction). Method::load fails
-//                     with OutOfMemory, naming the size, when it is too small.
+//   method_allocator  what Method::load creates: values, argument lists,
+//                     kernel bindings, each kernel's persistent memory
+//                     (PrepareContext::allocate: packed weights, tables), and
+//                     the kernels' scratch (the largest request of any
+//                     instruction, once per thread). Method::load fails with
+//                     OutOfMemory, naming the size, when it is too small.
 //   planned           one buffer per arena of the method's memory plan
 //                     (Method arena_sizes in the file), each at least that many
 //                     bytes and 64-byte aligned. Activations, inputs and
@@ -11,10 +13,10 @@
 //
 // Both must outlive the Method. Nothing else is allocated, ever.
 //
-// Kernel scratch replaces the per-instruction temp allocator that DESIGN.md
-// describes: every kernel states at prepare how many scratch bytes it needs
-// (shapes are static), so the method reserves the largest request once, at
-// load, and no allocator is consulted or reset while it runs.
+// Kernel scratch is sized at load: every kernel states at prepare how many
+// scratch bytes it needs per thread (shapes are static), so the method
+// reserves the largest request once per thread, at load, and no allocator is
+// consulted or reset while it runs.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,13 @@
 #include "runtime/executor/method.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/core/log.h"
+#include "runtime/core/overflow.h"
 #include "runtime/format/verify.h"
 #include "runtime/kernel/registry.h"
+#include "runtime/platform/thread_pool.h"
 #include "schema/tern_generated.h"
 
 namespace tern {
@@ -27,7 +30,12 @@ struct Loader {
   const Program& program;
   const fb::Method& fm;
   MemoryManager& memory;
+  int threads;
   EValue* values = nullptr;
+  const OpKernel** candidates = nullptr;  // per operator: kernels_of()
+  uint8_t* num_candidates = nullptr;
+  size_t scratch = 0;  // the largest request of any instruction (per thread)
+  size_t persistent = 0;
 
   template <typename T>
   T* alloc(size_t n, const char* what) {
@@ -157,39 +165,94 @@ struct Loader {
     return true;
   }
 
-  Error bind_kernel(uint32_t ii, const fb::KernelCall& call, const OpKernel* const* kernels,
-                    Method::Instr* instr, size_t* scratch) {
-    const OpKernel* k = kernels[call.op()];
+  const char* node_name(uint32_t ii) const {
+    return fm.debug() && fm.debug()->size() > ii && fm.debug()->Get(ii)->node()
+               ? fm.debug()->Get(ii)->node()->c_str() : "?";
+  }
+
+  Error bind_kernel(uint32_t ii, const fb::KernelCall& call, Span<const OpKernel* const> kernels,
+                    Method::Instr* instr) {
     uint32_t nargs = call.args() ? call.args()->size() : 0;
     instr->kind = Method::Instr::Kind::Kernel;
-    instr->op_name = k->name;
     instr->args = alloc<EValue*>(nargs, "kernel arguments");
     if (!instr->args) return Error::OutOfMemory;
     for (uint32_t j = 0; j < nargs; ++j) instr->args[j] = &values[call.args()->Get(j)];
-    if (nargs < k->num_outputs) {
-      TERN_LOG_ERROR("instruction %u (%s): %u arguments, fewer than its %u outs", ii, k->name, nargs, k->num_outputs);
+    Span<EValue* const> args(instr->args, nargs);
+    ScalarType dtype = ScalarType::Float32;
+    const bool has_dtype = instruction_dtype(args, &dtype);
+    char reasons[480] = "";
+    for (const OpKernel* k : kernels) {
+      instr->op_name = k->name;
+      if (!has_dtype || k->dtypes == kAnyDtype || (k->dtypes & dtype_bit(dtype))) {
+        TERN_CHECK_OK(check_outs(ii, call, *k));
+        PrepareContext ctx(k->name, ii, memory.method_allocator, threads);
+        Error e = k->prepare(ctx, args);
+        if (e == Error::Ok) return finish_bind(ctx, *k, instr);
+        if (e != Error::OperatorMissing) {
+          TERN_LOG_ERROR("instruction %u (%s, node %s): %s", ii, k->name, node_name(ii),
+                         ctx.message()[0] ? ctx.message() : error_name(e));
+          return e;
+        }
+        append_reason(reasons, sizeof(reasons), *k, ctx.message());
+      } else {
+        append_reason(reasons, sizeof(reasons), *k, "not for this dtype");
+      }
+    }
+    TERN_LOG_ERROR("instruction %u (%s, node %s): %s%s", ii, instr->op_name, node_name(ii),
+                   kernels.size() > 1 ? "no kernel library takes these arguments: " : "", reasons);
+    return Error::OperatorMissing;
+  }
+
+  // The instruction's dtype (OpKernel::dtypes): its first tensor argument's.
+  static bool instruction_dtype(Span<EValue* const> args, ScalarType* out) {
+    for (EValue* v : args) {
+      if (v->tag == Tag::Tensor) {
+        *out = v->tensor.dtype;
+        return true;
+      }
+      if (v->tag == Tag::TensorList || v->tag == Tag::OptionalTensorList) {
+        for (Tensor* t : v->tensors) {
+          if (t != nullptr) {
+            *out = t->dtype;
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  // One library's reason, "portable: <why>", added to the list; with one
+  // candidate, the reason alone.
+  static void append_reason(char* buf, size_t size, const OpKernel& k, const char* why) {
+    size_t used = strlen(buf);
+    const KernelLibrary* lib = library_of(k);
+    snprintf(buf + used, size - used, "%s%s%s%s", used ? "; " : "", lib ? lib->name : "?",
+             ": ", why[0] ? why : "rejected");
+  }
+
+  Error check_outs(uint32_t ii, const fb::KernelCall& call, const OpKernel& k) const {
+    uint32_t nargs = call.args() ? call.args()->size() : 0;
+    if (nargs < k.num_outputs) {
+      TERN_LOG_ERROR("instruction %u (%s): %u arguments, fewer than its %u outs", ii, k.name, nargs, k.num_outputs);
       return Error::InvalidProgram;
     }
-    for (uint32_t j = nargs - k->num_outputs; j < nargs; ++j) {
+    for (uint32_t j = nargs - k.num_outputs; j < nargs; ++j) {
       if (!writable_out(call.args()->Get(j))) {
         TERN_LOG_ERROR("instruction %u (%s): out argument %u (value %u) is not planned tensor memory",
-                       ii, k->name, j, call.args()->Get(j));
+                       ii, k.name, j, call.args()->Get(j));
         return Error::InvalidProgram;
       }
     }
-    PrepareContext ctx(k->name, ii);
-    Error e = k->prepare(ctx, Span<EValue* const>(instr->args, nargs));
-    if (e != Error::Ok) {
-      const char* node = fm.debug() && fm.debug()->size() > ii && fm.debug()->Get(ii)->node()
-                             ? fm.debug()->Get(ii)->node()->c_str() : "?";
-      TERN_LOG_ERROR("instruction %u (%s, node %s): the kernel rejected its arguments (%s)", ii,
-                     k->name, node, error_name(e));
-      return e;
-    }
-    if (ctx.run() == nullptr) TERN_ABORT("kernel %s: prepare did not set a run function", k->name);
+    return Error::Ok;
+  }
+
+  Error finish_bind(const PrepareContext& ctx, const OpKernel& k, Method::Instr* instr) {
+    if (ctx.run() == nullptr) TERN_ABORT("kernel %s: prepare did not set a run function", k.name);
     instr->run = ctx.run();
-    memcpy(instr->state, ctx.state(), sizeof(instr->state));
-    if (ctx.scratch() > *scratch) *scratch = ctx.scratch();
+    memcpy(instr->state, ctx.state_bytes(), sizeof(instr->state));
+    if (ctx.scratch() > scratch) scratch = ctx.scratch();
+    persistent += ctx.persistent_bytes();
     return Error::Ok;
   }
 
@@ -225,30 +288,75 @@ struct Loader {
     return Error::Ok;
   }
 
-  // Resolves every operator to a kernel once; logs each one that is missing.
-  Error resolve_operators(const OpKernel*** out) {
+  Error bind_instructions(Method::Instr* instrs) {
+    for (uint32_t i = 0; i < fm.instructions()->size(); ++i) {
+      const fb::Instruction* ins = fm.instructions()->Get(i);
+      Method::Instr* instr = new (&instrs[i]) Method::Instr();
+      switch (ins->kind_type()) {
+        case fb::InstructionKind::KernelCall: {
+          const fb::KernelCall& call = *ins->kind_as_KernelCall();
+          TERN_CHECK_OK(bind_kernel(i, call, kernels_of(call.op()), instr));
+          break;
+        }
+        case fb::InstructionKind::Move: TERN_CHECK_OK(bind_move(i, *ins->kind_as_Move(), instr)); break;
+        case fb::InstructionKind::JumpFalse: TERN_CHECK_OK(bind_jump(i, *ins->kind_as_JumpFalse(), instr)); break;
+        default: instr->kind = Method::Instr::Kind::Free; break;
+      }
+    }
+    return Error::Ok;
+  }
+
+  // One block of the largest scratch request per thread, each 64-aligned.
+  Error reserve_scratch(void** out, size_t* stride) {
+    *out = nullptr;
+    *stride = (scratch + 63) & ~size_t(63);
+    if (scratch == 0) return Error::Ok;
+    uint64_t total;
+    if (!checked_mul(*stride, static_cast<uint64_t>(threads), &total) || total > SIZE_MAX ||
+        (*out = memory.method_allocator->allocate(static_cast<size_t>(total), 64)) == nullptr) {
+      TERN_LOG_ERROR("method '%s': the method allocator is out of memory for %d x %zu bytes of "
+                     "kernel scratch (%zu of %zu bytes used)", fm.name()->c_str(), threads, scratch,
+                     memory.method_allocator->used(), memory.method_allocator->capacity());
+      return Error::OutOfMemory;
+    }
+    return Error::Ok;
+  }
+
+  // Resolves every operator to its kernels (one per library that has it,
+  // most preferred first) once; logs each operator that has none.
+  Error resolve_operators() {
     uint32_t n = fm.operators() ? fm.operators()->size() : 0;
-    const OpKernel** kernels = alloc<const OpKernel*>(n, "operators");
-    if (!kernels) return Error::OutOfMemory;
+    const size_t per_op = kernel_libraries().size();
+    candidates = alloc<const OpKernel*>(n * per_op, "operator kernels");
+    num_candidates = alloc<uint8_t>(n, "operator kernels");
+    if (!candidates || !num_candidates) return Error::OutOfMemory;
     Error result = Error::Ok;
     for (uint32_t i = 0; i < n; ++i) {
       const fb::Operator* op = fm.operators()->Get(i);
       const char* overload = op->overload() ? op->overload()->c_str() : "";
-      kernels[i] = find_kernel(op->name()->c_str(), overload);
-      if (kernels[i] == nullptr) {
-        TERN_LOG_ERROR("method '%s': no kernel registered for operator %s%s%s", fm.name()->c_str(),
-                       op->name()->c_str(), overload[0] ? "." : "", overload);
+      num_candidates[i] = static_cast<uint8_t>(
+          find_kernels(op->name()->c_str(), overload, nullptr, candidates + i * per_op, per_op));
+      if (num_candidates[i] == 0) {
+        TERN_LOG_ERROR("method '%s': no kernel registered for operator %s%s%s (%zu kernel "
+                       "libraries registered%s)", fm.name()->c_str(), op->name()->c_str(),
+                       overload[0] ? "." : "", overload, per_op,
+                       per_op ? "" : "; call tern::register_portable_kernels() first");
         result = Error::OperatorMissing;
       }
     }
-    *out = kernels;
     return result;
+  }
+
+  Span<const OpKernel* const> kernels_of(uint32_t op) const {
+    const size_t per_op = kernel_libraries().size();
+    return {candidates + op * per_op, num_candidates[op]};
   }
 };
 
 }  // namespace
 
-Result<Method> Method::load(const Program& program, const char* name, MemoryManager& memory) {
+Result<Method> Method::load(const Program& program, const char* name, MemoryManager& memory,
+                            const MethodOptions& options) {
   const fb::Method* fm = program.method(name);
   if (fm == nullptr) {
     TERN_LOG_ERROR("the program has no method '%s'", name);
@@ -258,8 +366,10 @@ Result<Method> Method::load(const Program& program, const char* name, MemoryMana
     TERN_LOG_ERROR("Method::load('%s'): the memory manager has no method allocator", name);
     return Error::InvalidArgument;
   }
+  Method m;
+  TERN_CHECK_OK(m.set_threads(options));
   size_t used_before = memory.method_allocator->used();
-  Loader ld{program, *fm, memory};
+  Loader ld{program, *fm, memory, m.threads_};
   TERN_CHECK_OK(ld.check_arenas());
   TERN_CHECK_OK(ld.init_values());
   for (uint32_t i = 0; i < (fm->inputs() ? fm->inputs()->size() : 0); ++i) {
@@ -268,10 +378,8 @@ Result<Method> Method::load(const Program& program, const char* name, MemoryMana
       return Error::InvalidProgram;
     }
   }
-  const OpKernel** kernels = nullptr;
-  TERN_CHECK_OK(ld.resolve_operators(&kernels));
+  TERN_CHECK_OK(ld.resolve_operators());
 
-  Method m;
   m.fb_ = fm;
   m.name_ = fm->name()->c_str();
   m.values_ = ld.values;
@@ -283,31 +391,26 @@ Result<Method> Method::load(const Program& program, const char* name, MemoryMana
   m.num_instructions_ = fm->instructions()->size();
   m.instrs_ = ld.alloc<Instr>(m.num_instructions_, "instructions");
   if (!m.instrs_) return Error::OutOfMemory;
-  size_t scratch = 0;
-  for (uint32_t i = 0; i < m.num_instructions_; ++i) {
-    const fb::Instruction* ins = fm->instructions()->Get(i);
-    Instr* instr = new (&m.instrs_[i]) Instr();
-    switch (ins->kind_type()) {
-      case fb::InstructionKind::KernelCall:
-        TERN_CHECK_OK(ld.bind_kernel(i, *ins->kind_as_KernelCall(), kernels, instr, &scratch));
-        break;
-      case fb::InstructionKind::Move: TERN_CHECK_OK(ld.bind_move(i, *ins->kind_as_Move(), instr)); break;
-      case fb::InstructionKind::JumpFalse: TERN_CHECK_OK(ld.bind_jump(i, *ins->kind_as_JumpFalse(), instr)); break;
-      default: instr->kind = Instr::Kind::Free; break;
-    }
-  }
-  if (scratch > 0) {
-    m.scratch_ = memory.method_allocator->allocate(scratch, 64);
-    if (!m.scratch_) {
-      TERN_LOG_ERROR("method '%s': the method allocator is out of memory for %zu bytes of kernel "
-                     "scratch (%zu of %zu bytes used)", name, scratch,
-                     memory.method_allocator->used(), memory.method_allocator->capacity());
-      return Error::OutOfMemory;
-    }
-  }
-  m.scratch_bytes_ = scratch;
+  TERN_CHECK_OK(ld.bind_instructions(m.instrs_));
+  TERN_CHECK_OK(ld.reserve_scratch(&m.scratch_, &m.scratch_stride_));
+  m.scratch_bytes_ = ld.scratch;
+  m.persistent_bytes_ = ld.persistent;
   m.metadata_bytes_ = memory.method_allocator->used() - used_before;
   return m;
+}
+
+Error Method::set_threads(const MethodOptions& options) {
+  if (options.threads < 1 || options.threads > ThreadPool::kMaxThreads) {
+    TERN_LOG_ERROR("Method::load: %d threads requested, 1 to %d supported", options.threads,
+                   ThreadPool::kMaxThreads);
+    return Error::InvalidArgument;
+  }
+  threads_ = options.threads;
+  if (threads_ > 1) {
+    pool_ = options.pool ? options.pool : &ThreadPool::process_pool();
+    TERN_CHECK_OK(pool_->reserve(threads_));
+  }
+  return Error::Ok;
 }
 
 Error Method::set_input(size_t i, const void* data, size_t nbytes) {
@@ -339,7 +442,7 @@ Error Method::execute_instruction(size_t i) {
   Instr& in = instrs_[i];
   switch (in.kind) {
     case Instr::Kind::Kernel: {
-      RunContext ctx(scratch_, scratch_bytes_, in.state);
+      RunContext ctx(in.state, scratch_, scratch_bytes_, threads_, scratch_stride_, pool_);
       Error e = in.run(ctx, in.args);
       if (e != Error::Ok) {
         TERN_LOG_ERROR("method '%s' instruction %zu (%s, node %s) failed: %s", name_, i,

@@ -2,7 +2,7 @@
 // memory, ready to run.
 //
 //   MemoryManager mm{&method_allocator, planned_arenas};
-//   Result<Method> m = Method::load(program, "forward", mm);
+//   Result<Method> m = Method::load(program, "forward", mm, {/*threads=*/2});
 //   TERN_CHECK_OK(m->set_input(0, input_data, input_bytes));
 //   TERN_CHECK_OK(m->execute());
 //   const Tensor& y = m->output(0);   // points into planned memory
@@ -12,6 +12,12 @@
 // and runs each kernel's prepare, which checks dtypes and shapes. After that,
 // execute() allocates nothing and checks nothing twice: it runs the bound
 // kernels in order. Outputs stay valid until the next execute().
+//
+// Threads: a method runs each instruction on the thread that calls execute();
+// kernels split their work over MethodOptions::threads threads of a
+// persistent pool (runtime/platform/thread_pool.h), started at load. With one
+// thread (the default here; tern::Module defaults to the physical cores),
+// nothing is synchronized.
 // Thread safety: none; use one Method per thread (Programs may be shared).
 #pragma once
 
@@ -26,9 +32,20 @@
 
 namespace tern {
 
+class ThreadPool;
+
+struct MethodOptions {
+  // Threads the kernels split their work over (1 = the calling thread only).
+  int threads = 1;
+  // Where the threads come from when threads > 1; nullptr: the process-wide
+  // pool (ThreadPool::process_pool()). Must outlive the Method.
+  ThreadPool* pool = nullptr;
+};
+
 class Method {
  public:
-  static Result<Method> load(const Program& program, const char* name, MemoryManager& memory);
+  static Result<Method> load(const Program& program, const char* name, MemoryManager& memory,
+                             const MethodOptions& options = {});
 
   size_t num_inputs() const { return num_inputs_; }
   size_t num_outputs() const { return num_outputs_; }
@@ -49,8 +66,11 @@ class Method {
   size_t num_instructions() const { return num_instructions_; }
   // Bytes this method took from its method allocator.
   size_t metadata_bytes() const { return metadata_bytes_; }
-  // Bytes of scratch reserved for kernels (the largest single request).
+  // Bytes of scratch reserved for kernels: the largest single request, per thread.
   size_t scratch_bytes() const { return scratch_bytes_; }
+  // Bytes kernels took for the method's life (PrepareContext::allocate).
+  size_t persistent_bytes() const { return persistent_bytes_; }
+  int threads() const { return threads_; }
   const char* name() const { return name_; }
   // "aten::convolution" for instruction i (for profiles and errors).
   const char* instruction_op(size_t i) const;
@@ -64,6 +84,7 @@ class Method {
 
  private:
   Method() = default;
+  Error set_threads(const MethodOptions& options);
 
   const fb::Method* fb_ = nullptr;
   const char* name_ = "";
@@ -75,9 +96,13 @@ class Method {
   size_t num_outputs_ = 0;
   Instr* instrs_ = nullptr;
   size_t num_instructions_ = 0;
-  void* scratch_ = nullptr;
+  void* scratch_ = nullptr;  // threads_ blocks of scratch_stride_ bytes
   size_t scratch_bytes_ = 0;
+  size_t scratch_stride_ = 0;
+  size_t persistent_bytes_ = 0;
   size_t metadata_bytes_ = 0;
+  int threads_ = 1;
+  ThreadPool* pool_ = nullptr;
 };
 
 }  // namespace tern

@@ -4,8 +4,19 @@
 //   KernelHarness h;   // tern::test::KernelHarness
 //   EValue* x = h.tensor<float>({2, 3}, {1, -2, 3, -4, 5, -6});
 //   EValue* y = h.empty<float>({2, 3});
-//   ASSERT_EQ(h.call(tern::portable::relu_prepare, {x, y}), Error::Ok);
+//   ASSERT_EQ(h.call("aten::relu", {x, y}), Error::Ok);
 //   EXPECT_EQ(h.values<float>(y)[1], 0.f);
+//
+// Which kernel: the op's kernel in the library named by the environment
+// variable TERN_TEST_KERNEL_LIBRARY ("portable" when unset), or, where that
+// library lacks the op, the next one down (as Method::load would bind it).
+// So every kernel test runs against any registered library:
+//   TERN_TEST_KERNEL_LIBRARY=portable build/tests/cpp/kernels_math_test
+//
+// Threads: call() runs the kernel with 1 thread, then again (freshly
+// prepared, outs poisoned) with 2 and 3 threads of a pool, and fails the
+// test unless every out is bit-identical and the error the same: kernels
+// give the same results for any thread count.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,8 +26,12 @@
 #include <initializer_list>
 #include <vector>
 
+#include "extension/heap_allocator.h"
+#include "kernels/portable/register.h"
 #include "runtime/core/evalue.h"
 #include "runtime/kernel/kernel.h"
+#include "runtime/kernel/registry.h"
+#include "runtime/platform/thread_pool.h"
 
 namespace tern {
 namespace test {
@@ -84,22 +99,44 @@ class KernelHarness {
     return v;
   }
 
-  // prepare + run. Returns the first error.
-  Error call(PrepareFn prepare, std::vector<EValue*> args) {
-    PrepareContext ctx("test_op", 0);
-    Error e = prepare(ctx, Span<EValue* const>(args.data(), args.size()));
-    if (e != Error::Ok) return e;
-    if (ctx.run() == nullptr) return Error::InvalidProgram;
-    std::vector<uint8_t> scratch(ctx.scratch() + 64);
-    alignas(16) unsigned char state[PrepareContext::kStateBytes];
-    memcpy(state, ctx.state(), sizeof(state));
-    RunContext rctx(align64(scratch.data()), ctx.scratch(), state);
-    return ctx.run()(rctx, args.data());
+  // prepare + run with 1, 2 and 3 threads (see above). Returns the first
+  // error of the 1-thread call.
+  Error call(const char* op, std::vector<EValue*> args) {
+    const OpKernel* k = kernel(op);
+    if (k == nullptr) return Error::OperatorMissing;
+    bool ran = false;
+    Error first = call_once(*k, args, 1, &ran);
+    if (!ran) return first;  // prepare failed: nothing to compare
+    std::vector<std::vector<uint8_t>> want = out_bytes(*k, args);
+    for (int threads : {2, 3}) {
+      poison_outs(*k, args);
+      EXPECT_EQ(call_once(*k, args, threads, &ran), first) << op << " with " << threads << " threads";
+      EXPECT_TRUE(out_bytes(*k, args) == want) << op << ": outs differ between 1 and " << threads << " threads";
+    }
+    return first;
   }
   // prepare only (for tests that a bad argument is rejected at load).
-  Error prepare_only(PrepareFn prepare, std::vector<EValue*> args) {
-    PrepareContext ctx("test_op", 0);
-    return prepare(ctx, Span<EValue* const>(args.data(), args.size()));
+  Error prepare_only(const char* op, std::vector<EValue*> args) {
+    const OpKernel* k = kernel(op);
+    if (k == nullptr) return Error::OperatorMissing;
+    HeapAllocator allocator;
+    PrepareContext ctx(op, 0, &allocator);
+    return k->prepare(ctx, Span<EValue* const>(args.data(), args.size()));
+  }
+
+  // The kernel call() uses for `op` (nullptr, with a test failure, if none).
+  static const OpKernel* kernel(const char* op) {
+    (void)register_portable_kernels();
+    const char* name = getenv("TERN_TEST_KERNEL_LIBRARY");
+    const KernelLibrary* lib = find_kernel_library(name && name[0] ? name : "portable");
+    if (lib == nullptr) {
+      ADD_FAILURE() << "TERN_TEST_KERNEL_LIBRARY=" << name << ": no such kernel library registered";
+      return nullptr;
+    }
+    const OpKernel* k = find_kernel_in(*lib, op);
+    if (k == nullptr) k = find_kernel_in(*find_kernel_library("portable"), op);
+    if (k == nullptr) ADD_FAILURE() << "no kernel for " << op;
+    return k;
   }
 
   template <typename T>
@@ -109,6 +146,47 @@ class KernelHarness {
   }
 
  private:
+  // One prepare + run with `threads` threads; *ran: whether prepare passed.
+  Error call_once(const OpKernel& k, std::vector<EValue*>& args, int threads, bool* ran) {
+    HeapAllocator allocator;
+    PrepareContext ctx(k.name, 0, &allocator, threads);
+    Error e = k.prepare(ctx, Span<EValue* const>(args.data(), args.size()));
+    *ran = e == Error::Ok;
+    if (e != Error::Ok) return e;
+    if (ctx.run() == nullptr) return Error::InvalidProgram;
+    const size_t stride = (ctx.scratch() + 63) & ~size_t(63);
+    std::vector<uint8_t> scratch(stride * threads + 64, uint8_t(0x5A));
+    alignas(16) unsigned char state[PrepareContext::kStateBytes];
+    memcpy(state, ctx.state(), sizeof(state));
+    static ThreadPool pool;
+    if (threads > 1 && pool.reserve(threads) != Error::Ok) return Error::NotSupported;
+    RunContext rctx(state, align64(scratch.data()), ctx.scratch(), threads, stride, threads > 1 ? &pool : nullptr);
+    return ctx.run()(rctx, args.data());
+  }
+
+  // The tensors of the last k.num_outputs arguments (list items included).
+  static std::vector<Tensor*> outs(const OpKernel& k, const std::vector<EValue*>& args) {
+    std::vector<Tensor*> ts;
+    for (size_t i = args.size() >= k.num_outputs ? args.size() - k.num_outputs : 0; i < args.size(); ++i) {
+      if (args[i]->tag == Tag::Tensor) ts.push_back(&args[i]->tensor);
+      if (args[i]->tag == Tag::TensorList) ts.insert(ts.end(), args[i]->tensors.begin(), args[i]->tensors.end());
+    }
+    return ts;
+  }
+  static std::vector<std::vector<uint8_t>> out_bytes(const OpKernel& k, const std::vector<EValue*>& args) {
+    std::vector<std::vector<uint8_t>> bytes;
+    for (Tensor* t : outs(k, args)) {
+      const uint8_t* p = static_cast<const uint8_t*>(t->data);
+      bytes.emplace_back(p, p + t->nbytes());
+    }
+    return bytes;
+  }
+  static void poison_outs(const OpKernel& k, const std::vector<EValue*>& args) {
+    for (Tensor* t : outs(k, args)) {
+      if (t->nbytes()) memset(t->data, 0xA5, t->nbytes());
+    }
+  }
+
   static void* align64(uint8_t* p) {
     return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
   }

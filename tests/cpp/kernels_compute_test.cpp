@@ -9,7 +9,6 @@
 #include <random>
 #include <vector>
 
-#include "kernels/portable/ops.h"
 #include "kernels/portable/util/gemm.h"
 #include "tests/cpp/kernel_test_util.h"
 
@@ -137,20 +136,32 @@ TEST(OpMm, MultipliesHandComputed2x3By3x2) {
   EValue* a = h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   EValue* b = h.tensor<float>({3, 2}, {7, 8, 9, 10, 11, 12});
   EValue* out = h.empty<float>({2, 2});
-  ASSERT_EQ(h.call(mm_prepare, {a, b, out}), Error::Ok);
+  ASSERT_EQ(h.call("aten::mm", {a, b, out}), Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{58, 64, 139, 154}));
 }
 
 TEST(OpMm, RejectsMismatchedInnerDimsWrongOutAndInt64) {
   KernelHarness h;
   EValue* a = h.empty<float>({2, 3});
-  EXPECT_EQ(h.prepare_only(mm_prepare, {a, h.empty<float>({2, 2}), h.empty<float>({2, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::mm", {a, h.empty<float>({2, 2}), h.empty<float>({2, 2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(mm_prepare, {a, h.empty<float>({3, 2}), h.empty<float>({2, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::mm", {a, h.empty<float>({3, 2}), h.empty<float>({2, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(mm_prepare, {h.empty<int64_t>({2, 3}), h.empty<int64_t>({3, 2}),
+  EXPECT_EQ(h.prepare_only("aten::mm", {h.empty<int64_t>({2, 3}), h.empty<int64_t>({3, 2}),
                                         h.empty<int64_t>({2, 2})}),
             Error::OperatorMissing);
+}
+
+// a [bs, m, k] x b [bs, k, n] in double.
+std::vector<double> ref_bmm(const std::vector<float>& av, const std::vector<float>& bv, int64_t bs,
+                            int64_t m, int64_t k, int64_t n) {
+  std::vector<double> want(bs * m * n, 0.0);
+  for (int64_t t = 0; t < bs; ++t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t q = 0; q < k; ++q)
+          want[(t * m + i) * n + j] += double(av[(t * m + i) * k + q]) * bv[(t * k + q) * n + j];
+  return want;
 }
 
 TEST(OpBmm, MatchesReferencePerBatch) {
@@ -158,21 +169,29 @@ TEST(OpBmm, MatchesReferencePerBatch) {
   const int64_t bs = 3, m = 5, k = 17, n = 9;
   std::vector<float> av = random_floats(bs * m * k, 9), bv = random_floats(bs * k * n, 10);
   EValue* out = h.empty<float>({bs, m, n});
-  ASSERT_EQ(h.call(bmm_prepare, {h.tensor<float>({bs, m, k}, av), h.tensor<float>({bs, k, n}, bv),
+  ASSERT_EQ(h.call("aten::bmm", {h.tensor<float>({bs, m, k}, av), h.tensor<float>({bs, k, n}, bv),
                                  out}),
             Error::Ok);
-  std::vector<double> want(bs * m * n, 0.0);
-  for (int64_t t = 0; t < bs; ++t)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t q = 0; q < k; ++q)
-          want[(t * m + i) * n + j] += double(av[(t * m + i) * k + q]) * bv[(t * k + q) * n + j];
-  expect_close(h.values<float>(out), want);
+  expect_close(h.values<float>(out), ref_bmm(av, bv, bs, m, k, n));
+}
+
+// Fewer and more batches than threads, each product big enough to split.
+TEST(OpBmm, SplitsOverThreadsWithTheSameBits) {
+  for (int64_t bs : {1, 2, 5}) {
+    KernelHarness h;
+    const int64_t m = 31, k = 70, n = 45;
+    std::vector<float> av = random_floats(bs * m * k, 30), bv = random_floats(bs * k * n, 31);
+    EValue* out = h.empty<float>({bs, m, n});
+    ASSERT_EQ(h.call("aten::bmm", {h.tensor<float>({bs, m, k}, av), h.tensor<float>({bs, k, n}, bv), out}),
+              Error::Ok);
+    SCOPED_TRACE(::testing::Message() << "batch " << bs);
+    expect_close(h.values<float>(out), ref_bmm(av, bv, bs, m, k, n));
+  }
 }
 
 TEST(OpBmm, RejectsBatchMismatch) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(bmm_prepare, {h.empty<float>({2, 3, 4}), h.empty<float>({3, 4, 5}),
+  EXPECT_EQ(h.prepare_only("aten::bmm", {h.empty<float>({2, 3, 4}), h.empty<float>({3, 4, 5}),
                                          h.empty<float>({2, 3, 5})}),
             Error::InvalidProgram);
 }
@@ -206,7 +225,7 @@ TEST(OpAddmm, BroadcastsSelfRowColumnAndScalarWithAlphaBeta) {
     for (int64_t s : ss) numel *= s;
     std::vector<float> self = random_floats(numel, 13);
     EValue* out = h.empty<float>({m, n});
-    ASSERT_EQ(h.call(addmm_prepare, {h.tensor<float>(ss, self), h.tensor<float>({m, k}, a),
+    ASSERT_EQ(h.call("aten::addmm", {h.tensor<float>(ss, self), h.tensor<float>({m, k}, a),
                                      h.tensor<float>({k, n}, b), h.d(0.5), h.i(2), out}),
               Error::Ok);
     SCOPED_TRACE(::testing::Message() << "self dims " << ss.size());
@@ -221,16 +240,33 @@ TEST(OpAddmm, LinearAtBatchOneMatchesReference) {
   std::vector<float> bias = random_floats(n, 14), x = random_floats(k, 15);
   std::vector<float> w = random_floats(k * n, 16);
   EValue* out = h.empty<float>({1, n});
-  ASSERT_EQ(h.call(addmm_prepare, {h.tensor<float>({n}, bias), h.tensor<float>({1, k}, x),
+  ASSERT_EQ(h.call("aten::addmm", {h.tensor<float>({n}, bias), h.tensor<float>({1, k}, x),
                                    h.tensor<float>({k, n}, w), h.i(1), h.i(1), out}),
             Error::Ok);
   expect_close(h.values<float>(out), ref_addmm(bias, {n}, x, w, 1, k, n, 1.0, 1.0));
 }
 
+// Both matrix-vector shapes ([1, k] x [k, n] and [m, k] x [k, 1]) and a
+// tall and a wide product, each large enough for 2 and 3 threads to split.
+TEST(OpAddmm, SplitsOverThreadsWithTheSameBits) {
+  const int64_t shapes[][3] = {{1, 300, 1001}, {517, 300, 1}, {203, 64, 37}, {9, 64, 700}};
+  for (const auto& s : shapes) {
+    const int64_t m = s[0], k = s[1], n = s[2];
+    KernelHarness h;
+    std::vector<float> bias = random_floats(n, 32), a = random_floats(m * k, 33), b = random_floats(k * n, 34);
+    EValue* out = h.empty<float>({m, n});
+    ASSERT_EQ(h.call("aten::addmm", {h.tensor<float>({n}, bias), h.tensor<float>({m, k}, a),
+                                     h.tensor<float>({k, n}, b), h.i(1), h.d(0.75), out}),
+              Error::Ok);
+    SCOPED_TRACE(::testing::Message() << m << " x " << k << " x " << n);
+    expect_close(h.values<float>(out), ref_addmm(bias, {n}, a, b, m, k, n, 1.0, 0.75));
+  }
+}
+
 TEST(OpAddmm, BetaZeroIgnoresNaNInSelf) {
   KernelHarness h;
   EValue* out = h.empty<float>({1, 1});
-  ASSERT_EQ(h.call(addmm_prepare, {h.tensor<float>({1}, {kNaN}), h.tensor<float>({1, 2}, {1, 2}),
+  ASSERT_EQ(h.call("aten::addmm", {h.tensor<float>({1}, {kNaN}), h.tensor<float>({1, 2}, {1, 2}),
                                    h.tensor<float>({2, 1}, {3, 4}), h.i(0), h.d(1.0), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out)[0], 11.f);
@@ -238,7 +274,7 @@ TEST(OpAddmm, BetaZeroIgnoresNaNInSelf) {
 
 TEST(OpAddmm, RejectsSelfThatDoesNotBroadcast) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(addmm_prepare, {h.empty<float>({3}), h.empty<float>({2, 4}),
+  EXPECT_EQ(h.prepare_only("aten::addmm", {h.empty<float>({3}), h.empty<float>({2, 4}),
                                            h.empty<float>({4, 5}), h.i(1), h.i(1),
                                            h.empty<float>({2, 5})}),
             Error::InvalidProgram);
@@ -302,7 +338,7 @@ void check_conv(const ConvCase& cc, bool one_d = false) {
     stride = h.ints({cc.sh, cc.sw}), pad = h.ints({cc.ph, cc.pw}), dil = h.ints({cc.dh, cc.dw});
   }
   EValue* bias = cc.bias ? h.tensor<float>({cc.oc}, b) : h.none();
-  ASSERT_EQ(h.call(convolution_prepare, {xv, wv, bias, stride, pad, dil, h.b(false),
+  ASSERT_EQ(h.call("aten::convolution", {xv, wv, bias, stride, pad, dil, h.b(false),
                                          h.ints({0, 0}), h.i(cc.groups), out}),
             Error::Ok);
   expect_close(h.values<float>(out), ref_conv(cc, x, w, b));
@@ -332,6 +368,24 @@ TEST(OpConvolution, MatchesReferenceOverStridePaddingDilationGroups) {
   }
 }
 
+// Large enough that 2 and 3 threads split the work (the harness checks the
+// bits equal the 1-thread run's): pixels across images and groups, partial
+// micro-tiles at range ends, channel planes for depthwise.
+TEST(OpConvolution, SplitsOverThreadsWithTheSameBits) {
+  const ConvCase cases[] = {
+      // n  c   h   w  oc kh kw sh sw ph pw dh dw g  bias
+      {1, 16, 19, 21, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},   // 3x3, 399 pixels
+      {2, 32, 13, 15, 47, 1, 1, 1, 1, 0, 0, 1, 1, 1, true},   // pointwise, 2 images
+      {3, 12, 11, 9, 18, 3, 3, 2, 1, 1, 1, 1, 1, 3, false},   // groups 3, 3 images
+      {2, 33, 28, 27, 33, 3, 3, 1, 1, 1, 1, 1, 1, 33, true},  // depthwise, 66 planes
+      {1, 9, 4, 4, 300, 1, 1, 1, 1, 0, 0, 1, 1, 1, false},    // 16 pixels, many channels
+  };
+  for (const ConvCase& cc : cases) {
+    SCOPED_TRACE(::testing::Message() << "c=" << cc.c << " oc=" << cc.oc << " groups=" << cc.groups);
+    check_conv(cc);
+  }
+}
+
 TEST(OpConvolution, RunsOneDimensionalAsHeightOne) {
   check_conv({2, 4, 1, 20, 6, 1, 3, 1, 2, 0, 1, 1, 2, 2, true}, true);
   check_conv({1, 6, 1, 15, 6, 1, 5, 1, 1, 0, 2, 1, 1, 6, false}, true);  // depthwise
@@ -346,17 +400,17 @@ TEST(OpConvolution, RejectsTransposedGroupMismatchWrongOutAndInt64) {
   EValue* x = h.empty<float>({1, 4, 5, 5});
   EValue* w = h.empty<float>({6, 4, 3, 3});
   EValue* good_out = h.empty<float>({1, 6, 3, 3});
-  EXPECT_EQ(h.prepare_only(convolution_prepare, args(x, w, false, 1, good_out)), Error::Ok);
-  EXPECT_EQ(h.prepare_only(convolution_prepare, args(x, w, true, 1, good_out)),
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, false, 1, good_out)), Error::Ok);
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, true, 1, good_out)),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(convolution_prepare, args(x, w, false, 4, good_out)),
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, false, 4, good_out)),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(convolution_prepare, args(x, w, false, 1, h.empty<float>({1, 6, 5, 5}))),
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, false, 1, h.empty<float>({1, 6, 5, 5}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(convolution_prepare, args(h.empty<int64_t>({1, 4, 5, 5}), w, false, 1,
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(h.empty<int64_t>({1, 4, 5, 5}), w, false, 1,
                                                      good_out)),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(convolution_prepare, args(h.empty<float>({1, 4, 2, 2}), w, false, 1,
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(h.empty<float>({1, 4, 2, 2}), w, false, 1,
                                                      h.empty<float>({1, 6, 0, 0}))),
             Error::InvalidProgram);  // kernel larger than the input
 }
@@ -392,7 +446,7 @@ TEST(OpMaxPool2d, HandComputed2x2WindowsWithIndices) {
   EValue* x = h.tensor<float>({1, 1, 4, 4}, {1, 5, 2, 0, 3, 4, 8, 7, 9, 0, 1, 1, 2, 6, 3, 5});
   EValue* out = h.empty<float>({1, 1, 2, 2});
   EValue* idx = h.empty<int64_t>({1, 1, 2, 2});
-  ASSERT_EQ(h.call(max_pool2d_with_indices_prepare, {x, h.ints({2, 2}), h.ints({}), h.ints({0}),
+  ASSERT_EQ(h.call("aten::max_pool2d_with_indices", {x, h.ints({2, 2}), h.ints({}), h.ints({0}),
                                                      h.ints({1}), h.b(false), out, idx}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{5, 8, 9, 5}));
@@ -404,7 +458,7 @@ TEST(OpMaxPool2d, TiesKeepTheFirstIndexAndNaNWins) {
   EValue* x = h.tensor<float>({1, 2, 4}, {2, 2, 1, kNaN, 2, 2, 3, 3});
   EValue* out = h.empty<float>({1, 1, 2});
   EValue* idx = h.empty<int64_t>({1, 1, 2});
-  ASSERT_EQ(h.call(max_pool2d_with_indices_prepare, {x, h.ints({2, 2}), h.ints({2, 2}),
+  ASSERT_EQ(h.call("aten::max_pool2d_with_indices", {x, h.ints({2, 2}), h.ints({2, 2}),
                                                      h.ints({0, 0}), h.ints({1, 1}), h.b(false),
                                                      out, idx}),
             Error::Ok);
@@ -428,7 +482,7 @@ TEST(OpMaxPool2d, MatchesReferenceWithPaddingDilationCeilModeAnd3dInput) {
     x[4] = kNaN;
     EValue* out = h.empty<float>({planes, pc.oh, pc.ow});
     EValue* idx = h.empty<int64_t>({planes, pc.oh, pc.ow});
-    ASSERT_EQ(h.call(max_pool2d_with_indices_prepare,
+    ASSERT_EQ(h.call("aten::max_pool2d_with_indices",
                      {h.tensor<float>({planes, pc.h, pc.w}, x), h.ints({pc.kh, pc.kw}),
                       h.ints({pc.sh, pc.sw}), h.ints({pc.ph, pc.pw}), h.ints({pc.dh, pc.dw}),
                       h.b(pc.ceil_mode), out, idx}),
@@ -452,7 +506,7 @@ TEST(OpMaxPool2d, MatchesReferenceWithPaddingDilationCeilModeAnd3dInput) {
 TEST(OpMaxPool2d, RejectsPaddingOverHalfKernelWrongOutAndIndicesDtype) {
   KernelHarness h;
   auto call = [&](int64_t pad, EValue* out, EValue* idx) {
-    return h.prepare_only(max_pool2d_with_indices_prepare,
+    return h.prepare_only("aten::max_pool2d_with_indices",
                           {h.empty<float>({1, 2, 6, 6}), h.ints({3, 3}), h.ints({2, 2}),
                            h.ints({pad, pad}), h.ints({1, 1}), h.b(true), out, idx});
   };
@@ -471,7 +525,7 @@ TEST(OpAvgPool2d, HandComputedCeilModeWithPaddingCounted) {
   std::vector<float> x(25);
   for (int i = 0; i < 25; ++i) x[i] = float(i);
   EValue* out = h.empty<float>({1, 3, 3});
-  ASSERT_EQ(h.call(avg_pool2d_prepare, {h.tensor<float>({1, 5, 5}, x), h.ints({3}), h.ints({2}),
+  ASSERT_EQ(h.call("aten::avg_pool2d", {h.tensor<float>({1, 5, 5}, x), h.ints({3}), h.ints({2}),
                                         h.ints({1}), h.b(true), h.b(true), h.none(), out}),
             Error::Ok);
   expect_close(h.values<float>(out),
@@ -485,7 +539,7 @@ TEST(OpAvgPool2d, MatchesReferenceForEachDivisorRule) {
   for (int mode = 0; mode < 3; ++mode) {  // count_include_pad, exclude, divisor_override = 5
     KernelHarness h;
     EValue* out = h.empty<float>({2, 2, oh, ow});
-    ASSERT_EQ(h.call(avg_pool2d_prepare, {h.tensor<float>({2, 2, hh, ww}, x), h.ints({k, k}),
+    ASSERT_EQ(h.call("aten::avg_pool2d", {h.tensor<float>({2, 2, hh, ww}, x), h.ints({k, k}),
                                           h.ints({s, s}), h.ints({p, p}), h.b(true),
                                           h.b(mode == 0), mode == 2 ? h.i(5) : h.none(), out}),
               Error::Ok);
@@ -510,7 +564,7 @@ TEST(OpAvgPool2d, MatchesReferenceForEachDivisorRule) {
 
 TEST(OpAvgPool2d, RejectsZeroDivisorOverride) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(avg_pool2d_prepare, {h.empty<float>({1, 4, 4}), h.ints({2}), h.ints({}),
+  EXPECT_EQ(h.prepare_only("aten::avg_pool2d", {h.empty<float>({1, 4, 4}), h.ints({2}), h.ints({}),
                                                 h.ints({0}), h.b(false), h.b(true), h.i(0),
                                                 h.empty<float>({1, 2, 2})}),
             Error::InvalidProgram);
@@ -521,7 +575,7 @@ TEST(OpAdaptiveAvgPool2d, MatchesStartEndIndexFormula) {
   KernelHarness h;
   std::vector<float> x = random_floats(2 * 3 * hh * ww, 32);
   EValue* out = h.empty<float>({2, 3, oh, ow});
-  ASSERT_EQ(h.call(adaptive_avg_pool2d_prepare,
+  ASSERT_EQ(h.call("aten::_adaptive_avg_pool2d",
                    {h.tensor<float>({2, 3, hh, ww}, x), h.ints({oh, ow}), out}),
             Error::Ok);
   // rows of output 0..2 over h = 5: [0, 2), [1, 4), [3, 5)
@@ -543,7 +597,7 @@ TEST(OpAdaptiveAvgPool2d, MatchesStartEndIndexFormula) {
 TEST(OpAdaptiveAvgPool2d, GlobalPoolOf3dInputIsPlaneMean) {
   KernelHarness h;
   EValue* out = h.empty<float>({2, 1, 1});
-  ASSERT_EQ(h.call(adaptive_avg_pool2d_prepare,
+  ASSERT_EQ(h.call("aten::_adaptive_avg_pool2d",
                    {h.tensor<float>({2, 2, 2}, {1, 2, 3, 4, -1, -1, -1, 7}), h.ints({1, 1}), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{2.5f, 1.f}));
@@ -551,7 +605,7 @@ TEST(OpAdaptiveAvgPool2d, GlobalPoolOf3dInputIsPlaneMean) {
 
 TEST(OpAdaptiveAvgPool2d, RejectsWrongOutSizes) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(adaptive_avg_pool2d_prepare,
+  EXPECT_EQ(h.prepare_only("aten::_adaptive_avg_pool2d",
                            {h.empty<float>({1, 2, 8, 8}), h.ints({2, 2}),
                             h.empty<float>({1, 2, 4, 4})}),
             Error::InvalidProgram);
@@ -569,7 +623,7 @@ TEST(OpNativeLayerNorm, MatchesReferenceOverTwoTrailingDimsWithAffine) {
     EValue* out = h.empty<float>({a, b, c});
     EValue* mean = h.empty<float>({a, 1, 1});
     EValue* rstd = h.empty<float>({a, 1, 1});
-    ASSERT_EQ(h.call(native_layer_norm_prepare,
+    ASSERT_EQ(h.call("aten::native_layer_norm",
                      {h.tensor<float>({a, b, c}, x), h.ints({b, c}),
                       affine ? h.tensor<float>({b, c}, w) : h.none(),
                       affine ? h.tensor<float>({b, c}, bias) : h.none(), h.d(1e-5), out, mean,
@@ -597,7 +651,7 @@ TEST(OpNativeLayerNorm, MatchesReferenceOverTwoTrailingDimsWithAffine) {
 TEST(OpNativeLayerNorm, RejectsShapeMismatchAndWrongStatSizes) {
   KernelHarness h;
   auto call = [&](std::vector<int64_t> shape, EValue* mean) {
-    return h.prepare_only(native_layer_norm_prepare,
+    return h.prepare_only("aten::native_layer_norm",
                           {h.empty<float>({2, 3}), h.ints(shape), h.none(), h.none(), h.d(1e-5),
                            h.empty<float>({2, 3}), mean, h.empty<float>({2, 1})});
   };
@@ -618,7 +672,7 @@ TEST(OpBatchNorm, MatchesReferenceFor4d3dAnd2dInputs) {
       for (size_t i = 0; i < shape.size(); ++i) numel *= shape[i], inner *= i >= 2 ? shape[i] : 1;
       std::vector<float> x = random_floats(numel, 43);
       EValue* out = h.empty<float>(shape);
-      ASSERT_EQ(h.call(batch_norm_no_training_prepare,
+      ASSERT_EQ(h.call("aten::_native_batch_norm_legit_no_training",
                        {h.tensor<float>(shape, x), affine ? h.tensor<float>({c}, w) : h.none(),
                         affine ? h.tensor<float>({c}, b) : h.none(), h.tensor<float>({c}, mean),
                         h.tensor<float>({c}, var), h.d(0.1), h.d(1e-5), out,
@@ -638,7 +692,7 @@ TEST(OpBatchNorm, MatchesReferenceFor4d3dAnd2dInputs) {
 TEST(OpBatchNorm, RejectsNonEmptySaveMeanAndWrongChannelCount) {
   KernelHarness h;
   auto call = [&](EValue* running_mean, EValue* save_mean) {
-    return h.prepare_only(batch_norm_no_training_prepare,
+    return h.prepare_only("aten::_native_batch_norm_legit_no_training",
                           {h.empty<float>({1, 2, 3}), h.none(), h.none(), running_mean,
                            h.empty<float>({2}), h.d(0.1), h.d(1e-5), h.empty<float>({1, 2, 3}),
                            save_mean, h.empty<float>({0})});
@@ -654,12 +708,12 @@ TEST(OpEmbedding, GathersRowsForInt64AndInt32Indices) {
   KernelHarness h;
   EValue* weight = h.tensor<float>({4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
   EValue* out64 = h.empty<float>({2, 2, 2});
-  ASSERT_EQ(h.call(embedding_prepare, {weight, h.tensor<int64_t>({2, 2}, {3, 0, 2, 3}), h.i(-1),
+  ASSERT_EQ(h.call("aten::embedding", {weight, h.tensor<int64_t>({2, 2}, {3, 0, 2, 3}), h.i(-1),
                                        h.b(false), h.b(false), out64}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out64), (std::vector<float>{30, 31, 0, 1, 20, 21, 30, 31}));
   EValue* out32 = h.empty<float>({3, 2});
-  ASSERT_EQ(h.call(embedding_prepare, {weight, h.tensor<int32_t>({3}, {1, 1, 2}), h.i(-1),
+  ASSERT_EQ(h.call("aten::embedding", {weight, h.tensor<int32_t>({3}, {1, 1, 2}), h.i(-1),
                                        h.b(false), h.b(false), out32}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out32), (std::vector<float>{10, 11, 10, 11, 20, 21}));
@@ -670,10 +724,10 @@ TEST(OpEmbedding, IndexOutOfRangeFailsAtRun) {
   EValue* weight = h.tensor<float>({2, 1}, {5, 6});
   for (int64_t bad : {2, -1}) {
     EValue* idx = h.tensor<int64_t>({2}, {0, bad});
-    EXPECT_EQ(h.prepare_only(embedding_prepare, {weight, idx, h.i(-1), h.b(false), h.b(false),
+    EXPECT_EQ(h.prepare_only("aten::embedding", {weight, idx, h.i(-1), h.b(false), h.b(false),
                                                  h.empty<float>({2, 1})}),
               Error::Ok);
-    EXPECT_EQ(h.call(embedding_prepare, {weight, idx, h.i(-1), h.b(false), h.b(false),
+    EXPECT_EQ(h.call("aten::embedding", {weight, idx, h.i(-1), h.b(false), h.b(false),
                                          h.empty<float>({2, 1})}),
               Error::ExecutionFailed);
   }
@@ -683,7 +737,7 @@ TEST(OpEmbedding, RejectsFloatIndicesAndWrongOut) {
   KernelHarness h;
   EValue* weight = h.empty<float>({4, 3});
   auto call = [&](EValue* idx, EValue* out) {
-    return h.prepare_only(embedding_prepare, {weight, idx, h.i(-1), h.b(false), h.b(false), out});
+    return h.prepare_only("aten::embedding", {weight, idx, h.i(-1), h.b(false), h.b(false), out});
   };
   EXPECT_EQ(call(h.empty<float>({2}), h.empty<float>({2, 3})), Error::OperatorMissing);
   EXPECT_EQ(call(h.empty<int64_t>({2}), h.empty<float>({2, 4})), Error::InvalidProgram);

@@ -13,13 +13,11 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/ops.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
 namespace {
 
-using namespace portable;  // the *_prepare functions under test
 using test::KernelHarness;
 
 // ---------------------------------------------------------------------------
@@ -93,7 +91,7 @@ void check_add_broadcast(const std::vector<int64_t>& sa, const std::vector<int64
   KernelHarness h;
   auto a = random_floats(numel_of(sa), -5, 5, 1), b = random_floats(numel_of(sb), -5, 5, 2);
   EValue* out = h.empty<float>(so);
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<float>(sa, a), h.tensor<float>(sb, b), h.i(1), out}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<float>(sa, a), h.tensor<float>(sb, b), h.i(1), out}),
             Error::Ok);
   expect_close(h.values<float>(out),
                ref_binary(so, sa, a, sb, b, [](double x, double y) { return x + y; }));
@@ -105,7 +103,7 @@ void check_add_broadcast(const std::vector<int64_t>& sa, const std::vector<int64
 TEST(OpAdd, AddsSameShapeFloat) {
   KernelHarness h;
   EValue* out = h.empty<float>({2, 2});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<float>({2, 2}, {1, 2, 3, 4}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<float>({2, 2}, {1, 2, 3, 4}),
                                         h.tensor<float>({2, 2}, {10, 20, 30, 40}), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{11, 22, 33, 44}));
@@ -114,7 +112,7 @@ TEST(OpAdd, AddsSameShapeFloat) {
 TEST(OpAdd, BroadcastsRowAgainstMatrix) {
   KernelHarness h;
   EValue* out = h.empty<float>({2, 3});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}),
                                         h.tensor<float>({3}, {10, 20, 30}), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{11, 22, 33, 14, 25, 36}));
@@ -123,7 +121,7 @@ TEST(OpAdd, BroadcastsRowAgainstMatrix) {
 TEST(OpAdd, BroadcastsColumnAgainstRow) {
   KernelHarness h;
   EValue* out = h.empty<float>({3, 2});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<float>({3, 1}, {1, 2, 3}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<float>({3, 1}, {1, 2, 3}),
                                         h.tensor<float>({1, 2}, {10, 20}), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{11, 21, 12, 22, 13, 23}));
@@ -132,12 +130,12 @@ TEST(OpAdd, BroadcastsColumnAgainstRow) {
 TEST(OpAdd, BroadcastsZeroDimTensorOnEitherSide) {
   KernelHarness h;
   EValue* out1 = h.empty<float>({3});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<float>({}, {100}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<float>({}, {100}),
                                         h.tensor<float>({3}, {1, 2, 3}), h.i(1), out1}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out1), (std::vector<float>{101, 102, 103}));
   EValue* out2 = h.empty<float>({});
-  ASSERT_EQ(h.call(add_tensor_prepare,
+  ASSERT_EQ(h.call("aten::add.Tensor",
                    {h.tensor<float>({}, {1.5f}), h.tensor<float>({}, {2}), h.i(1), out2}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out2), (std::vector<float>{3.5f}));
@@ -156,7 +154,7 @@ TEST(OpAdd, MatchesReferenceOnGeneralBroadcastShapes) {
 TEST(OpAdd, HandlesEmptyTensors) {
   KernelHarness h;
   EValue* out = h.empty<float>({0, 3});
-  EXPECT_EQ(h.call(add_tensor_prepare, {h.tensor<float>({0, 3}, {}),
+  EXPECT_EQ(h.call("aten::add.Tensor", {h.tensor<float>({0, 3}, {}),
                                         h.tensor<float>({3}, {1, 2, 3}), h.i(1), out}),
             Error::Ok);
 }
@@ -164,7 +162,7 @@ TEST(OpAdd, HandlesEmptyTensors) {
 TEST(OpAdd, AppliesAlpha) {
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<float>({3}, {1, 2, 3}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<float>({3}, {1, 2, 3}),
                                         h.tensor<float>({3}, {1, 1, 2}), h.d(0.5), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{1.5f, 2.5f, 4}));
@@ -173,7 +171,7 @@ TEST(OpAdd, AppliesAlpha) {
 TEST(OpAdd, PromotesIntTensorAndFloatTensorToFloat) {
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<int32_t>({3}, {1, -2, 3}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<int32_t>({3}, {1, -2, 3}),
                                         h.tensor<float>({3}, {0.5f, 0.25f, 0}), h.i(2), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{2, -1.5f, 3}));
@@ -186,7 +184,7 @@ TEST(OpAdd, ConvertsMixedDtypesAcrossChunks) {
   std::vector<uint8_t> b(600);
   for (int i = 0; i < 600; ++i) a[i] = i * 1000, b[i] = i % 3 == 0;
   EValue* out = h.empty<int64_t>({600});
-  ASSERT_EQ(h.call(add_tensor_prepare,
+  ASSERT_EQ(h.call("aten::add.Tensor",
                    {h.tensor<int64_t>({600}, a), h.bool_tensor({600}, b), h.i(7), out}),
             Error::Ok);
   auto got = h.values<int64_t>(out);
@@ -197,7 +195,7 @@ TEST(OpAdd, KeepsInt64Exact) {
   KernelHarness h;
   const int64_t big = (int64_t(1) << 53) + 1;  // not representable in double
   EValue* out = h.empty<int64_t>({2});
-  ASSERT_EQ(h.call(add_tensor_prepare,
+  ASSERT_EQ(h.call("aten::add.Tensor",
                    {h.tensor<int64_t>({2}, {big, -big}), h.i(1), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(out), (std::vector<int64_t>{big + 1, -big + 1}));
@@ -206,7 +204,7 @@ TEST(OpAdd, KeepsInt64Exact) {
 TEST(OpAdd, WrapsInt32OverflowLikeTorch) {
   KernelHarness h;
   EValue* out = h.empty<int32_t>({1});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<int32_t>({1}, {INT32_MAX}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<int32_t>({1}, {INT32_MAX}),
                                         h.tensor<int32_t>({1}, {1}), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int32_t>(out)[0], INT32_MIN);
@@ -216,7 +214,7 @@ TEST(OpAdd, AcceptsLiteralScalarInTensorSlot) {
   // torch.export writes `x + 2` as aten::add.Tensor(x, 2).
   KernelHarness h;
   EValue* out = h.empty<int32_t>({3});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.tensor<int32_t>({3}, {1, 2, 3}), h.i(2), h.i(1), out}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.tensor<int32_t>({3}, {1, 2, 3}), h.i(2), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int32_t>(out), (std::vector<int32_t>{3, 4, 5}));
 }
@@ -224,7 +222,7 @@ TEST(OpAdd, AcceptsLiteralScalarInTensorSlot) {
 TEST(OpAdd, BoolAddIsLogicalOr) {
   KernelHarness h;
   EValue* out = h.empty_of(ScalarType::Bool, {4});
-  ASSERT_EQ(h.call(add_tensor_prepare, {h.bool_tensor({4}, {0, 0, 1, 1}),
+  ASSERT_EQ(h.call("aten::add.Tensor", {h.bool_tensor({4}, {0, 0, 1, 1}),
                                         h.bool_tensor({4}, {0, 1, 0, 1}), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(out), (std::vector<uint8_t>{0, 1, 1, 1}));
@@ -233,14 +231,14 @@ TEST(OpAdd, BoolAddIsLogicalOr) {
 TEST(OpAdd, ScalarOverloadPromotesIntTensorWithFloatScalar) {
   KernelHarness h;
   EValue* out = h.empty<float>({2});
-  ASSERT_EQ(h.call(add_scalar_prepare, {h.tensor<int64_t>({2}, {1, 2}), h.d(2.5), h.i(1), out}),
+  ASSERT_EQ(h.call("aten::add.Scalar", {h.tensor<int64_t>({2}, {1, 2}), h.d(2.5), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{3.5f, 4.5f}));
 }
 
 TEST(OpAdd, RejectsWrongOutShape) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(add_tensor_prepare, {h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}),
+  EXPECT_EQ(h.prepare_only("aten::add.Tensor", {h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}),
                                                 h.tensor<float>({3}, {1, 2, 3}), h.i(1),
                                                 h.empty<float>({3, 2})}),
             Error::InvalidProgram);
@@ -248,7 +246,7 @@ TEST(OpAdd, RejectsWrongOutShape) {
 
 TEST(OpAdd, RejectsShapesThatDoNotBroadcast) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(add_tensor_prepare, {h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}),
+  EXPECT_EQ(h.prepare_only("aten::add.Tensor", {h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}),
                                                 h.tensor<float>({2}, {1, 2}), h.i(1),
                                                 h.empty<float>({2, 3})}),
             Error::InvalidProgram);
@@ -257,23 +255,23 @@ TEST(OpAdd, RejectsShapesThatDoNotBroadcast) {
 TEST(OpAdd, RejectsOutDtypeOtherThanPromoted) {
   KernelHarness h;
   // int32 [2] + float64 0-d tensor -> float64 (a 0-d tensor of a higher category wins).
-  EXPECT_EQ(h.prepare_only(add_tensor_prepare, {h.tensor<int32_t>({2}, {1, 2}),
+  EXPECT_EQ(h.prepare_only("aten::add.Tensor", {h.tensor<int32_t>({2}, {1, 2}),
                                                 h.tensor<double>({}, {0.5}), h.i(1),
                                                 h.empty<float>({2})}),
             Error::InvalidProgram);
   // float32 [2] + float64 0-d tensor -> float32 (same category: the dimensioned tensor wins).
-  EXPECT_EQ(h.prepare_only(add_tensor_prepare, {h.tensor<float>({2}, {1, 2}),
+  EXPECT_EQ(h.prepare_only("aten::add.Tensor", {h.tensor<float>({2}, {1, 2}),
                                                 h.tensor<double>({}, {0.5}), h.i(1),
                                                 h.empty<double>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.call(add_tensor_prepare, {h.tensor<float>({2}, {1, 2}), h.tensor<double>({}, {0.5}),
+  EXPECT_EQ(h.call("aten::add.Tensor", {h.tensor<float>({2}, {1, 2}), h.tensor<double>({}, {0.5}),
                                         h.i(1), h.empty<float>({2})}),
             Error::Ok);
 }
 
 TEST(OpAdd, RejectsFloatAlphaForIntegerResult) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(add_tensor_prepare, {h.tensor<int32_t>({1}, {1}),
+  EXPECT_EQ(h.prepare_only("aten::add.Tensor", {h.tensor<int32_t>({1}, {1}),
                                                 h.tensor<int32_t>({1}, {1}), h.d(0.5),
                                                 h.empty<int32_t>({1})}),
             Error::InvalidProgram);
@@ -281,7 +279,7 @@ TEST(OpAdd, RejectsFloatAlphaForIntegerResult) {
 
 TEST(OpAdd, RejectsBoolAlphaForNonBoolResult) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(add_tensor_prepare, {h.tensor<float>({1}, {1}), h.tensor<float>({1}, {1}),
+  EXPECT_EQ(h.prepare_only("aten::add.Tensor", {h.tensor<float>({1}, {1}), h.tensor<float>({1}, {1}),
                                                 h.b(true), h.empty<float>({1})}),
             Error::InvalidProgram);
 }
@@ -289,7 +287,7 @@ TEST(OpAdd, RejectsBoolAlphaForNonBoolResult) {
 TEST(OpAdd, RejectsFloat16) {
   KernelHarness h;
   EValue* x = h.empty_of(ScalarType::Float16, {2});
-  EXPECT_EQ(h.prepare_only(add_tensor_prepare,
+  EXPECT_EQ(h.prepare_only("aten::add.Tensor",
                            {x, x, h.i(1), h.empty_of(ScalarType::Float16, {2})}),
             Error::OperatorMissing);
 }
@@ -300,7 +298,7 @@ TEST(OpAdd, RejectsFloat16) {
 TEST(OpSub, SubtractsWithAlphaAndBroadcast) {
   KernelHarness h;
   EValue* out = h.empty<float>({2, 2});
-  ASSERT_EQ(h.call(sub_tensor_prepare, {h.tensor<float>({2, 2}, {10, 20, 30, 40}),
+  ASSERT_EQ(h.call("aten::sub.Tensor", {h.tensor<float>({2, 2}, {10, 20, 30, 40}),
                                         h.tensor<float>({2, 1}, {1, 2}), h.i(3), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{7, 17, 24, 34}));
@@ -309,14 +307,14 @@ TEST(OpSub, SubtractsWithAlphaAndBroadcast) {
 TEST(OpSub, ScalarOverloadSubtractsFromInt64) {
   KernelHarness h;
   EValue* out = h.empty<int64_t>({3});
-  ASSERT_EQ(h.call(sub_scalar_prepare, {h.tensor<int64_t>({3}, {5, 0, -5}), h.i(2), h.i(1), out}),
+  ASSERT_EQ(h.call("aten::sub.Scalar", {h.tensor<int64_t>({3}, {5, 0, -5}), h.i(2), h.i(1), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(out), (std::vector<int64_t>{3, -2, -7}));
 }
 
 TEST(OpSub, RejectsBoolOperands) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(sub_tensor_prepare, {h.bool_tensor({2}, {1, 0}),
+  EXPECT_EQ(h.prepare_only("aten::sub.Tensor", {h.bool_tensor({2}, {1, 0}),
                                                 h.tensor<int64_t>({2}, {1, 1}), h.i(1),
                                                 h.empty<int64_t>({2})}),
             Error::InvalidProgram);
@@ -329,7 +327,7 @@ TEST(OpMul, MultipliesAgainstBroadcastRow) {
   KernelHarness h;
   auto a = random_floats(4 * 5 * 6, -3, 3, 3), b = random_floats(6, -3, 3, 4);
   EValue* out = h.empty<float>({4, 5, 6});
-  ASSERT_EQ(h.call(mul_tensor_prepare,
+  ASSERT_EQ(h.call("aten::mul.Tensor",
                    {h.tensor<float>({4, 5, 6}, a), h.tensor<float>({6}, b), out}),
             Error::Ok);
   expect_close(h.values<float>(out), ref_binary({4, 5, 6}, {4, 5, 6}, a, {6}, b,
@@ -339,7 +337,7 @@ TEST(OpMul, MultipliesAgainstBroadcastRow) {
 TEST(OpMul, ScalarOverloadScalesInt32ByFloatToFloat) {
   KernelHarness h;
   EValue* out = h.empty<float>({2});
-  ASSERT_EQ(h.call(mul_scalar_prepare, {h.tensor<int32_t>({2}, {3, -4}), h.d(0.5), out}),
+  ASSERT_EQ(h.call("aten::mul.Scalar", {h.tensor<int32_t>({2}, {3, -4}), h.d(0.5), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{1.5f, -2}));
 }
@@ -347,7 +345,7 @@ TEST(OpMul, ScalarOverloadScalesInt32ByFloatToFloat) {
 TEST(OpMul, BoolMulIsLogicalAnd) {
   KernelHarness h;
   EValue* out = h.empty_of(ScalarType::Bool, {4});
-  ASSERT_EQ(h.call(mul_tensor_prepare,
+  ASSERT_EQ(h.call("aten::mul.Tensor",
                    {h.bool_tensor({4}, {0, 0, 1, 1}), h.bool_tensor({4}, {0, 1, 0, 1}), out}),
             Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(out), (std::vector<uint8_t>{0, 0, 0, 1}));
@@ -356,11 +354,11 @@ TEST(OpMul, BoolMulIsLogicalAnd) {
 TEST(OpMul, PromotesUint8AndInt8ToInt16) {
   KernelHarness h;
   EValue* out = h.empty<int16_t>({2});
-  ASSERT_EQ(h.call(mul_tensor_prepare, {h.tensor<uint8_t>({2}, {200, 3}),
+  ASSERT_EQ(h.call("aten::mul.Tensor", {h.tensor<uint8_t>({2}, {200, 3}),
                                         h.tensor<int8_t>({2}, {-2, 100}), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int16_t>(out), (std::vector<int16_t>{-400, 300}));
-  EXPECT_EQ(h.prepare_only(mul_tensor_prepare, {h.tensor<uint8_t>({1}, {1}),
+  EXPECT_EQ(h.prepare_only("aten::mul.Tensor", {h.tensor<uint8_t>({1}, {1}),
                                                 h.tensor<int8_t>({1}, {1}), h.empty<int8_t>({1})}),
             Error::InvalidProgram);
 }
@@ -371,10 +369,10 @@ TEST(OpMul, PromotesUint8AndInt8ToInt16) {
 TEST(OpDiv, TrueDivisionOfIntsGivesFloat32) {
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(div_tensor_prepare, {h.tensor<int64_t>({3}, {1, -7, 0}), h.i(2), out}),
+  ASSERT_EQ(h.call("aten::div.Tensor", {h.tensor<int64_t>({3}, {1, -7, 0}), h.i(2), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{0.5f, -3.5f, 0}));
-  EXPECT_EQ(h.prepare_only(div_tensor_prepare,
+  EXPECT_EQ(h.prepare_only("aten::div.Tensor",
                            {h.tensor<int64_t>({1}, {1}), h.i(2), h.empty<int64_t>({1})}),
             Error::InvalidProgram);
 }
@@ -382,7 +380,7 @@ TEST(OpDiv, TrueDivisionOfIntsGivesFloat32) {
 TEST(OpDiv, FloatDivisionByZeroFollowsIeee) {
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(div_tensor_prepare, {h.tensor<float>({3}, {1, -1, 0}),
+  ASSERT_EQ(h.call("aten::div.Tensor", {h.tensor<float>({3}, {1, -1, 0}),
                                         h.tensor<float>({1}, {0}), out}),
             Error::Ok);
   auto v = h.values<float>(out);
@@ -394,14 +392,14 @@ TEST(OpDiv, FloatDivisionByZeroFollowsIeee) {
 TEST(OpDiv, ScalarOverloadDividesDouble) {
   KernelHarness h;
   EValue* out = h.empty<double>({2});
-  ASSERT_EQ(h.call(div_scalar_prepare, {h.tensor<double>({2}, {1, 3}), h.i(4), out}), Error::Ok);
+  ASSERT_EQ(h.call("aten::div.Scalar", {h.tensor<double>({2}, {1, 3}), h.i(4), out}), Error::Ok);
   EXPECT_EQ(h.values<double>(out), (std::vector<double>{0.25, 0.75}));
 }
 
 TEST(OpDiv, ModeNoneIsTrueDivision) {
   KernelHarness h;
   EValue* out = h.empty<float>({2});
-  ASSERT_EQ(h.call(div_tensor_mode_prepare, {h.tensor<int32_t>({2}, {7, -7}),
+  ASSERT_EQ(h.call("aten::div.Tensor_mode", {h.tensor<int32_t>({2}, {7, -7}),
                                              h.tensor<int32_t>({2}, {2, 2}), h.none(), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{3.5f, -3.5f}));
@@ -413,8 +411,8 @@ TEST(OpDiv, FloorAndTruncRoundIntegersLikePython) {
   EValue* b = h.tensor<int64_t>({4}, {2, 2, -2, -2});
   EValue* floor_out = h.empty<int64_t>({4});
   EValue* trunc_out = h.empty<int64_t>({4});
-  ASSERT_EQ(h.call(div_tensor_mode_prepare, {a, b, h.str("floor"), floor_out}), Error::Ok);
-  ASSERT_EQ(h.call(div_tensor_mode_prepare, {a, b, h.str("trunc"), trunc_out}), Error::Ok);
+  ASSERT_EQ(h.call("aten::div.Tensor_mode", {a, b, h.str("floor"), floor_out}), Error::Ok);
+  ASSERT_EQ(h.call("aten::div.Tensor_mode", {a, b, h.str("trunc"), trunc_out}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(floor_out), (std::vector<int64_t>{-4, 3, -4, 3}));
   EXPECT_EQ(h.values<int64_t>(trunc_out), (std::vector<int64_t>{-3, 3, -3, 3}));
 }
@@ -422,7 +420,7 @@ TEST(OpDiv, FloorAndTruncRoundIntegersLikePython) {
 TEST(OpDiv, FloorRoundsFloatsTowardMinusInfinity) {
   KernelHarness h;
   EValue* out = h.empty<float>({5});
-  ASSERT_EQ(h.call(div_tensor_mode_prepare,
+  ASSERT_EQ(h.call("aten::div.Tensor_mode",
                    {h.tensor<float>({5}, {-7, 7, -0.5f, 1, 7.5f}),
                     h.tensor<float>({5}, {2, -2, 3, 0, 2.5f}), h.str("floor"), out}),
             Error::Ok);
@@ -437,7 +435,7 @@ TEST(OpDiv, FloorRoundsFloatsTowardMinusInfinity) {
 TEST(OpDiv, TruncRoundsFloatsTowardZero) {
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(div_tensor_mode_prepare, {h.tensor<float>({3}, {-7, 7, 1}),
+  ASSERT_EQ(h.call("aten::div.Tensor_mode", {h.tensor<float>({3}, {-7, 7, 1}),
                                              h.tensor<float>({}, {2}), h.str("trunc"), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{-3, 3, 0}));
@@ -446,7 +444,7 @@ TEST(OpDiv, TruncRoundsFloatsTowardZero) {
 TEST(OpDiv, IntegerDivisionByZeroFailsAtRun) {
   KernelHarness h;
   EValue* out = h.empty<int32_t>({2});
-  EXPECT_EQ(h.call(div_tensor_mode_prepare, {h.tensor<int32_t>({2}, {1, 2}),
+  EXPECT_EQ(h.call("aten::div.Tensor_mode", {h.tensor<int32_t>({2}, {1, 2}),
                                              h.tensor<int32_t>({2}, {1, 0}), h.str("floor"), out}),
             Error::ExecutionFailed);
 }
@@ -454,7 +452,7 @@ TEST(OpDiv, IntegerDivisionByZeroFailsAtRun) {
 TEST(OpDiv, IntegerMinDividedByMinusOneWraps) {
   KernelHarness h;
   EValue* out = h.empty<int64_t>({1});
-  ASSERT_EQ(h.call(div_tensor_mode_prepare,
+  ASSERT_EQ(h.call("aten::div.Tensor_mode",
                    {h.tensor<int64_t>({1}, {INT64_MIN}), h.i(-1), h.str("trunc"), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(out)[0], INT64_MIN);
@@ -462,7 +460,7 @@ TEST(OpDiv, IntegerMinDividedByMinusOneWraps) {
 
 TEST(OpDiv, RejectsUnknownRoundingMode) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(div_tensor_mode_prepare, {h.tensor<float>({1}, {1}),
+  EXPECT_EQ(h.prepare_only("aten::div.Tensor_mode", {h.tensor<float>({1}, {1}),
                                                      h.tensor<float>({1}, {1}), h.str("round"),
                                                      h.empty<float>({1})}),
             Error::InvalidProgram);
@@ -474,7 +472,7 @@ TEST(OpDiv, RejectsUnknownRoundingMode) {
 TEST(OpEq, ComparesBroadcastTensorsIntoBool) {
   KernelHarness h;
   EValue* out = h.empty_of(ScalarType::Bool, {2, 3});
-  ASSERT_EQ(h.call(eq_tensor_prepare, {h.tensor<int64_t>({2, 3}, {1, 2, 3, 4, 2, 6}),
+  ASSERT_EQ(h.call("aten::eq.Tensor", {h.tensor<int64_t>({2, 3}, {1, 2, 3, 4, 2, 6}),
                                        h.tensor<int32_t>({3}, {1, 2, 6}), out}),
             Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(out), (std::vector<uint8_t>{1, 1, 0, 0, 1, 1}));
@@ -485,8 +483,8 @@ TEST(OpEq, ScalarComparesIntTensorWithFloatValue) {
   EValue* half = h.empty_of(ScalarType::Bool, {3});
   EValue* two = h.empty_of(ScalarType::Bool, {3});
   EValue* x = h.tensor<int32_t>({3}, {2, 3, 2});
-  ASSERT_EQ(h.call(eq_scalar_prepare, {x, h.d(2.5), half}), Error::Ok);
-  ASSERT_EQ(h.call(eq_scalar_prepare, {x, h.d(2.0), two}), Error::Ok);
+  ASSERT_EQ(h.call("aten::eq.Scalar", {x, h.d(2.5), half}), Error::Ok);
+  ASSERT_EQ(h.call("aten::eq.Scalar", {x, h.d(2.0), two}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(half), (std::vector<uint8_t>{0, 0, 0}));
   EXPECT_EQ(h.values<uint8_t>(two), (std::vector<uint8_t>{1, 0, 1}));
 }
@@ -496,13 +494,13 @@ TEST(OpEq, NanIsNotEqualToItself) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EValue* x = h.tensor<float>({2}, {nan, 1});
   EValue* out = h.empty_of(ScalarType::Bool, {2});
-  ASSERT_EQ(h.call(eq_tensor_prepare, {x, x, out}), Error::Ok);
+  ASSERT_EQ(h.call("aten::eq.Tensor", {x, x, out}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(out), (std::vector<uint8_t>{0, 1}));
 }
 
 TEST(OpEq, RejectsNonBoolOut) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(eq_tensor_prepare, {h.tensor<float>({1}, {1}),
+  EXPECT_EQ(h.prepare_only("aten::eq.Tensor", {h.tensor<float>({1}, {1}),
                                                h.tensor<float>({1}, {1}), h.empty<float>({1})}),
             Error::InvalidProgram);
 }
@@ -516,9 +514,9 @@ TEST(OpLogicalNot, NegatesFloatIntAndBoolIntoBool) {
   EValue* f = h.empty_of(ScalarType::Bool, {4});
   EValue* i = h.empty_of(ScalarType::Bool, {3});
   EValue* b = h.empty_of(ScalarType::Bool, {2});
-  ASSERT_EQ(h.call(logical_not_prepare, {h.tensor<float>({4}, {0, -0.0f, 2, nan}), f}), Error::Ok);
-  ASSERT_EQ(h.call(logical_not_prepare, {h.tensor<int64_t>({3}, {0, 5, -1}), i}), Error::Ok);
-  ASSERT_EQ(h.call(logical_not_prepare, {h.bool_tensor({2}, {1, 0}), b}), Error::Ok);
+  ASSERT_EQ(h.call("aten::logical_not", {h.tensor<float>({4}, {0, -0.0f, 2, nan}), f}), Error::Ok);
+  ASSERT_EQ(h.call("aten::logical_not", {h.tensor<int64_t>({3}, {0, 5, -1}), i}), Error::Ok);
+  ASSERT_EQ(h.call("aten::logical_not", {h.bool_tensor({2}, {1, 0}), b}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(f), (std::vector<uint8_t>{1, 1, 0, 0}));
   EXPECT_EQ(h.values<uint8_t>(i), (std::vector<uint8_t>{1, 0, 0}));
   EXPECT_EQ(h.values<uint8_t>(b), (std::vector<uint8_t>{0, 1}));
@@ -526,7 +524,7 @@ TEST(OpLogicalNot, NegatesFloatIntAndBoolIntoBool) {
 
 TEST(OpLogicalNot, RejectsNonBoolOut) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(logical_not_prepare, {h.tensor<float>({1}, {1}), h.empty<float>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::logical_not", {h.tensor<float>({1}, {1}), h.empty<float>({1})}),
             Error::InvalidProgram);
 }
 
@@ -539,7 +537,7 @@ TEST(OpWhere, BroadcastsConditionSelfAndOther) {
   std::vector<float> a = {1, 2, 3, 4};  // [4]
   std::vector<float> b = {-1, -2};      // [2, 1, 1]
   EValue* out = h.empty<float>({2, 3, 4});
-  ASSERT_EQ(h.call(where_self_prepare, {h.bool_tensor({3, 1}, c), h.tensor<float>({4}, a),
+  ASSERT_EQ(h.call("aten::where.self", {h.bool_tensor({3, 1}, c), h.tensor<float>({4}, a),
                                         h.tensor<float>({2, 1, 1}, b), out}),
             Error::Ok);
   std::vector<double> want(24);
@@ -554,7 +552,7 @@ TEST(OpWhere, PromotesIntAndFloatScalar) {
   // torch.where(c, int32 tensor, 0.5) -> float32
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(where_self_prepare, {h.bool_tensor({3}, {1, 0, 1}),
+  ASSERT_EQ(h.call("aten::where.self", {h.bool_tensor({3}, {1, 0, 1}),
                                         h.tensor<int32_t>({3}, {7, 8, 9}), h.d(0.5), out}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{7, 0.5f, 9}));
@@ -566,7 +564,7 @@ TEST(OpWhere, AcceptsUint8ConditionAndLongRows) {
   std::vector<int64_t> a(1000);
   for (int i = 0; i < 1000; ++i) c[i] = (i % 7) ? 2 : 0, a[i] = i;  // nonzero = true
   EValue* out = h.empty<int64_t>({1000});
-  ASSERT_EQ(h.call(where_self_prepare, {h.tensor<uint8_t>({1000}, c), h.tensor<int64_t>({1000}, a),
+  ASSERT_EQ(h.call("aten::where.self", {h.tensor<uint8_t>({1000}, c), h.tensor<int64_t>({1000}, a),
                                         h.tensor<int64_t>({}, {-1}), out}),
             Error::Ok);
   auto got = h.values<int64_t>(out);
@@ -575,14 +573,14 @@ TEST(OpWhere, AcceptsUint8ConditionAndLongRows) {
 
 TEST(OpWhere, RejectsFloatCondition) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(where_self_prepare, {h.tensor<float>({1}, {1}), h.tensor<float>({1}, {1}),
+  EXPECT_EQ(h.prepare_only("aten::where.self", {h.tensor<float>({1}, {1}), h.tensor<float>({1}, {1}),
                                                 h.tensor<float>({1}, {2}), h.empty<float>({1})}),
             Error::InvalidProgram);
 }
 
 TEST(OpWhere, RejectsOutThatIsNotTheBroadcastShape) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(where_self_prepare,
+  EXPECT_EQ(h.prepare_only("aten::where.self",
                            {h.bool_tensor({2, 1}, {1, 0}), h.tensor<float>({3}, {1, 2, 3}),
                             h.tensor<float>({1}, {2}), h.empty<float>({3})}),
             Error::InvalidProgram);
@@ -593,7 +591,7 @@ TEST(OpWhere, RejectsOutThatIsNotTheBroadcastShape) {
 
 // Runs a unary activation prepare with extra args between self and out.
 template <typename T>
-std::vector<T> run_unary(KernelHarness& h, PrepareFn prepare, const std::vector<float>& x,
+std::vector<T> run_unary(KernelHarness& h, const char* prepare, const std::vector<float>& x,
                          std::vector<EValue*> extra = {}) {
   EValue* in = h.tensor<T>({static_cast<int64_t>(x.size())}, std::vector<T>(x.begin(), x.end()));
   EValue* out = h.empty<T>({static_cast<int64_t>(x.size())});
@@ -616,20 +614,20 @@ TEST(OpRelu, ZeroesNegativesAndPropagatesNan) {
   KernelHarness h;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  auto v = run_unary<float>(h, relu_prepare, {-2, 0, 3, nan, -inf, inf});
+  auto v = run_unary<float>(h, "aten::relu", {-2, 0, 3, nan, -inf, inf});
   EXPECT_EQ(v[0], 0.f);
   EXPECT_EQ(v[1], 0.f);
   EXPECT_EQ(v[2], 3.f);
   EXPECT_TRUE(std::isnan(v[3]));
   EXPECT_EQ(v[4], 0.f);
   EXPECT_EQ(v[5], inf);
-  EXPECT_EQ(run_unary<int64_t>(h, relu_prepare, {-5, 0, 7}), (std::vector<int64_t>{0, 0, 7}));
+  EXPECT_EQ(run_unary<int64_t>(h, "aten::relu", {-5, 0, 7}), (std::vector<int64_t>{0, 0, 7}));
 }
 
 TEST(OpGelu, MatchesErfFormula) {
   KernelHarness h;
   auto x = random_floats(700, -8, 8, 5);
-  expect_close(run_unary<float>(h, gelu_prepare, x, {h.str("none")}),
+  expect_close(run_unary<float>(h, "aten::gelu", x, {h.str("none")}),
                map(x, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }));
 }
 
@@ -637,17 +635,17 @@ TEST(OpGelu, MatchesTanhApproximationInDouble) {
   KernelHarness h;
   auto x = random_floats(100, -8, 8, 6);
   const double k = std::sqrt(2 / M_PI);
-  expect_close(run_unary<double>(h, gelu_prepare, x, {h.str("tanh")}), map(x, [&](double v) {
+  expect_close(run_unary<double>(h, "aten::gelu", x, {h.str("tanh")}), map(x, [&](double v) {
                  return 0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v)));
                }));
 }
 
 TEST(OpGelu, RejectsUnknownApproximationAndIntegers) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(gelu_prepare,
+  EXPECT_EQ(h.prepare_only("aten::gelu",
                            {h.tensor<float>({1}, {1}), h.str("fast"), h.empty<float>({1})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(gelu_prepare,
+  EXPECT_EQ(h.prepare_only("aten::gelu",
                            {h.tensor<int64_t>({1}, {1}), h.str("none"), h.empty<int64_t>({1})}),
             Error::OperatorMissing);
 }
@@ -657,7 +655,7 @@ TEST(OpSigmoid, MatchesLogisticIncludingExtremes) {
   auto x = random_floats(300, -20, 20, 7);
   x.push_back(-200);
   x.push_back(200);
-  auto got = run_unary<float>(h, sigmoid_prepare, x);
+  auto got = run_unary<float>(h, "aten::sigmoid", x);
   expect_close(got, map(x, [](double v) { return 1 / (1 + std::exp(-v)); }));
   EXPECT_EQ(got[300], 0.f);
   EXPECT_EQ(got[301], 1.f);
@@ -666,31 +664,31 @@ TEST(OpSigmoid, MatchesLogisticIncludingExtremes) {
 TEST(OpSigmoid, PromotesIntegersToFloat32) {
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(sigmoid_prepare, {h.tensor<int64_t>({3}, {0, 1, -2}), out}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sigmoid", {h.tensor<int64_t>({3}, {0, 1, -2}), out}), Error::Ok);
   expect_close(h.values<float>(out), {0.5, 1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(2.0))});
-  EXPECT_EQ(h.prepare_only(sigmoid_prepare, {h.tensor<int64_t>({1}, {0}), h.empty<int64_t>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::sigmoid", {h.tensor<int64_t>({1}, {0}), h.empty<int64_t>({1})}),
             Error::InvalidProgram);
 }
 
 TEST(OpTanh, MatchesReferenceForFloatAndDouble) {
   KernelHarness h;
   auto x = random_floats(300, -6, 6, 8);
-  expect_close(run_unary<float>(h, tanh_prepare, x), map(x, [](double v) { return std::tanh(v); }));
-  expect_close(run_unary<double>(h, tanh_prepare, x), map(x, [](double v) { return std::tanh(v); }));
+  expect_close(run_unary<float>(h, "aten::tanh", x), map(x, [](double v) { return std::tanh(v); }));
+  expect_close(run_unary<double>(h, "aten::tanh", x), map(x, [](double v) { return std::tanh(v); }));
 }
 
 TEST(OpTanh, RejectsWrongOutShape) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(tanh_prepare, {h.tensor<float>({2}, {1, 2}), h.empty<float>({2, 1})}),
+  EXPECT_EQ(h.prepare_only("aten::tanh", {h.tensor<float>({2}, {1, 2}), h.empty<float>({2, 1})}),
             Error::InvalidProgram);
 }
 
 TEST(OpHardtanh, ClampsToDefaultAndCustomLimits) {
   KernelHarness h;
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  auto d = run_unary<float>(h, hardtanh_prepare, {-3, -1, 0.5f, 1, 4}, {h.i(-1), h.i(1)});
+  auto d = run_unary<float>(h, "aten::hardtanh", {-3, -1, 0.5f, 1, 4}, {h.i(-1), h.i(1)});
   EXPECT_EQ(d, (std::vector<float>{-1, -1, 0.5f, 1, 1}));
-  auto c = run_unary<float>(h, hardtanh_prepare, {-3, 0.5f, 7, nan}, {h.d(0), h.d(6)});
+  auto c = run_unary<float>(h, "aten::hardtanh", {-3, 0.5f, 7, nan}, {h.d(0), h.d(6)});
   EXPECT_EQ(c[0], 0);
   EXPECT_EQ(c[1], 0.5f);
   EXPECT_EQ(c[2], 6);
@@ -700,16 +698,16 @@ TEST(OpHardtanh, ClampsToDefaultAndCustomLimits) {
 TEST(OpHardtanh, CastsLimitsToIntegerDtype) {
   // torch: hardtanh(int64 [1, 5, -3], 0.5, 2.5) == [1, 2, 0]
   KernelHarness h;
-  auto v = run_unary<int64_t>(h, hardtanh_prepare, {1, 5, -3}, {h.d(0.5), h.d(2.5)});
+  auto v = run_unary<int64_t>(h, "aten::hardtanh", {1, 5, -3}, {h.d(0.5), h.d(2.5)});
   EXPECT_EQ(v, (std::vector<int64_t>{1, 2, 0}));
 }
 
 TEST(OpHardtanh, RejectsBoolAndOverflowingLimits) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(hardtanh_prepare, {h.bool_tensor({1}, {1}), h.i(-1), h.i(1),
+  EXPECT_EQ(h.prepare_only("aten::hardtanh", {h.bool_tensor({1}, {1}), h.i(-1), h.i(1),
                                               h.empty_of(ScalarType::Bool, {1})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(hardtanh_prepare, {h.tensor<int8_t>({1}, {1}), h.d(-1e10), h.i(1),
+  EXPECT_EQ(h.prepare_only("aten::hardtanh", {h.tensor<int8_t>({1}, {1}), h.d(-1e10), h.i(1),
                                               h.empty<int8_t>({1})}),
             Error::InvalidProgram);
 }
@@ -717,9 +715,9 @@ TEST(OpHardtanh, RejectsBoolAndOverflowingLimits) {
 TEST(OpHardswish, MatchesPiecewiseDefinition) {
   KernelHarness h;
   std::vector<float> x = {-5, -3, -1.5f, 0, 1, 3, 4};
-  auto got = run_unary<float>(h, hardswish_prepare, x);
+  auto got = run_unary<float>(h, "aten::hardswish", x);
   expect_close(got, map(x, [](double v) { return v * std::min(std::max(v + 3, 0.0), 6.0) / 6; }));
-  EXPECT_EQ(h.prepare_only(hardswish_prepare, {h.tensor<int32_t>({1}, {1}), h.empty<int32_t>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::hardswish", {h.tensor<int32_t>({1}, {1}), h.empty<int32_t>({1})}),
             Error::OperatorMissing);
 }
 
@@ -748,7 +746,7 @@ std::vector<double> ref_softmax(const std::vector<float>& x, const std::vector<i
   return r;
 }
 
-void check_softmax(PrepareFn prepare, bool log, const std::vector<int64_t>& sizes, int64_t dim,
+void check_softmax(const char* prepare, bool log, const std::vector<int64_t>& sizes, int64_t dim,
                    float scale) {
   KernelHarness h;
   auto x = random_floats(numel_of(sizes), -scale, scale, 9);
@@ -758,30 +756,30 @@ void check_softmax(PrepareFn prepare, bool log, const std::vector<int64_t>& size
   expect_close(h.values<float>(out), ref_softmax(x, sizes, d, log));
 }
 
-TEST(OpSoftmax, NormalizesLastDim) { check_softmax(softmax_prepare, false, {3, 7}, 1, 4); }
+TEST(OpSoftmax, NormalizesLastDim) { check_softmax("aten::_softmax", false, {3, 7}, 1, 4); }
 
 TEST(OpSoftmax, NormalizesMiddleAndFirstDimsWithManyColumns) {
-  check_softmax(softmax_prepare, false, {2, 5, 70}, 1, 4);  // inner 70: more than one column block
-  check_softmax(softmax_prepare, false, {4, 3, 2}, 0, 4);
-  check_softmax(softmax_prepare, false, {2, 3, 4, 5}, -3, 4);
+  check_softmax("aten::_softmax", false, {2, 5, 70}, 1, 4);  // inner 70: more than one column block
+  check_softmax("aten::_softmax", false, {4, 3, 2}, 0, 4);
+  check_softmax("aten::_softmax", false, {2, 3, 4, 5}, -3, 4);
 }
 
 TEST(OpSoftmax, IsStableForLargeInputs) {
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(softmax_prepare, {h.tensor<float>({3}, {1000, 1000, 999}), h.i(-1), h.b(false),
+  ASSERT_EQ(h.call("aten::_softmax", {h.tensor<float>({3}, {1000, 1000, 999}), h.i(-1), h.b(false),
                                      out}),
             Error::Ok);
   const double e = std::exp(-1.0);
   expect_close(h.values<float>(out), {1 / (2 + e), 1 / (2 + e), e / (2 + e)});
-  check_softmax(softmax_prepare, false, {4, 33}, -1, 500);
-  check_softmax(softmax_prepare, false, {3, 10, 70}, 1, 500);  // along a middle dim
+  check_softmax("aten::_softmax", false, {4, 33}, -1, 500);
+  check_softmax("aten::_softmax", false, {3, 10, 70}, 1, 500);  // along a middle dim
 }
 
 TEST(OpSoftmax, ZeroDimTensorIsOne) {
   KernelHarness h;
   EValue* out = h.empty<double>({});
-  ASSERT_EQ(h.call(softmax_prepare, {h.tensor<double>({}, {-3}), h.i(0), h.b(false), out}),
+  ASSERT_EQ(h.call("aten::_softmax", {h.tensor<double>({}, {-3}), h.i(0), h.b(false), out}),
             Error::Ok);
   EXPECT_EQ(h.values<double>(out)[0], 1.0);
 }
@@ -789,38 +787,38 @@ TEST(OpSoftmax, ZeroDimTensorIsOne) {
 TEST(OpSoftmax, RejectsHalfToFloatBadDimAndIntegers) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 2}, {1, 2, 3, 4});
-  EXPECT_EQ(h.prepare_only(softmax_prepare, {x, h.i(1), h.b(true), h.empty<float>({2, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::_softmax", {x, h.i(1), h.b(true), h.empty<float>({2, 2})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(softmax_prepare, {x, h.i(2), h.b(false), h.empty<float>({2, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::_softmax", {x, h.i(2), h.b(false), h.empty<float>({2, 2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(softmax_prepare, {x, h.i(-3), h.b(false), h.empty<float>({2, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::_softmax", {x, h.i(-3), h.b(false), h.empty<float>({2, 2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(softmax_prepare, {h.tensor<int64_t>({2}, {1, 2}), h.i(0), h.b(false),
+  EXPECT_EQ(h.prepare_only("aten::_softmax", {h.tensor<int64_t>({2}, {1, 2}), h.i(0), h.b(false),
                                              h.empty<int64_t>({2})}),
             Error::OperatorMissing);
 }
 
 TEST(OpLogSoftmax, MatchesReferenceAlongAnyDim) {
-  check_softmax(log_softmax_prepare, true, {3, 7}, -1, 4);
-  check_softmax(log_softmax_prepare, true, {2, 9, 65}, 1, 4);
-  check_softmax(log_softmax_prepare, true, {5, 2, 3}, 0, 30);
+  check_softmax("aten::_log_softmax", true, {3, 7}, -1, 4);
+  check_softmax("aten::_log_softmax", true, {2, 9, 65}, 1, 4);
+  check_softmax("aten::_log_softmax", true, {5, 2, 3}, 0, 30);
 }
 
 TEST(OpLogSoftmax, IsStableForLargeInputs) {
   KernelHarness h;
   EValue* out = h.empty<float>({2});
-  ASSERT_EQ(h.call(log_softmax_prepare, {h.tensor<float>({2}, {-1000, 1000}), h.i(0), h.b(false),
+  ASSERT_EQ(h.call("aten::_log_softmax", {h.tensor<float>({2}, {-1000, 1000}), h.i(0), h.b(false),
                                          out}),
             Error::Ok);
   auto v = h.values<float>(out);
   EXPECT_NEAR(v[0], -2000, 1e-3);
   EXPECT_NEAR(v[1], 0, 1e-6);
-  check_softmax(log_softmax_prepare, true, {3, 10, 70}, 1, 500);
+  check_softmax("aten::_log_softmax", true, {3, 10, 70}, 1, 500);
 }
 
 TEST(OpLogSoftmax, RejectsOutOfAnotherDtype) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(log_softmax_prepare, {h.tensor<float>({2}, {1, 2}), h.i(0), h.b(false),
+  EXPECT_EQ(h.prepare_only("aten::_log_softmax", {h.tensor<float>({2}, {1, 2}), h.i(0), h.b(false),
                                                  h.empty<double>({2})}),
             Error::InvalidProgram);
 }

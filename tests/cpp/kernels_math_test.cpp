@@ -12,13 +12,11 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/ops.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
 namespace {
 
-using namespace portable;  // the *_prepare functions under test
 using test::KernelHarness;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -66,7 +64,7 @@ std::vector<double> map_double(const std::vector<T>& xs, F f) {
 
 // Runs a one-input kernel with args [x, out] and returns out as double.
 template <typename In, typename Out>
-std::vector<Out> run_unary(PrepareFn prepare, std::vector<int64_t> sizes, std::vector<In> xs) {
+std::vector<Out> run_unary(const char* prepare, std::vector<int64_t> sizes, std::vector<In> xs) {
   KernelHarness h;
   EValue* out = h.empty<Out>(sizes);
   EXPECT_EQ(h.call(prepare, {h.tensor<In>(sizes, xs), out}), Error::Ok);
@@ -75,21 +73,21 @@ std::vector<Out> run_unary(PrepareFn prepare, std::vector<int64_t> sizes, std::v
 
 struct UnaryFloatCase {
   const char* name;
-  PrepareFn prepare;
+  const char* prepare;
   double (*ref)(double);
   float lo, hi;  // input range
 };
 
 const UnaryFloatCase kPromotingOps[] = {
-    {"exp", exp_prepare, [](double x) { return std::exp(x); }, -10, 10},
-    {"exp2", exp2_prepare, [](double x) { return std::exp2(x); }, -10, 10},
-    {"log", log_prepare, [](double x) { return std::log(x); }, 0.01f, 100},
-    {"sqrt", sqrt_prepare, [](double x) { return std::sqrt(x); }, 0, 100},
-    {"rsqrt", rsqrt_prepare, [](double x) { return 1 / std::sqrt(x); }, 0.01f, 100},
-    {"reciprocal", reciprocal_prepare, [](double x) { return 1 / x; }, -10, 10},
-    {"sin", sin_prepare, [](double x) { return std::sin(x); }, -10, 10},
-    {"cos", cos_prepare, [](double x) { return std::cos(x); }, -10, 10},
-    {"erf", erf_prepare, [](double x) { return std::erf(x); }, -4, 4},
+    {"exp", "aten::exp", [](double x) { return std::exp(x); }, -10, 10},
+    {"exp2", "aten::exp2", [](double x) { return std::exp2(x); }, -10, 10},
+    {"log", "aten::log", [](double x) { return std::log(x); }, 0.01f, 100},
+    {"sqrt", "aten::sqrt", [](double x) { return std::sqrt(x); }, 0, 100},
+    {"rsqrt", "aten::rsqrt", [](double x) { return 1 / std::sqrt(x); }, 0.01f, 100},
+    {"reciprocal", "aten::reciprocal", [](double x) { return 1 / x; }, -10, 10},
+    {"sin", "aten::sin", [](double x) { return std::sin(x); }, -10, 10},
+    {"cos", "aten::cos", [](double x) { return std::cos(x); }, -10, 10},
+    {"erf", "aten::erf", [](double x) { return std::erf(x); }, -4, 4},
 };
 
 // ---------------------------------------------------------------------------
@@ -125,32 +123,32 @@ TEST(OpUnaryFloat, GivesFloat32ForIntegerAndBoolInputs) {
 }
 
 TEST(OpUnaryFloat, HandValues) {
-  expect_close(run_unary<float, float>(exp_prepare, {3}, {0, 1, -kInfF}), {1, M_E, 0});
-  expect_close(run_unary<float, float>(exp2_prepare, {3}, {3, -1, 0.5f}), {8, 0.5, M_SQRT2});
-  expect_close(run_unary<float, float>(log_prepare, {4}, {1, 0, -1, kInfF}),
+  expect_close(run_unary<float, float>("aten::exp", {3}, {0, 1, -kInfF}), {1, M_E, 0});
+  expect_close(run_unary<float, float>("aten::exp2", {3}, {3, -1, 0.5f}), {8, 0.5, M_SQRT2});
+  expect_close(run_unary<float, float>("aten::log", {4}, {1, 0, -1, kInfF}),
                {0, -kInf, kNaN, kInf});
-  expect_close(run_unary<float, float>(sqrt_prepare, {3}, {4, -1, kInfF}), {2, kNaN, kInf});
-  expect_close(run_unary<float, float>(rsqrt_prepare, {3}, {4, 0, -1}), {0.5, kInf, kNaN});
-  expect_close(run_unary<float, float>(reciprocal_prepare, {3}, {4, 0, -0.0f}),
+  expect_close(run_unary<float, float>("aten::sqrt", {3}, {4, -1, kInfF}), {2, kNaN, kInf});
+  expect_close(run_unary<float, float>("aten::rsqrt", {3}, {4, 0, -1}), {0.5, kInf, kNaN});
+  expect_close(run_unary<float, float>("aten::reciprocal", {3}, {4, 0, -0.0f}),
                {0.25, kInf, -kInf});
-  expect_close(run_unary<float, float>(sin_prepare, {2}, {0, float(M_PI / 2)}), {0, 1});
-  expect_close(run_unary<float, float>(cos_prepare, {2}, {0, float(M_PI)}), {1, -1});
-  expect_close(run_unary<float, float>(erf_prepare, {3}, {0, kInfF, -kInfF}), {0, 1, -1});
-  auto s = run_unary<float, float>(sqrt_prepare, {1}, {-0.0f});
+  expect_close(run_unary<float, float>("aten::sin", {2}, {0, float(M_PI / 2)}), {0, 1});
+  expect_close(run_unary<float, float>("aten::cos", {2}, {0, float(M_PI)}), {1, -1});
+  expect_close(run_unary<float, float>("aten::erf", {3}, {0, kInfF, -kInfF}), {0, 1, -1});
+  auto s = run_unary<float, float>("aten::sqrt", {1}, {-0.0f});
   EXPECT_TRUE(s[0] == 0 && std::signbit(s[0])) << "sqrt(-0) is -0";
 }
 
 TEST(OpUnaryFloat, HandlesZeroDimAndEmptyTensors) {
-  expect_close(run_unary<float, float>(exp_prepare, {}, {0}), {1});
-  EXPECT_TRUE((run_unary<float, float>(exp_prepare, {0, 3}, {}).empty()));
+  expect_close(run_unary<float, float>("aten::exp", {}, {0}), {1});
+  EXPECT_TRUE((run_unary<float, float>("aten::exp", {0, 3}, {}).empty()));
 }
 
 TEST(OpUnaryFloat, RejectsOutDtypeOtherThanPromoted) {
   KernelHarness h;
   // float32 in -> float32 out, int64 in -> float32 out (not float64, not int64).
-  EXPECT_EQ(h.prepare_only(exp_prepare, {h.tensor<float>({1}, {1}), h.empty<double>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::exp", {h.tensor<float>({1}, {1}), h.empty<double>({1})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(log_prepare, {h.tensor<int64_t>({1}, {1}), h.empty<int64_t>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::log", {h.tensor<int64_t>({1}, {1}), h.empty<int64_t>({1})}),
             Error::InvalidProgram);
 }
 
@@ -172,43 +170,43 @@ TEST(OpUnaryFloat, RejectsWrongOutShapeArgCountAndFloat16) {
 // abs, neg
 
 TEST(OpAbs, TakesMagnitudeInEachDtype) {
-  expect_close(run_unary<float, float>(abs_prepare, {4}, {-1.5f, 2, -0.0f, -kInfF}),
+  expect_close(run_unary<float, float>("aten::abs", {4}, {-1.5f, 2, -0.0f, -kInfF}),
                {1.5, 2, 0, kInf});
-  EXPECT_EQ((run_unary<int32_t, int32_t>(abs_prepare, {3}, {-7, 0, 7})),
+  EXPECT_EQ((run_unary<int32_t, int32_t>("aten::abs", {3}, {-7, 0, 7})),
             (std::vector<int32_t>{7, 0, 7}));
-  EXPECT_EQ((run_unary<double, double>(abs_prepare, {1}, {-2.25})), (std::vector<double>{2.25}));
-  EXPECT_EQ((run_unary<uint8_t, uint8_t>(abs_prepare, {2}, {200, 0})),
+  EXPECT_EQ((run_unary<double, double>("aten::abs", {1}, {-2.25})), (std::vector<double>{2.25}));
+  EXPECT_EQ((run_unary<uint8_t, uint8_t>("aten::abs", {2}, {200, 0})),
             (std::vector<uint8_t>{200, 0}));
 }
 
 TEST(OpAbs, MostNegativeIntegerWrapsToItselfLikeTorch) {
-  EXPECT_EQ((run_unary<int32_t, int32_t>(abs_prepare, {1}, {INT32_MIN})),
+  EXPECT_EQ((run_unary<int32_t, int32_t>("aten::abs", {1}, {INT32_MIN})),
             (std::vector<int32_t>{INT32_MIN}));
-  EXPECT_EQ((run_unary<int8_t, int8_t>(abs_prepare, {2}, {-128, -127})),
+  EXPECT_EQ((run_unary<int8_t, int8_t>("aten::abs", {2}, {-128, -127})),
             (std::vector<int8_t>{-128, 127}));
 }
 
 TEST(OpAbs, RejectsBoolAndOutDtypeChange) {
   KernelHarness h;
   EXPECT_EQ(
-      h.prepare_only(abs_prepare, {h.bool_tensor({1}, {1}), h.empty_of(ScalarType::Bool, {1})}),
+      h.prepare_only("aten::abs", {h.bool_tensor({1}, {1}), h.empty_of(ScalarType::Bool, {1})}),
       Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(abs_prepare, {h.tensor<int32_t>({1}, {1}), h.empty<float>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::abs", {h.tensor<int32_t>({1}, {1}), h.empty<float>({1})}),
             Error::InvalidProgram);
 }
 
 TEST(OpNeg, NegatesFloatAndWrapsIntegers) {
-  expect_close(run_unary<float, float>(neg_prepare, {3}, {1.5f, -2, 0}), {-1.5, 2, 0});
-  EXPECT_EQ((run_unary<int64_t, int64_t>(neg_prepare, {2}, {5, INT64_MIN})),
+  expect_close(run_unary<float, float>("aten::neg", {3}, {1.5f, -2, 0}), {-1.5, 2, 0});
+  EXPECT_EQ((run_unary<int64_t, int64_t>("aten::neg", {2}, {5, INT64_MIN})),
             (std::vector<int64_t>{-5, INT64_MIN}));
-  EXPECT_EQ((run_unary<uint8_t, uint8_t>(neg_prepare, {3}, {1, 2, 0})),
+  EXPECT_EQ((run_unary<uint8_t, uint8_t>("aten::neg", {3}, {1, 2, 0})),
             (std::vector<uint8_t>{255, 254, 0}));
 }
 
 TEST(OpNeg, RejectsBool) {
   KernelHarness h;
   EXPECT_EQ(
-      h.prepare_only(neg_prepare, {h.bool_tensor({1}, {1}), h.empty_of(ScalarType::Bool, {1})}),
+      h.prepare_only("aten::neg", {h.bool_tensor({1}, {1}), h.empty_of(ScalarType::Bool, {1})}),
       Error::OperatorMissing);
 }
 
@@ -217,39 +215,39 @@ TEST(OpNeg, RejectsBool) {
 
 TEST(OpFloorCeil, RoundDownAndUp) {
   const std::vector<float> xs = {-1.5f, -0.5f, 0.5f, 1.5f, 2, -kInfF};
-  expect_close(run_unary<float, float>(floor_prepare, {6}, xs), {-2, -1, 0, 1, 2, -kInf});
-  expect_close(run_unary<float, float>(ceil_prepare, {6}, xs), {-1, -0.0, 1, 2, 2, -kInf});
-  EXPECT_EQ((run_unary<double, double>(floor_prepare, {1}, {-0.25})), (std::vector<double>{-1}));
+  expect_close(run_unary<float, float>("aten::floor", {6}, xs), {-2, -1, 0, 1, 2, -kInf});
+  expect_close(run_unary<float, float>("aten::ceil", {6}, xs), {-1, -0.0, 1, 2, 2, -kInf});
+  EXPECT_EQ((run_unary<double, double>("aten::floor", {1}, {-0.25})), (std::vector<double>{-1}));
 }
 
 TEST(OpFloorCeil, CopyIntegersUnchanged) {
   const std::vector<int64_t> xs = {-3, 0, INT64_MAX};
-  EXPECT_EQ((run_unary<int64_t, int64_t>(floor_prepare, {3}, xs)), xs);
-  EXPECT_EQ((run_unary<int64_t, int64_t>(ceil_prepare, {3}, xs)), xs);
-  EXPECT_EQ((run_unary<uint8_t, uint8_t>(ceil_prepare, {2}, {0, 255})),
+  EXPECT_EQ((run_unary<int64_t, int64_t>("aten::floor", {3}, xs)), xs);
+  EXPECT_EQ((run_unary<int64_t, int64_t>("aten::ceil", {3}, xs)), xs);
+  EXPECT_EQ((run_unary<uint8_t, uint8_t>("aten::ceil", {2}, {0, 255})),
             (std::vector<uint8_t>{0, 255}));
 }
 
 TEST(OpRound, RoundsHalfToEven) {
   const std::vector<float> xs = {0.5f,  1.5f,       2.5f,        -0.5f, -1.5f,
                                  -2.5f, 2.4999998f, 0.49999997f, -0.4f, 3.7f};
-  expect_close(run_unary<float, float>(round_prepare, {10}, xs),
+  expect_close(run_unary<float, float>("aten::round", {10}, xs),
                {0, 2, 2, -0.0, -2, -2, 2, 0, -0.0, 4});
-  EXPECT_EQ((run_unary<double, double>(round_prepare, {3}, {4.5, 5.5, -7.5})),
+  EXPECT_EQ((run_unary<double, double>("aten::round", {3}, {4.5, 5.5, -7.5})),
             (std::vector<double>{4, 6, -8}));
 }
 
 TEST(OpRound, KeepsLargeInfiniteNaNAndSignedZero) {
-  auto r = run_unary<float, float>(round_prepare, {5}, {8388609.0f, 1e30f, kInfF, kNaNF, -0.25f});
+  auto r = run_unary<float, float>("aten::round", {5}, {8388609.0f, 1e30f, kInfF, kNaNF, -0.25f});
   expect_close(r, {8388609.0, 1e30, kInf, kNaN, 0});
   EXPECT_TRUE(std::signbit(r[4])) << "round(-0.25) is -0, as torch";
 }
 
 TEST(OpRound, CopiesIntegersAndRejectsBool) {
-  EXPECT_EQ((run_unary<int32_t, int32_t>(round_prepare, {2}, {-5, 5})),
+  EXPECT_EQ((run_unary<int32_t, int32_t>("aten::round", {2}, {-5, 5})),
             (std::vector<int32_t>{-5, 5}));
   KernelHarness h;
-  for (PrepareFn p : {round_prepare, floor_prepare, ceil_prepare}) {
+  for (const char* p : {"aten::round", "aten::floor", "aten::ceil"}) {
     EXPECT_EQ(h.prepare_only(p, {h.bool_tensor({1}, {1}), h.empty_of(ScalarType::Bool, {1})}),
               Error::OperatorMissing);
     EXPECT_EQ(h.prepare_only(p, {h.tensor<int32_t>({1}, {1}), h.empty<float>({1})}),
@@ -266,7 +264,7 @@ std::vector<Out> run_pow_scalar(std::vector<In> xs, EValue* (*exponent)(KernelHa
   KernelHarness h;
   const int64_t n = static_cast<int64_t>(xs.size());
   EValue* out = h.empty<Out>({n});
-  EXPECT_EQ(h.call(pow_tensor_scalar_prepare, {h.tensor<In>({n}, xs), exponent(h), out}),
+  EXPECT_EQ(h.call("aten::pow.Tensor_Scalar", {h.tensor<In>({n}, xs), exponent(h), out}),
             Error::Ok);
   return h.values<Out>(out);
 }
@@ -277,7 +275,7 @@ TEST(OpPow, TensorScalarMatchesStdPowForSpecialAndGeneralExponents) {
     SCOPED_TRACE(e);
     KernelHarness h;
     EValue* out = h.empty<float>({600});
-    ASSERT_EQ(h.call(pow_tensor_scalar_prepare, {h.tensor<float>({600}, xs), h.d(e), out}),
+    ASSERT_EQ(h.call("aten::pow.Tensor_Scalar", {h.tensor<float>({600}, xs), h.d(e), out}),
               Error::Ok);
     expect_close(h.values<float>(out), map_double(xs, [e](double x) { return std::pow(x, e); }));
   }
@@ -318,7 +316,7 @@ TEST(OpPow, TensorScalarPromotesLikeTorch) {
                {2, M_SQRT2});
   KernelHarness h;
   EValue* out = h.empty<int64_t>({2});
-  ASSERT_EQ(h.call(pow_tensor_scalar_prepare, {h.bool_tensor({2}, {1, 0}), h.i(2), out}),
+  ASSERT_EQ(h.call("aten::pow.Tensor_Scalar", {h.bool_tensor({2}, {1, 0}), h.i(2), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(out), (std::vector<int64_t>{1, 0}));
 }
@@ -326,16 +324,16 @@ TEST(OpPow, TensorScalarPromotesLikeTorch) {
 TEST(OpPow, TensorScalarRejectsNegativeIntegerExponentOverflowAndBool) {
   KernelHarness h;
   EValue* xi = h.tensor<int32_t>({2}, {1, 2});
-  EXPECT_EQ(h.prepare_only(pow_tensor_scalar_prepare, {xi, h.i(-1), h.empty<int32_t>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::pow.Tensor_Scalar", {xi, h.i(-1), h.empty<int32_t>({2})}),
             Error::InvalidProgram);
   EValue* x8 = h.tensor<int8_t>({2}, {1, 2});
-  EXPECT_EQ(h.prepare_only(pow_tensor_scalar_prepare, {x8, h.i(300), h.empty<int8_t>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::pow.Tensor_Scalar", {x8, h.i(300), h.empty<int8_t>({2})}),
             Error::InvalidProgram);
   EValue* xb = h.bool_tensor({2}, {1, 0});
   EXPECT_EQ(
-      h.prepare_only(pow_tensor_scalar_prepare, {xb, h.b(true), h.empty_of(ScalarType::Bool, {2})}),
+      h.prepare_only("aten::pow.Tensor_Scalar", {xb, h.b(true), h.empty_of(ScalarType::Bool, {2})}),
       Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(pow_tensor_scalar_prepare, {xi, h.d(0.5), h.empty<int32_t>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::pow.Tensor_Scalar", {xi, h.d(0.5), h.empty<int32_t>({2})}),
             Error::InvalidProgram);  // out must be float32
 }
 
@@ -344,7 +342,7 @@ TEST(OpPow, TensorTensorBroadcastsFloat) {
   const std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {2, 0.5f, -1};
   EValue* out = h.empty<float>({2, 3});
   ASSERT_EQ(
-      h.call(pow_tensor_tensor_prepare, {h.tensor<float>({2, 3}, a), h.tensor<float>({3}, b), out}),
+      h.call("aten::pow.Tensor_Tensor", {h.tensor<float>({2, 3}, a), h.tensor<float>({3}, b), out}),
       Error::Ok);
   expect_close(h.values<float>(out), {1, std::sqrt(2.0), 1 / 3.0, 16, std::sqrt(5.0), 1 / 6.0});
 }
@@ -353,7 +351,7 @@ TEST(OpPow, TensorTensorNegativeIntegerExponentsGiveAtenValues) {
   KernelHarness h;
   EValue* out = h.empty<int64_t>({6});
   ASSERT_EQ(
-      h.call(pow_tensor_tensor_prepare, {h.tensor<int64_t>({6}, {1, -1, -1, 2, 0, -3}),
+      h.call("aten::pow.Tensor_Tensor", {h.tensor<int64_t>({6}, {1, -1, -1, 2, 0, -3}),
                                          h.tensor<int64_t>({6}, {-1, -2, -3, -1, -1, 3}), out}),
       Error::Ok);
   EXPECT_EQ(h.values<int64_t>(out), (std::vector<int64_t>{1, 1, -1, 0, 0, -27}));
@@ -362,7 +360,7 @@ TEST(OpPow, TensorTensorNegativeIntegerExponentsGiveAtenValues) {
 TEST(OpPow, TensorTensorPromotesIntBaseWithFloatExponent) {
   KernelHarness h;
   EValue* out = h.empty<float>({2});
-  ASSERT_EQ(h.call(pow_tensor_tensor_prepare,
+  ASSERT_EQ(h.call("aten::pow.Tensor_Tensor",
                    {h.tensor<int32_t>({2}, {4, 9}), h.tensor<float>({}, {0.5f}), out}),
             Error::Ok);
   expect_close(h.values<float>(out), {2, 3});
@@ -371,9 +369,9 @@ TEST(OpPow, TensorTensorPromotesIntBaseWithFloatExponent) {
 TEST(OpPow, TensorTensorRejectsBoolAndBadBroadcast) {
   KernelHarness h;
   EValue* b = h.bool_tensor({2}, {1, 0});
-  EXPECT_EQ(h.prepare_only(pow_tensor_tensor_prepare, {b, b, h.empty_of(ScalarType::Bool, {2})}),
+  EXPECT_EQ(h.prepare_only("aten::pow.Tensor_Tensor", {b, b, h.empty_of(ScalarType::Bool, {2})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(pow_tensor_tensor_prepare,
+  EXPECT_EQ(h.prepare_only("aten::pow.Tensor_Tensor",
                            {h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}),
                             h.tensor<float>({2}, {1, 2}), h.empty<float>({2, 3})}),
             Error::InvalidProgram);
@@ -382,11 +380,11 @@ TEST(OpPow, TensorTensorRejectsBoolAndBadBroadcast) {
 TEST(OpPow, ScalarBaseRaisesToTensor) {
   KernelHarness h;
   EValue* out = h.empty<float>({3});
-  ASSERT_EQ(h.call(pow_scalar_prepare, {h.d(2.0), h.tensor<float>({3}, {3, -1, 0.5f}), out}),
+  ASSERT_EQ(h.call("aten::pow.Scalar", {h.d(2.0), h.tensor<float>({3}, {3, -1, 0.5f}), out}),
             Error::Ok);
   expect_close(h.values<float>(out), {8, 0.5, M_SQRT2});
   EValue* out_i = h.empty<int32_t>({3});  // int 2 ** int32 tensor -> int32; 2 ** -1 -> 0
-  ASSERT_EQ(h.call(pow_scalar_prepare, {h.i(2), h.tensor<int32_t>({3}, {10, -1, 0}), out_i}),
+  ASSERT_EQ(h.call("aten::pow.Scalar", {h.i(2), h.tensor<int32_t>({3}, {10, -1, 0}), out_i}),
             Error::Ok);
   EXPECT_EQ(h.values<int32_t>(out_i), (std::vector<int32_t>{1024, 0, 1}));
 }
@@ -394,7 +392,7 @@ TEST(OpPow, ScalarBaseRaisesToTensor) {
 TEST(OpPow, ScalarOverloadRejectsTensorSelf) {
   KernelHarness h;
   EValue* x = h.tensor<float>({1}, {2});
-  EXPECT_EQ(h.prepare_only(pow_scalar_prepare, {x, x, h.empty<float>({1})}), Error::InvalidProgram);
+  EXPECT_EQ(h.prepare_only("aten::pow.Scalar", {x, x, h.empty<float>({1})}), Error::InvalidProgram);
 }
 
 // ---------------------------------------------------------------------------
@@ -405,16 +403,16 @@ TEST(OpMaximumMinimum, BroadcastAndMatchReference) {
   const std::vector<float> a = {1, -2, 3, 4, -5, 6}, b = {0, 0.5f, 5};  // [2, 3] with [3]
   EValue* mx = h.empty<float>({2, 3});
   EValue* mn = h.empty<float>({2, 3});
-  ASSERT_EQ(h.call(maximum_prepare, {h.tensor<float>({2, 3}, a), h.tensor<float>({3}, b), mx}),
+  ASSERT_EQ(h.call("aten::maximum", {h.tensor<float>({2, 3}, a), h.tensor<float>({3}, b), mx}),
             Error::Ok);
-  ASSERT_EQ(h.call(minimum_prepare, {h.tensor<float>({2, 3}, a), h.tensor<float>({3}, b), mn}),
+  ASSERT_EQ(h.call("aten::minimum", {h.tensor<float>({2, 3}, a), h.tensor<float>({3}, b), mn}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(mx), (std::vector<float>{1, 0.5f, 5, 4, 0.5f, 6}));
   EXPECT_EQ(h.values<float>(mn), (std::vector<float>{0, -2, 3, 0, -5, 5}));
 }
 
 TEST(OpMaximumMinimum, PropagateNaNFromEitherSide) {
-  for (PrepareFn p : {maximum_prepare, minimum_prepare}) {
+  for (const char* p : {"aten::maximum", "aten::minimum"}) {
     KernelHarness h;
     EValue* out = h.empty<float>({3});
     ASSERT_EQ(
@@ -427,7 +425,7 @@ TEST(OpMaximumMinimum, PropagateNaNFromEitherSide) {
 TEST(OpMaximumMinimum, PromoteIntegersAndHandleBool) {
   KernelHarness h;
   EValue* out = h.empty<int16_t>({2});  // int8 with uint8 -> int16
-  ASSERT_EQ(h.call(maximum_prepare,
+  ASSERT_EQ(h.call("aten::maximum",
                    {h.tensor<int8_t>({2}, {1, -1}), h.tensor<uint8_t>({2}, {200, 0}), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int16_t>(out), (std::vector<int16_t>{200, 0}));
@@ -435,13 +433,13 @@ TEST(OpMaximumMinimum, PromoteIntegersAndHandleBool) {
   EValue* bmin = h.empty_of(ScalarType::Bool, {4});
   EValue* x = h.bool_tensor({4}, {0, 0, 1, 1});
   EValue* y = h.bool_tensor({4}, {0, 1, 0, 1});
-  ASSERT_EQ(h.call(maximum_prepare, {x, y, bmax}), Error::Ok);
-  ASSERT_EQ(h.call(minimum_prepare, {x, y, bmin}), Error::Ok);
+  ASSERT_EQ(h.call("aten::maximum", {x, y, bmax}), Error::Ok);
+  ASSERT_EQ(h.call("aten::minimum", {x, y, bmin}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(bmax), (std::vector<uint8_t>{0, 1, 1, 1}));
   EXPECT_EQ(h.values<uint8_t>(bmin), (std::vector<uint8_t>{0, 0, 0, 1}));
   EValue* fo = h.empty<float>({2});  // int64 tensor with a float32 0-d tensor -> float32
   ASSERT_EQ(
-      h.call(minimum_prepare, {h.tensor<int64_t>({2}, {1, 5}), h.tensor<float>({}, {2.5f}), fo}),
+      h.call("aten::minimum", {h.tensor<int64_t>({2}, {1, 5}), h.tensor<float>({}, {2.5f}), fo}),
       Error::Ok);
   EXPECT_EQ(h.values<float>(fo), (std::vector<float>{1, 2.5f}));
 }
@@ -450,8 +448,8 @@ TEST(OpMaximumMinimum, RejectOutDtypeAndShapeMismatch) {
   KernelHarness h;
   EValue* a = h.tensor<int32_t>({2}, {1, 2});
   EValue* f = h.tensor<float>({2}, {1, 2});
-  EXPECT_EQ(h.prepare_only(maximum_prepare, {a, f, h.empty<int32_t>({2})}), Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(minimum_prepare,
+  EXPECT_EQ(h.prepare_only("aten::maximum", {a, f, h.empty<int32_t>({2})}), Error::InvalidProgram);
+  EXPECT_EQ(h.prepare_only("aten::minimum",
                            {a, h.tensor<int32_t>({3}, {1, 2, 3}), h.empty<int32_t>({3})}),
             Error::InvalidProgram);
 }
@@ -483,7 +481,7 @@ TEST(OpClamp, ClampsFloatWithOneOrBothBounds) {
   for (const Case& c : cases) {
     KernelHarness h;
     EValue* out = h.empty<float>({5});
-    ASSERT_EQ(h.call(clamp_prepare, {h.tensor<float>({5}, xs), c.lo(h), c.hi(h), out}), Error::Ok);
+    ASSERT_EQ(h.call("aten::clamp", {h.tensor<float>({5}, xs), c.lo(h), c.hi(h), out}), Error::Ok);
     expect_close(h.values<float>(out), c.want);
   }
 }
@@ -491,7 +489,7 @@ TEST(OpClamp, ClampsFloatWithOneOrBothBounds) {
 TEST(OpClamp, NaNBoundGivesNaNLikeTorch) {
   KernelHarness h;
   EValue* out = h.empty<double>({2});
-  ASSERT_EQ(h.call(clamp_prepare, {h.tensor<double>({2}, {0.5, -1}), h.d(kNaN), h.d(1), out}),
+  ASSERT_EQ(h.call("aten::clamp", {h.tensor<double>({2}, {0.5, -1}), h.d(kNaN), h.d(1), out}),
             Error::Ok);
   expect_close(h.values<double>(out), {kNaN, kNaN});
 }
@@ -500,13 +498,13 @@ TEST(OpClamp, IntegersStayExact) {
   KernelHarness h;
   EValue* out = h.empty<int64_t>({4});
   const int64_t big = (int64_t(1) << 53) + 1;
-  ASSERT_EQ(h.call(clamp_prepare,
+  ASSERT_EQ(h.call("aten::clamp",
                    {h.tensor<int64_t>({4}, {-big, 0, big, 5}), h.i(-big + 2), h.i(big - 2), out}),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(out), (std::vector<int64_t>{-big + 2, 0, big - 2, 5}));
   EValue* out8 = h.empty<uint8_t>({3});
   ASSERT_EQ(
-      h.call(clamp_prepare, {h.tensor<uint8_t>({3}, {1, 100, 250}), h.none(), h.i(200), out8}),
+      h.call("aten::clamp", {h.tensor<uint8_t>({3}, {1, 100, 250}), h.none(), h.i(200), out8}),
       Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(out8), (std::vector<uint8_t>{1, 100, 200}));
 }
@@ -514,32 +512,32 @@ TEST(OpClamp, IntegersStayExact) {
 TEST(OpClamp, PromotesLikeTorch) {
   KernelHarness h;
   EValue* f = h.empty<float>({3});  // int32 clamped to float bounds -> float32
-  ASSERT_EQ(h.call(clamp_prepare, {h.tensor<int32_t>({3}, {-3, 1, 2}), h.d(0.5), h.d(1.5), f}),
+  ASSERT_EQ(h.call("aten::clamp", {h.tensor<int32_t>({3}, {-3, 1, 2}), h.d(0.5), h.d(1.5), f}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(f), (std::vector<float>{0.5f, 1, 1.5f}));
   EValue* l = h.empty<int64_t>({2});  // bool clamped to ints -> int64
-  ASSERT_EQ(h.call(clamp_prepare, {h.bool_tensor({2}, {1, 0}), h.i(0), h.i(1), l}), Error::Ok);
+  ASSERT_EQ(h.call("aten::clamp", {h.bool_tensor({2}, {1, 0}), h.i(0), h.i(1), l}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(l), (std::vector<int64_t>{1, 0}));
 }
 
 TEST(OpClamp, RejectsMissingBoundsOverflowBoolAndOutDtype) {
   KernelHarness h;
   EValue* x = h.tensor<float>({1}, {1});
-  EXPECT_EQ(h.prepare_only(clamp_prepare, {x, h.none(), h.none(), h.empty<float>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::clamp", {x, h.none(), h.none(), h.empty<float>({1})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(clamp_prepare, {x, h.str("0"), h.none(), h.empty<float>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::clamp", {x, h.str("0"), h.none(), h.empty<float>({1})}),
             Error::InvalidProgram);
   EValue* x8 = h.tensor<int8_t>({1}, {1});
-  EXPECT_EQ(h.prepare_only(clamp_prepare, {x8, h.i(-1000), h.i(1000), h.empty<int8_t>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::clamp", {x8, h.i(-1000), h.i(1000), h.empty<int8_t>({1})}),
             Error::InvalidProgram);
   EValue* u8 = h.tensor<uint8_t>({1}, {1});
-  EXPECT_EQ(h.prepare_only(clamp_prepare, {u8, h.i(-1), h.i(5), h.empty<uint8_t>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::clamp", {u8, h.i(-1), h.i(5), h.empty<uint8_t>({1})}),
             Error::InvalidProgram);
   EValue* b = h.bool_tensor({1}, {1});
   EXPECT_EQ(
-      h.prepare_only(clamp_prepare, {b, h.b(false), h.b(true), h.empty_of(ScalarType::Bool, {1})}),
+      h.prepare_only("aten::clamp", {b, h.b(false), h.b(true), h.empty_of(ScalarType::Bool, {1})}),
       Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(clamp_prepare, {x, h.i(0), h.i(1), h.empty<double>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::clamp", {x, h.i(0), h.i(1), h.empty<double>({1})}),
             Error::InvalidProgram);
 }
 
@@ -550,21 +548,21 @@ TEST(OpLeakyRelu, ScalesNegativesOnly) {
   KernelHarness h;
   EValue* out = h.empty<float>({5});
   ASSERT_EQ(
-      h.call(leaky_relu_prepare, {h.tensor<float>({5}, {-2, 0, 3, kNaNF, -kInfF}), h.d(0.1), out}),
+      h.call("aten::leaky_relu", {h.tensor<float>({5}, {-2, 0, 3, kNaNF, -kInfF}), h.d(0.1), out}),
       Error::Ok);
   expect_close(h.values<float>(out), {-0.2, 0, 3, kNaN, -kInf});
   EValue* out64 = h.empty<double>({2});
-  ASSERT_EQ(h.call(leaky_relu_prepare, {h.tensor<double>({2}, {-4, 4}), h.i(-2), out64}),
+  ASSERT_EQ(h.call("aten::leaky_relu", {h.tensor<double>({2}, {-4, 4}), h.i(-2), out64}),
             Error::Ok);
   EXPECT_EQ(h.values<double>(out64), (std::vector<double>{8, 4}));
 }
 
 TEST(OpLeakyRelu, RejectsIntegerInputAndMissingSlope) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(leaky_relu_prepare,
+  EXPECT_EQ(h.prepare_only("aten::leaky_relu",
                            {h.tensor<int32_t>({1}, {1}), h.d(0.1), h.empty<int32_t>({1})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(leaky_relu_prepare,
+  EXPECT_EQ(h.prepare_only("aten::leaky_relu",
                            {h.tensor<float>({1}, {1}), h.none(), h.empty<float>({1})}),
             Error::InvalidProgram);
 }
@@ -577,7 +575,7 @@ TEST(OpElu, MatchesReferenceWithAlphaScaleAndInputScale) {
     KernelHarness h;
     EValue* out = h.empty<float>({300});
     ASSERT_EQ(
-        h.call(elu_prepare, {h.tensor<float>({300}, xs), h.d(p[0]), h.d(p[1]), h.d(p[2]), out}),
+        h.call("aten::elu", {h.tensor<float>({300}, xs), h.d(p[0]), h.d(p[1]), h.d(p[2]), out}),
         Error::Ok);
     expect_close(h.values<float>(out), map_double(xs, [&p](double x) {
                    return x > 0 ? p[1] * x : p[1] * p[0] * (std::exp(x * p[2]) - 1);
@@ -587,7 +585,7 @@ TEST(OpElu, MatchesReferenceWithAlphaScaleAndInputScale) {
 
 TEST(OpElu, RejectsIntegerInput) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(elu_prepare, {h.tensor<int64_t>({1}, {1}), h.i(1), h.i(1), h.i(1),
+  EXPECT_EQ(h.prepare_only("aten::elu", {h.tensor<int64_t>({1}, {1}), h.i(1), h.i(1), h.i(1),
                                          h.empty<int64_t>({1})}),
             Error::OperatorMissing);
 }
@@ -596,17 +594,17 @@ TEST(OpSiluMish, MatchDoubleReference) {
   const auto xs = random_floats(700, -30, 30, 9);
   auto silu = [](double x) { return x / (1 + std::exp(-x)); };
   auto mish = [](double x) { return x * std::tanh(std::log(1 + std::exp(x))); };
-  expect_close(run_unary<float, float>(silu_prepare, {700}, xs), map_double(xs, silu));
-  expect_close(run_unary<float, float>(mish_prepare, {700}, xs), map_double(xs, mish));
+  expect_close(run_unary<float, float>("aten::silu", {700}, xs), map_double(xs, silu));
+  expect_close(run_unary<float, float>("aten::mish", {700}, xs), map_double(xs, mish));
   // limits: exp overflows without producing NaN
-  expect_close(run_unary<float, float>(silu_prepare, {2}, {-200, 200}), {0, 200});
-  expect_close(run_unary<float, float>(mish_prepare, {2}, {-200, 200}), {0, 200});
-  expect_close(run_unary<double, double>(silu_prepare, {1}, {1}), {silu(1)}, 1e-12);
+  expect_close(run_unary<float, float>("aten::silu", {2}, {-200, 200}), {0, 200});
+  expect_close(run_unary<float, float>("aten::mish", {2}, {-200, 200}), {0, 200});
+  expect_close(run_unary<double, double>("aten::silu", {1}, {1}), {silu(1)}, 1e-12);
 }
 
 TEST(OpSiluMish, RejectIntegerInput) {
   KernelHarness h;
-  for (PrepareFn p : {silu_prepare, mish_prepare}) {
+  for (const char* p : {"aten::silu", "aten::mish"}) {
     EXPECT_EQ(h.prepare_only(p, {h.tensor<int32_t>({1}, {1}), h.empty<float>({1})}),
               Error::InvalidProgram);
     EXPECT_EQ(h.prepare_only(p, {h.tensor<int32_t>({1}, {1}), h.empty<int32_t>({1})}),
@@ -620,7 +618,7 @@ TEST(OpSoftplus, MatchesReferenceAboveAndBelowThreshold) {
     SCOPED_TRACE(beta);
     KernelHarness h;
     EValue* out = h.empty<float>({500});
-    ASSERT_EQ(h.call(softplus_prepare, {h.tensor<float>({500}, xs), h.d(beta), h.i(20), out}),
+    ASSERT_EQ(h.call("aten::softplus", {h.tensor<float>({500}, xs), h.d(beta), h.i(20), out}),
               Error::Ok);
     expect_close(h.values<float>(out), map_double(xs, [beta](double x) {
                    return x * beta > 20 ? x : std::log(1 + std::exp(x * beta)) / beta;
@@ -629,7 +627,7 @@ TEST(OpSoftplus, MatchesReferenceAboveAndBelowThreshold) {
   // The threshold switches to the identity: with threshold 0, x = 1 gives exactly 1.
   KernelHarness h;
   EValue* out = h.empty<float>({2});
-  ASSERT_EQ(h.call(softplus_prepare, {h.tensor<float>({2}, {1, -1}), h.i(1), h.i(0), out}),
+  ASSERT_EQ(h.call("aten::softplus", {h.tensor<float>({2}, {1, -1}), h.i(1), h.i(0), out}),
             Error::Ok);
   expect_close(h.values<float>(out), {1, std::log(1 + std::exp(-1.0))});
 }
@@ -637,11 +635,11 @@ TEST(OpSoftplus, MatchesReferenceAboveAndBelowThreshold) {
 TEST(OpSoftplus, RejectsZeroBetaAndIntegerInput) {
   KernelHarness h;
   EValue* x = h.tensor<float>({1}, {1});
-  EXPECT_EQ(h.prepare_only(softplus_prepare, {x, h.i(0), h.i(20), h.empty<float>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::softplus", {x, h.i(0), h.i(20), h.empty<float>({1})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(softplus_prepare, {x, h.d(1e-50), h.i(20), h.empty<float>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::softplus", {x, h.d(1e-50), h.i(20), h.empty<float>({1})}),
             Error::InvalidProgram);  // 0 as float32
-  EXPECT_EQ(h.prepare_only(softplus_prepare,
+  EXPECT_EQ(h.prepare_only("aten::softplus",
                            {h.tensor<int32_t>({1}, {1}), h.i(1), h.i(20), h.empty<int32_t>({1})}),
             Error::OperatorMissing);
 }

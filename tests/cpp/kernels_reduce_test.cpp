@@ -6,15 +6,11 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/ops.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
 namespace {
 
-using portable::any_dim_prepare;
-using portable::mean_dim_prepare;
-using portable::sum_dim_prepare;
 using test::KernelHarness;
 
 // Deterministic values in [-1, 1).
@@ -93,7 +89,7 @@ void check_float_reduction(const std::vector<int64_t>& sizes, uint32_t mask, boo
   EValue* x = h.tensor<float>(sizes, data);
   EValue* y = h.empty<float>(reduced_sizes(sizes, mask, keepdim));
   EValue* dims = h.ints(dims_of(mask, static_cast<int>(sizes.size()), negative_dims));
-  ASSERT_EQ(h.call(mean ? mean_dim_prepare : sum_dim_prepare, {x, dims, h.b(keepdim), h.none(), y}),
+  ASSERT_EQ(h.call(mean ? "aten::mean.dim" : "aten::sum.dim_IntList", {x, dims, h.b(keepdim), h.none(), y}),
             Error::Ok);
   const std::vector<double> want =
       naive_sum(std::vector<double>(data.begin(), data.end()), sizes, mask, mean);
@@ -134,7 +130,7 @@ TEST(OpSum, StaysAccurateOverAMillionElements) {
   for (int64_t i = 0; i < n; ++i) data[i] = 0.1f + static_cast<float>(i % 7) * 1e-3f;
   EValue* x = h.tensor<float>({n}, data);
   EValue* y = h.empty<float>({});
-  ASSERT_EQ(h.call(sum_dim_prepare, {x, h.ints({0}), h.b(false), h.none(), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {x, h.ints({0}), h.b(false), h.none(), y}), Error::Ok);
   double want = 0;
   for (float v : data) want += v;
   EXPECT_NEAR(h.values<float>(y)[0], want, 1e-6 * want);
@@ -144,10 +140,10 @@ TEST(OpSum, NoneOrEmptyDimsReduceEverything) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, {0, 1, 2, 3, 4, 5});
   EValue* y = h.empty<float>({});
-  ASSERT_EQ(h.call(sum_dim_prepare, {x, h.ints({}), h.b(false), h.none(), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {x, h.ints({}), h.b(false), h.none(), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y)[0], 15.f);
   EValue* z = h.empty<float>({1, 1});
-  ASSERT_EQ(h.call(mean_dim_prepare, {x, h.none(), h.b(true), h.none(), z}), Error::Ok);
+  ASSERT_EQ(h.call("aten::mean.dim", {x, h.none(), h.b(true), h.none(), z}), Error::Ok);
   EXPECT_EQ(h.values<float>(z)[0], 2.5f);
 }
 
@@ -155,20 +151,20 @@ TEST(OpSum, ReducesZeroDAndEmptyTensors) {
   KernelHarness h;
   EValue* s = h.tensor<float>({}, {4.5f});
   EValue* t = h.empty<float>({});
-  ASSERT_EQ(h.call(sum_dim_prepare, {s, h.ints({0}), h.b(false), h.none(), t}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {s, h.ints({0}), h.b(false), h.none(), t}), Error::Ok);
   EXPECT_EQ(h.values<float>(t)[0], 4.5f);
   // sum over an empty dim is 0, mean is NaN (as torch)
   EValue* e = h.empty<float>({2, 0});
   EValue* sum = h.empty<float>({2});
-  ASSERT_EQ(h.call(sum_dim_prepare, {e, h.ints({1}), h.b(false), h.none(), sum}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {e, h.ints({1}), h.b(false), h.none(), sum}), Error::Ok);
   EXPECT_EQ(h.values<float>(sum), (std::vector<float>{0, 0}));
   EValue* mean = h.empty<float>({2});
-  ASSERT_EQ(h.call(mean_dim_prepare, {e, h.ints({1}), h.b(false), h.none(), mean}), Error::Ok);
+  ASSERT_EQ(h.call("aten::mean.dim", {e, h.ints({1}), h.b(false), h.none(), mean}), Error::Ok);
   EXPECT_TRUE(std::isnan(h.values<float>(mean)[0]));
   EXPECT_TRUE(std::isnan(h.values<float>(mean)[1]));
   // keeping the empty dim: nothing to write
   EValue* none = h.empty<float>({0});
-  EXPECT_EQ(h.call(sum_dim_prepare, {e, h.ints({0}), h.b(false), h.none(), none}), Error::Ok);
+  EXPECT_EQ(h.call("aten::sum.dim_IntList", {e, h.ints({0}), h.b(false), h.none(), none}), Error::Ok);
 }
 
 // --- sum over other dtypes ---
@@ -177,27 +173,27 @@ TEST(OpSum, SumsIntegersAndBoolsToInt64) {
   KernelHarness h;
   EValue* a = h.tensor<int32_t>({2, 3}, {1, -2, 3, 2000000000, 2000000000, 1});
   EValue* ya = h.empty<int64_t>({2});
-  ASSERT_EQ(h.call(sum_dim_prepare, {a, h.ints({-1}), h.b(false), h.none(), ya}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {a, h.ints({-1}), h.b(false), h.none(), ya}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(ya), (std::vector<int64_t>{2, 4000000001LL}));
 
   EValue* b = h.bool_tensor({2, 3}, {1, 0, 1, 1, 1, 1});
   EValue* yb = h.empty<int64_t>({3});
-  ASSERT_EQ(h.call(sum_dim_prepare, {b, h.ints({0}), h.b(false), h.none(), yb}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {b, h.ints({0}), h.b(false), h.none(), yb}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(yb), (std::vector<int64_t>{2, 1, 2}));
 
   EValue* c = h.tensor<int64_t>({4}, {-5, 7, 1LL << 40, 3});
   EValue* yc = h.empty<int64_t>({1});
-  ASSERT_EQ(h.call(sum_dim_prepare, {c, h.none(), h.b(true), h.none(), yc}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {c, h.none(), h.b(true), h.none(), yc}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(yc)[0], 5 + (1LL << 40));
 
   EValue* u = h.tensor<uint8_t>({3}, {200, 100, 255});
   EValue* yu = h.empty<int64_t>({});
-  ASSERT_EQ(h.call(sum_dim_prepare, {u, h.ints({0}), h.b(false), h.none(), yu}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {u, h.ints({0}), h.b(false), h.none(), yu}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(yu)[0], 555);
 
   EValue* i8 = h.tensor<int8_t>({3}, {-100, -100, 5});
   EValue* y8 = h.empty<int64_t>({});
-  ASSERT_EQ(h.call(sum_dim_prepare, {i8, h.ints({0}), h.b(false), h.none(), y8}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {i8, h.ints({0}), h.b(false), h.none(), y8}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(y8)[0], -195);
 }
 
@@ -205,38 +201,38 @@ TEST(OpSum, HonoursExplicitDtype) {
   KernelHarness h;
   EValue* a = h.tensor<int32_t>({3}, {1, 2, 3});
   EValue* ya = h.empty<int32_t>({});
-  ASSERT_EQ(h.call(sum_dim_prepare, {a, h.ints({0}), h.b(false), h.i(int(ScalarType::Int32)), ya}),
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {a, h.ints({0}), h.b(false), h.i(int(ScalarType::Int32)), ya}),
             Error::Ok);
   EXPECT_EQ(h.values<int32_t>(ya)[0], 6);
   EValue* f = h.tensor<float>({2}, {0.5f, 0.25f});
   EValue* yf = h.empty<double>({});
-  ASSERT_EQ(h.call(mean_dim_prepare, {f, h.ints({0}), h.b(false), h.i(int(ScalarType::Float64)), yf}),
+  ASSERT_EQ(h.call("aten::mean.dim", {f, h.ints({0}), h.b(false), h.i(int(ScalarType::Float64)), yf}),
             Error::Ok);
   EXPECT_EQ(h.values<double>(yf)[0], 0.375);
   EValue* d = h.tensor<double>({2, 2}, {1e-20, 1.0, 2.0, -1.0});
   EValue* yd = h.empty<double>({2});
-  ASSERT_EQ(h.call(sum_dim_prepare, {d, h.ints({0}), h.b(false), h.none(), yd}), Error::Ok);
+  ASSERT_EQ(h.call("aten::sum.dim_IntList", {d, h.ints({0}), h.b(false), h.none(), yd}), Error::Ok);
   EXPECT_EQ(h.values<double>(yd), (std::vector<double>{2.0, 0.0}));
 }
 
 TEST(OpSum, RejectsBadDimsWrongOutAndUnsupportedDtypes) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, {0, 1, 2, 3, 4, 5});
-  EXPECT_EQ(h.prepare_only(sum_dim_prepare, {x, h.ints({1, -1}), h.b(false), h.none(), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::sum.dim_IntList", {x, h.ints({1, -1}), h.b(false), h.none(), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(sum_dim_prepare, {x, h.ints({2}), h.b(false), h.none(), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::sum.dim_IntList", {x, h.ints({2}), h.b(false), h.none(), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(sum_dim_prepare, {x, h.ints({1}), h.b(true), h.none(), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::sum.dim_IntList", {x, h.ints({1}), h.b(true), h.none(), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(sum_dim_prepare, {x, h.ints({1}), h.b(false), h.none(), h.empty<double>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::sum.dim_IntList", {x, h.ints({1}), h.b(false), h.none(), h.empty<double>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(sum_dim_prepare, {x, h.ints({1}), h.b(false), h.i(int(ScalarType::Int64)),
+  EXPECT_EQ(h.prepare_only("aten::sum.dim_IntList", {x, h.ints({1}), h.b(false), h.i(int(ScalarType::Int64)),
                                              h.empty<int64_t>({2})}),
             Error::OperatorMissing);
   EValue* i = h.tensor<int64_t>({2}, {1, 2});
-  EXPECT_EQ(h.prepare_only(mean_dim_prepare, {i, h.ints({0}), h.b(false), h.none(), h.empty<int64_t>({})}),
+  EXPECT_EQ(h.prepare_only("aten::mean.dim", {i, h.ints({0}), h.b(false), h.none(), h.empty<int64_t>({})}),
             Error::InvalidProgram);  // mean of an integer tensor needs a floating dtype
-  EXPECT_EQ(h.prepare_only(sum_dim_prepare, {i, h.ints({0}), h.b(false), h.none(), h.empty<int32_t>({})}),
+  EXPECT_EQ(h.prepare_only("aten::sum.dim_IntList", {i, h.ints({0}), h.b(false), h.none(), h.empty<int32_t>({})}),
             Error::InvalidProgram);  // int sums to int64
 }
 
@@ -247,10 +243,10 @@ TEST(OpAny, ReducesMiddleAndLastDims) {
   // [2, 3, 2]
   EValue* x = h.tensor<float>({2, 3, 2}, {0, 0, 0, 1, 0, 0, /**/ 0, 0, 0, 0, 2, 3});
   EValue* y = h.empty_of(ScalarType::Bool, {2, 2});
-  ASSERT_EQ(h.call(any_dim_prepare, {x, h.i(1), h.b(false), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::any.dim", {x, h.i(1), h.b(false), y}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(y), (std::vector<uint8_t>{0, 1, 1, 1}));
   EValue* z = h.empty_of(ScalarType::Bool, {2, 3, 1});
-  ASSERT_EQ(h.call(any_dim_prepare, {x, h.i(-1), h.b(true), z}), Error::Ok);
+  ASSERT_EQ(h.call("aten::any.dim", {x, h.i(-1), h.b(true), z}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(z), (std::vector<uint8_t>{0, 1, 0, 0, 0, 1}));
 }
 
@@ -259,7 +255,7 @@ TEST(OpAny, TreatsNegativeZeroAsZeroAndNanAsNonzero) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EValue* x = h.tensor<double>({3, 2}, {-0.0, 0.0, nan, 0.0, 0.0, -1e-300});
   EValue* y = h.empty_of(ScalarType::Bool, {3});
-  ASSERT_EQ(h.call(any_dim_prepare, {x, h.i(1), h.b(false), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::any.dim", {x, h.i(1), h.b(false), y}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(y), (std::vector<uint8_t>{0, 1, 1}));
 }
 
@@ -267,30 +263,30 @@ TEST(OpAny, KeepsUint8DtypeAndReducesBoolAndInt64) {
   KernelHarness h;
   EValue* u = h.tensor<uint8_t>({2, 2}, {0, 7, 0, 0});
   EValue* yu = h.empty<uint8_t>({2});
-  ASSERT_EQ(h.call(any_dim_prepare, {u, h.i(1), h.b(false), yu}), Error::Ok);
+  ASSERT_EQ(h.call("aten::any.dim", {u, h.i(1), h.b(false), yu}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(yu), (std::vector<uint8_t>{1, 0}));
   EValue* b = h.bool_tensor({2, 2}, {0, 1, 0, 0});
   EValue* yb = h.empty_of(ScalarType::Bool, {2});
-  ASSERT_EQ(h.call(any_dim_prepare, {b, h.i(0), h.b(false), yb}), Error::Ok);
+  ASSERT_EQ(h.call("aten::any.dim", {b, h.i(0), h.b(false), yb}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(yb), (std::vector<uint8_t>{0, 1}));
   EValue* l = h.tensor<int64_t>({3}, {0, 1LL << 40, 0});
   EValue* yl = h.empty_of(ScalarType::Bool, {});
-  ASSERT_EQ(h.call(any_dim_prepare, {l, h.i(0), h.b(false), yl}), Error::Ok);
+  ASSERT_EQ(h.call("aten::any.dim", {l, h.i(0), h.b(false), yl}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(yl)[0], 1);
   EValue* s = h.tensor<int32_t>({}, {0});
   EValue* ys = h.empty_of(ScalarType::Bool, {});
-  ASSERT_EQ(h.call(any_dim_prepare, {s, h.i(-1), h.b(false), ys}), Error::Ok);
+  ASSERT_EQ(h.call("aten::any.dim", {s, h.i(-1), h.b(false), ys}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(ys)[0], 0);
 }
 
 TEST(OpAny, RejectsWrongOutDtypeShapeAndDim) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 2}, {0, 1, 0, 0});
-  EXPECT_EQ(h.prepare_only(any_dim_prepare, {x, h.i(1), h.b(false), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::any.dim", {x, h.i(1), h.b(false), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(any_dim_prepare, {x, h.i(1), h.b(true), h.empty_of(ScalarType::Bool, {2})}),
+  EXPECT_EQ(h.prepare_only("aten::any.dim", {x, h.i(1), h.b(true), h.empty_of(ScalarType::Bool, {2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(any_dim_prepare, {x, h.i(2), h.b(false), h.empty_of(ScalarType::Bool, {2})}),
+  EXPECT_EQ(h.prepare_only("aten::any.dim", {x, h.i(2), h.b(false), h.empty_of(ScalarType::Bool, {2})}),
             Error::InvalidProgram);
 }
 

@@ -10,25 +10,11 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/ops.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
 namespace {
 
-using portable::amax_prepare;
-using portable::amin_prepare;
-using portable::argmax_prepare;
-using portable::argmin_prepare;
-using portable::constant_pad_nd_prepare;
-using portable::index_select_prepare;
-using portable::index_tensor_prepare;
-using portable::max_dim_prepare;
-using portable::min_dim_prepare;
-using portable::native_group_norm_prepare;
-using portable::split_with_sizes_prepare;
-using portable::upsample_bilinear2d_vec_prepare;
-using portable::upsample_nearest2d_vec_prepare;
 using test::KernelHarness;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -67,7 +53,7 @@ TEST(OpSplitWithSizes, SplitsLastDimIntoUnevenAndEmptyItems) {
   EValue* a = h.empty<float>({2, 2});
   EValue* b = h.empty<float>({2, 0});
   EValue* c = h.empty<float>({2, 3});
-  ASSERT_EQ(h.call(split_with_sizes_prepare, {x, h.ints({2, 0, 3}), h.i(-1), h.tensors({a, b, c})}),
+  ASSERT_EQ(h.call("aten::split_with_sizes", {x, h.ints({2, 0, 3}), h.i(-1), h.tensors({a, b, c})}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(a), (std::vector<float>{0, 1, 5, 6}));
   EXPECT_EQ(h.values<float>(c), (std::vector<float>{2, 3, 4, 7, 8, 9}));
@@ -79,7 +65,7 @@ TEST(OpSplitWithSizes, SplitsMiddleAndFirstDims) {
   EValue* x = h.tensor<int64_t>({2, 3, 2}, iota_as<int64_t>(12));
   EValue* a = h.empty<int64_t>({2, 1, 2});
   EValue* b = h.empty<int64_t>({2, 2, 2});
-  ASSERT_EQ(h.call(split_with_sizes_prepare, {x, h.ints({1, 2}), h.i(1), h.tensors({a, b})}),
+  ASSERT_EQ(h.call("aten::split_with_sizes", {x, h.ints({1, 2}), h.i(1), h.tensors({a, b})}),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(a), (std::vector<int64_t>{0, 1, 6, 7}));
   EXPECT_EQ(h.values<int64_t>(b), (std::vector<int64_t>{2, 3, 4, 5, 8, 9, 10, 11}));
@@ -87,7 +73,7 @@ TEST(OpSplitWithSizes, SplitsMiddleAndFirstDims) {
   EValue* y = h.tensor<uint8_t>({3, 2}, iota_as<uint8_t>(6));
   EValue* p = h.empty<uint8_t>({1, 2});
   EValue* q = h.empty<uint8_t>({2, 2});
-  ASSERT_EQ(h.call(split_with_sizes_prepare, {y, h.ints({1, 2}), h.i(0), h.tensors({p, q})}),
+  ASSERT_EQ(h.call("aten::split_with_sizes", {y, h.ints({1, 2}), h.i(0), h.tensors({p, q})}),
             Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(p), (std::vector<uint8_t>{0, 1}));
   EXPECT_EQ(h.values<uint8_t>(q), (std::vector<uint8_t>{2, 3, 4, 5}));
@@ -99,26 +85,26 @@ TEST(OpSplitWithSizes, RejectsBadSizesItemCountItemShapeAndZeroD) {
   auto items = [&](int64_t s0, int64_t s1) {
     return h.tensors({h.empty<float>({2, s0}), h.empty<float>({2, s1})});
   };
-  EXPECT_EQ(h.prepare_only(split_with_sizes_prepare, {x, h.ints({2, 2}), h.i(1), items(2, 2)}),
+  EXPECT_EQ(h.prepare_only("aten::split_with_sizes", {x, h.ints({2, 2}), h.i(1), items(2, 2)}),
             Error::InvalidProgram);  // adds up to 4, not 5
-  EXPECT_EQ(h.prepare_only(split_with_sizes_prepare, {x, h.ints({6, -1}), h.i(1), items(2, 3)}),
+  EXPECT_EQ(h.prepare_only("aten::split_with_sizes", {x, h.ints({6, -1}), h.i(1), items(2, 3)}),
             Error::InvalidProgram);  // negative size
-  EXPECT_EQ(h.prepare_only(split_with_sizes_prepare, {x, h.ints({2, 3}), h.i(1), items(3, 2)}),
+  EXPECT_EQ(h.prepare_only("aten::split_with_sizes", {x, h.ints({2, 3}), h.i(1), items(3, 2)}),
             Error::InvalidProgram);  // items in the wrong order
-  EXPECT_EQ(h.prepare_only(split_with_sizes_prepare,
+  EXPECT_EQ(h.prepare_only("aten::split_with_sizes",
                            {x, h.ints({2, 3}), h.i(1), h.tensors({h.empty<float>({2, 5})})}),
             Error::InvalidProgram);  // one item for two sizes
-  EXPECT_EQ(h.prepare_only(split_with_sizes_prepare, {x, h.ints({2, 3}), h.i(2), items(2, 3)}),
+  EXPECT_EQ(h.prepare_only("aten::split_with_sizes", {x, h.ints({2, 3}), h.i(2), items(2, 3)}),
             Error::InvalidProgram);  // dim out of range
-  EXPECT_EQ(h.prepare_only(split_with_sizes_prepare,
+  EXPECT_EQ(h.prepare_only("aten::split_with_sizes",
                            {x, h.ints({2, 3}), h.i(1),
                             h.tensors({h.empty<float>({2, 2}), h.empty<int32_t>({2, 3})})}),
             Error::InvalidProgram);  // item dtype
-  EXPECT_EQ(h.prepare_only(split_with_sizes_prepare,
+  EXPECT_EQ(h.prepare_only("aten::split_with_sizes",
                            {h.tensor<float>({}, {1}), h.ints({1}), h.i(0),
                             h.tensors({h.empty<float>({})})}),
             Error::InvalidProgram);  // 0-d self
-  EXPECT_EQ(h.prepare_only(split_with_sizes_prepare, {x, h.ints({2, 3}), h.i(1), h.empty<float>({2, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::split_with_sizes", {x, h.ints({2, 3}), h.i(1), h.empty<float>({2, 2})}),
             Error::InvalidProgram);  // out is not a list
 }
 
@@ -128,7 +114,7 @@ TEST(OpUpsampleNearest2d, ScaleTwoRepeatsEachPixelTwice) {
   KernelHarness h;
   EValue* x = h.tensor<float>({1, 1, 2, 2}, {1, 2, 3, 4});
   EValue* y = h.empty<float>({1, 1, 4, 4});
-  ASSERT_EQ(h.call(upsample_nearest2d_vec_prepare, {x, h.none(), h.doubles({2.0, 2.0}), y}),
+  ASSERT_EQ(h.call("aten::upsample_nearest2d.vec", {x, h.none(), h.doubles({2.0, 2.0}), y}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(y), (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
 }
@@ -139,12 +125,12 @@ TEST(OpUpsampleNearest2d, FractionalScaleSamplesWithOneOverScaleNotSizeRatio) {
   KernelHarness h;
   EValue* x = h.tensor<int64_t>({1, 1, 1, 5}, {10, 11, 12, 13, 14});
   EValue* y = h.empty<int64_t>({1, 1, 1, 8});
-  ASSERT_EQ(h.call(upsample_nearest2d_vec_prepare, {x, h.none(), h.doubles({1.0, 1.7}), y}),
+  ASSERT_EQ(h.call("aten::upsample_nearest2d.vec", {x, h.none(), h.doubles({1.0, 1.7}), y}),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(y), (std::vector<int64_t>{10, 10, 11, 11, 12, 12, 13, 14}));
   // The same sizes from output_size use 5 / 8.
   EValue* z = h.empty<int64_t>({1, 1, 1, 8});
-  ASSERT_EQ(h.call(upsample_nearest2d_vec_prepare, {x, h.ints({1, 8}), h.none(), z}), Error::Ok);
+  ASSERT_EQ(h.call("aten::upsample_nearest2d.vec", {x, h.ints({1, 8}), h.none(), z}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(z), (std::vector<int64_t>{10, 10, 11, 11, 12, 13, 13, 14}));
 }
 
@@ -153,7 +139,7 @@ TEST(OpUpsampleNearest2d, DownsamplesEveryPlaneOfUint8) {
   KernelHarness h;
   EValue* x = h.tensor<uint8_t>({2, 1, 4, 4}, iota_as<uint8_t>(32));
   EValue* y = h.empty<uint8_t>({2, 1, 2, 3});
-  ASSERT_EQ(h.call(upsample_nearest2d_vec_prepare, {x, h.ints({2, 3}), h.none(), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::upsample_nearest2d.vec", {x, h.ints({2, 3}), h.none(), y}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(y),
             (std::vector<uint8_t>{0, 1, 2, 8, 9, 10, 16, 17, 18, 24, 25, 26}));
 }
@@ -162,27 +148,27 @@ TEST(OpUpsampleNearest2d, RejectsBothOrNeitherSizeBadScaleWrongOutAndRank) {
   KernelHarness h;
   EValue* x = h.tensor<float>({1, 1, 2, 2}, {1, 2, 3, 4});
   auto out = [&] { return h.empty<float>({1, 1, 4, 4}); };
-  EXPECT_EQ(h.prepare_only(upsample_nearest2d_vec_prepare, {x, h.none(), h.none(), out()}),
+  EXPECT_EQ(h.prepare_only("aten::upsample_nearest2d.vec", {x, h.none(), h.none(), out()}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(upsample_nearest2d_vec_prepare,
+  EXPECT_EQ(h.prepare_only("aten::upsample_nearest2d.vec",
                            {x, h.ints({4, 4}), h.doubles({2.0, 2.0}), out()}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(upsample_nearest2d_vec_prepare, {x, h.none(), h.doubles({2.0}), out()}),
+  EXPECT_EQ(h.prepare_only("aten::upsample_nearest2d.vec", {x, h.none(), h.doubles({2.0}), out()}),
             Error::InvalidProgram);
   for (double bad : {0.0, -2.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e300}) {
-    EXPECT_EQ(h.prepare_only(upsample_nearest2d_vec_prepare,
+    EXPECT_EQ(h.prepare_only("aten::upsample_nearest2d.vec",
                              {x, h.none(), h.doubles({2.0, bad}), out()}),
               Error::InvalidProgram)
         << bad;
   }
-  EXPECT_EQ(h.prepare_only(upsample_nearest2d_vec_prepare, {x, h.ints({0, 4}), h.none(), out()}),
+  EXPECT_EQ(h.prepare_only("aten::upsample_nearest2d.vec", {x, h.ints({0, 4}), h.none(), out()}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(upsample_nearest2d_vec_prepare, {x, h.ints({4, 5}), h.none(), out()}),
+  EXPECT_EQ(h.prepare_only("aten::upsample_nearest2d.vec", {x, h.ints({4, 5}), h.none(), out()}),
             Error::InvalidProgram);  // out is 4 x 4
-  EXPECT_EQ(h.prepare_only(upsample_nearest2d_vec_prepare,
+  EXPECT_EQ(h.prepare_only("aten::upsample_nearest2d.vec",
                            {x, h.ints({4, 4}), h.none(), h.empty<double>({1, 1, 4, 4})}),
             Error::InvalidProgram);  // out dtype
-  EXPECT_EQ(h.prepare_only(upsample_nearest2d_vec_prepare,
+  EXPECT_EQ(h.prepare_only("aten::upsample_nearest2d.vec",
                            {h.tensor<float>({1, 4}, {1, 2, 3, 4}), h.ints({4, 4}), h.none(), out()}),
             Error::InvalidProgram);  // 2-d input
 }
@@ -226,14 +212,14 @@ TEST(OpUpsampleBilinear2d, HandComputedTwoByTwoBothCornerModes) {
   EValue* x = h.tensor<float>({1, 1, 2, 2}, {0, 1, 2, 3});
   // Half-pixel centers: source x = max(0, (j + 0.5) / 2 - 0.5) = 0, 0.25, 0.75, 1.
   EValue* y = h.empty<float>({1, 1, 4, 4});
-  ASSERT_EQ(h.call(upsample_bilinear2d_vec_prepare, {x, h.none(), h.b(false), h.doubles({2, 2}), y}),
+  ASSERT_EQ(h.call("aten::upsample_bilinear2d.vec", {x, h.none(), h.b(false), h.doubles({2, 2}), y}),
             Error::Ok);
   expect_close(h.values<float>(y),
                {0, 0.25, 0.75, 1, 0.5, 0.75, 1.25, 1.5, 1.5, 1.75, 2.25, 2.5, 2, 2.25, 2.75, 3}, 1e-6,
                "half-pixel");
   // align_corners: source x = j * (2 - 1) / (3 - 1).
   EValue* z = h.empty<float>({1, 1, 3, 3});
-  ASSERT_EQ(h.call(upsample_bilinear2d_vec_prepare, {x, h.ints({3, 3}), h.b(true), h.none(), z}),
+  ASSERT_EQ(h.call("aten::upsample_bilinear2d.vec", {x, h.ints({3, 3}), h.b(true), h.none(), z}),
             Error::Ok);
   expect_close(h.values<float>(z), {0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3}, 1e-6, "align_corners");
 }
@@ -260,7 +246,7 @@ TEST(OpUpsampleBilinear2d, MatchesReferenceForSizesScalesAndCornerModes) {
     EValue* y = h.empty<float>({2, 3, c.oh, c.ow});
     EValue* size = c.sh > 0 ? h.none() : h.ints({c.oh, c.ow});
     EValue* scales = c.sh > 0 ? h.doubles({c.sh, c.sw}) : h.none();
-    ASSERT_EQ(h.call(upsample_bilinear2d_vec_prepare, {x, size, h.b(c.align), scales, y}), Error::Ok);
+    ASSERT_EQ(h.call("aten::upsample_bilinear2d.vec", {x, size, h.b(c.align), scales, y}), Error::Ok);
     expect_close(h.values<float>(y), ref_bilinear(data, 6, c.h, c.w, c.oh, c.ow, c.align, c.sh, c.sw),
                  1e-5, "bilinear");
   }
@@ -270,14 +256,14 @@ TEST(OpUpsampleBilinear2d, RunsFloat64AndRejectsIntegerDtype) {
   KernelHarness h;
   EValue* x = h.tensor<double>({1, 1, 2, 2}, {0, 1, 2, 3});
   EValue* y = h.empty<double>({1, 1, 3, 3});
-  ASSERT_EQ(h.call(upsample_bilinear2d_vec_prepare, {x, h.ints({3, 3}), h.b(true), h.none(), y}),
+  ASSERT_EQ(h.call("aten::upsample_bilinear2d.vec", {x, h.ints({3, 3}), h.b(true), h.none(), y}),
             Error::Ok);
   EXPECT_EQ(h.values<double>(y), (std::vector<double>{0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3}));
   EValue* xi = h.tensor<int32_t>({1, 1, 2, 2}, {0, 1, 2, 3});
-  EXPECT_EQ(h.prepare_only(upsample_bilinear2d_vec_prepare,
+  EXPECT_EQ(h.prepare_only("aten::upsample_bilinear2d.vec",
                            {xi, h.ints({3, 3}), h.b(true), h.none(), h.empty<int32_t>({1, 1, 3, 3})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(upsample_bilinear2d_vec_prepare,
+  EXPECT_EQ(h.prepare_only("aten::upsample_bilinear2d.vec",
                            {x, h.ints({3, 3}), h.i(1), h.none(), h.empty<double>({1, 1, 3, 3})}),
             Error::InvalidProgram);  // align_corners must be a Bool
 }
@@ -318,7 +304,7 @@ TEST(OpNativeGroupNorm, MatchesReferenceWithAndWithoutAffine) {
     EValue* rstd = h.empty<float>({n, group});
     EValue* wv = affine ? h.tensor<float>({c}, w) : h.none();
     EValue* bv = affine ? h.tensor<float>({c}, b) : h.none();
-    ASSERT_EQ(h.call(native_group_norm_prepare, {x, wv, bv, h.i(n), h.i(c), h.i(hh * ww), h.i(group),
+    ASSERT_EQ(h.call("aten::native_group_norm", {x, wv, bv, h.i(n), h.i(c), h.i(hh * ww), h.i(group),
                                                  h.d(1e-5), y, mean, rstd}),
               Error::Ok);
     std::vector<double> want, want_mean, want_rstd;
@@ -336,7 +322,7 @@ TEST(OpNativeGroupNorm, HandComputedOneGroupOfFourAndTwoDInput) {
   EValue* y = h.empty<float>({1, 4});
   EValue* mean = h.empty<float>({1, 1});
   EValue* rstd = h.empty<float>({1, 1});
-  ASSERT_EQ(h.call(native_group_norm_prepare, {x, h.none(), h.none(), h.i(1), h.i(4), h.i(1), h.i(1),
+  ASSERT_EQ(h.call("aten::native_group_norm", {x, h.none(), h.none(), h.i(1), h.i(4), h.i(1), h.i(1),
                                                h.d(0.0), y, mean, rstd}),
             Error::Ok);
   const double s = 1.0 / std::sqrt(1.25);
@@ -349,7 +335,7 @@ TEST(OpNativeGroupNorm, RejectsIndivisibleGroupsWrongNCHxWAndShapes) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 4, 3}, random_floats(24, 1));
   auto call = [&](int64_t n, int64_t c, int64_t hxw, int64_t group, EValue* w, int64_t stat_cols) {
-    return h.prepare_only(native_group_norm_prepare,
+    return h.prepare_only("aten::native_group_norm",
                           {x, w, h.none(), h.i(n), h.i(c), h.i(hxw), h.i(group), h.d(1e-5),
                            h.empty<float>({2, 4, 3}), h.empty<float>({2, stat_cols}),
                            h.empty<float>({2, stat_cols})});
@@ -370,7 +356,7 @@ TEST(OpConstantPadNd, PadsLastDimOnBothSides) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 2}, {1, 2, 3, 4});
   EValue* y = h.empty<float>({2, 5});
-  ASSERT_EQ(h.call(constant_pad_nd_prepare, {x, h.ints({1, 2}), h.d(-0.5), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::constant_pad_nd", {x, h.ints({1, 2}), h.d(-0.5), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y), (std::vector<float>{-0.5, 1, 2, -0.5, -0.5, -0.5, 3, 4, -0.5, -0.5}));
 }
 
@@ -380,7 +366,7 @@ TEST(OpConstantPadNd, NegativePadsCropAndMixWithPadding) {
   KernelHarness h;
   EValue* x = h.tensor<int64_t>({3, 3}, iota_as<int64_t>(9));
   EValue* y = h.empty<int64_t>({3, 3});
-  ASSERT_EQ(h.call(constant_pad_nd_prepare, {x, h.ints({-1, 1, 1, -1}), h.i(7), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::constant_pad_nd", {x, h.ints({-1, 1, 1, -1}), h.i(7), y}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(y), (std::vector<int64_t>{7, 7, 7, 1, 2, 7, 4, 5, 7}));
 }
 
@@ -390,7 +376,7 @@ TEST(OpConstantPadNd, PadsOnlyTheLastDimsOf3dAndConvertsValue) {
   KernelHarness h;
   EValue* x = h.tensor<int32_t>({2, 1, 2}, {1, 2, 3, 4});
   EValue* y = h.empty<int32_t>({2, 2, 2});
-  ASSERT_EQ(h.call(constant_pad_nd_prepare, {x, h.ints({0, 0, 1, 0}), h.d(2.7), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::constant_pad_nd", {x, h.ints({0, 0, 1, 0}), h.d(2.7), y}), Error::Ok);
   EXPECT_EQ(h.values<int32_t>(y), (std::vector<int32_t>{2, 2, 1, 2, 2, 2, 3, 4}));
 }
 
@@ -398,29 +384,29 @@ TEST(OpConstantPadNd, CropsToEmptyAndFillsWhenNothingSurvives) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
   EValue* empty = h.empty<float>({2, 0});
-  EXPECT_EQ(h.call(constant_pad_nd_prepare, {x, h.ints({-1, -2}), h.d(0), empty}), Error::Ok);
+  EXPECT_EQ(h.call("aten::constant_pad_nd", {x, h.ints({-1, -2}), h.d(0), empty}), Error::Ok);
   // Cropping all of dim 1 and padding 2 back: only the value is left.
   EValue* y = h.empty<float>({2, 2});
-  ASSERT_EQ(h.call(constant_pad_nd_prepare, {x, h.ints({-3, 2}), h.d(9), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::constant_pad_nd", {x, h.ints({-3, 2}), h.d(9), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y), (std::vector<float>{9, 9, 9, 9}));
 }
 
 TEST(OpConstantPadNd, RejectsOddOrTooLongPadNegativeSizeAndWrongOut) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
-  EXPECT_EQ(h.prepare_only(constant_pad_nd_prepare, {x, h.ints({1}), h.d(0), h.empty<float>({2, 4})}),
+  EXPECT_EQ(h.prepare_only("aten::constant_pad_nd", {x, h.ints({1}), h.d(0), h.empty<float>({2, 4})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(constant_pad_nd_prepare,
+  EXPECT_EQ(h.prepare_only("aten::constant_pad_nd",
                            {x, h.ints({0, 0, 0, 0, 1, 1}), h.d(0), h.empty<float>({2, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(constant_pad_nd_prepare, {x, h.ints({-2, -2}), h.d(0), h.empty<float>({2, 0})}),
+  EXPECT_EQ(h.prepare_only("aten::constant_pad_nd", {x, h.ints({-2, -2}), h.d(0), h.empty<float>({2, 0})}),
             Error::InvalidProgram);  // 3 - 4 < 0
   const int64_t big = std::numeric_limits<int64_t>::max();
-  EXPECT_EQ(h.prepare_only(constant_pad_nd_prepare, {x, h.ints({big, big}), h.d(0), h.empty<float>({2, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::constant_pad_nd", {x, h.ints({big, big}), h.d(0), h.empty<float>({2, 3})}),
             Error::InvalidProgram);  // overflow
-  EXPECT_EQ(h.prepare_only(constant_pad_nd_prepare, {x, h.ints({1, 1}), h.d(0), h.empty<float>({2, 4})}),
+  EXPECT_EQ(h.prepare_only("aten::constant_pad_nd", {x, h.ints({1, 1}), h.d(0), h.empty<float>({2, 4})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(constant_pad_nd_prepare, {x, h.ints({1, 1}), h.none(), h.empty<float>({2, 5})}),
+  EXPECT_EQ(h.prepare_only("aten::constant_pad_nd", {x, h.ints({1, 1}), h.none(), h.empty<float>({2, 5})}),
             Error::InvalidProgram);  // value must be a Scalar
 }
 
@@ -467,7 +453,7 @@ TEST(OpAmaxAmin, MatchReferenceForEveryDimSubsetOf4d) {
       }
       EValue* x = h.tensor<float>(sizes, data);
       EValue* y = h.empty<float>(out_sizes);
-      ASSERT_EQ(h.call(max ? amax_prepare : amin_prepare, {x, h.ints(dims), h.b(false), y}), Error::Ok);
+      ASSERT_EQ(h.call(max ? "aten::amax" : "aten::amin", {x, h.ints(dims), h.b(false), y}), Error::Ok);
       expect_close(h.values<float>(y), ref_extreme(data, sizes, mask, max), 0, "amax/amin");
     }
   }
@@ -477,14 +463,14 @@ TEST(OpAmaxAmin, EmptyDimListReducesAllAndKeepdimKeepsOnes) {
   KernelHarness h;
   EValue* x = h.tensor<int32_t>({2, 3}, {4, -7, 2, 9, 0, -1});
   EValue* all = h.empty<int32_t>({});
-  ASSERT_EQ(h.call(amin_prepare, {x, h.ints({}), h.b(false), all}), Error::Ok);
+  ASSERT_EQ(h.call("aten::amin", {x, h.ints({}), h.b(false), all}), Error::Ok);
   EXPECT_EQ(h.values<int32_t>(all), (std::vector<int32_t>{-7}));
   EValue* rows = h.empty<int32_t>({2, 1});
-  ASSERT_EQ(h.call(amax_prepare, {x, h.ints({1}), h.b(true), rows}), Error::Ok);
+  ASSERT_EQ(h.call("aten::amax", {x, h.ints({1}), h.b(true), rows}), Error::Ok);
   EXPECT_EQ(h.values<int32_t>(rows), (std::vector<int32_t>{4, 9}));
   EValue* xb = h.bool_tensor({2, 2}, {0, 1, 0, 0});
   EValue* yb = h.empty_of(ScalarType::Bool, {2});
-  ASSERT_EQ(h.call(amax_prepare, {xb, h.ints({1}), h.b(false), yb}), Error::Ok);
+  ASSERT_EQ(h.call("aten::amax", {xb, h.ints({1}), h.b(false), yb}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(yb), (std::vector<uint8_t>{1, 0}));
 }
 
@@ -492,13 +478,13 @@ TEST(OpAmaxAmin, PropagateNaN) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, {1, kNaN, 3, 4, 5, 6});
   EValue* cols = h.empty<float>({3});
-  ASSERT_EQ(h.call(amax_prepare, {x, h.ints({0}), h.b(false), cols}), Error::Ok);
+  ASSERT_EQ(h.call("aten::amax", {x, h.ints({0}), h.b(false), cols}), Error::Ok);
   std::vector<float> got = h.values<float>(cols);
   EXPECT_EQ(got[0], 4);
   EXPECT_TRUE(std::isnan(got[1]));
   EXPECT_EQ(got[2], 6);
   EValue* rows = h.empty<float>({2});
-  ASSERT_EQ(h.call(amin_prepare, {x, h.ints({1}), h.b(false), rows}), Error::Ok);
+  ASSERT_EQ(h.call("aten::amin", {x, h.ints({1}), h.b(false), rows}), Error::Ok);
   got = h.values<float>(rows);
   EXPECT_TRUE(std::isnan(got[0]));
   EXPECT_EQ(got[1], 4);
@@ -507,16 +493,16 @@ TEST(OpAmaxAmin, PropagateNaN) {
 TEST(OpAmaxAmin, RejectEmptyReducedDimRepeatedDimAndWrongOut) {
   KernelHarness h;
   EValue* e = h.empty<float>({0, 3});
-  EXPECT_EQ(h.prepare_only(amax_prepare, {e, h.ints({0}), h.b(false), h.empty<float>({3})}),
+  EXPECT_EQ(h.prepare_only("aten::amax", {e, h.ints({0}), h.b(false), h.empty<float>({3})}),
             Error::InvalidProgram);
   // Reducing a non-empty dim of an empty tensor is fine: the result is empty.
-  EXPECT_EQ(h.call(amax_prepare, {e, h.ints({1}), h.b(false), h.empty<float>({0})}), Error::Ok);
+  EXPECT_EQ(h.call("aten::amax", {e, h.ints({1}), h.b(false), h.empty<float>({0})}), Error::Ok);
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
-  EXPECT_EQ(h.prepare_only(amax_prepare, {x, h.ints({1, -1}), h.b(false), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::amax", {x, h.ints({1, -1}), h.b(false), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(amax_prepare, {x, h.ints({1}), h.b(false), h.empty<float>({3})}),
+  EXPECT_EQ(h.prepare_only("aten::amax", {x, h.ints({1}), h.b(false), h.empty<float>({3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(amin_prepare, {x, h.ints({1}), h.b(false), h.empty<double>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::amin", {x, h.ints({1}), h.b(false), h.empty<double>({2})}),
             Error::InvalidProgram);
 }
 
@@ -527,16 +513,16 @@ TEST(OpArgmaxArgmin, TiesGiveFirstIndexAlongEachDim) {
   // [[3, 1, 3], [0, 0, -2]]
   EValue* x = h.tensor<float>({2, 3}, {3, 1, 3, 0, 0, -2});
   EValue* a1 = h.empty<int64_t>({2});
-  ASSERT_EQ(h.call(argmax_prepare, {x, h.i(1), h.b(false), a1}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmax", {x, h.i(1), h.b(false), a1}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(a1), (std::vector<int64_t>{0, 0}));
   EValue* n1 = h.empty<int64_t>({2, 1});
-  ASSERT_EQ(h.call(argmin_prepare, {x, h.i(-1), h.b(true), n1}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmin", {x, h.i(-1), h.b(true), n1}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(n1), (std::vector<int64_t>{1, 2}));
   EValue* a0 = h.empty<int64_t>({3});
-  ASSERT_EQ(h.call(argmax_prepare, {x, h.i(0), h.b(false), a0}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmax", {x, h.i(0), h.b(false), a0}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(a0), (std::vector<int64_t>{0, 0, 0}));
   EValue* n0 = h.empty<int64_t>({3});
-  ASSERT_EQ(h.call(argmin_prepare, {x, h.i(0), h.b(false), n0}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmin", {x, h.i(0), h.b(false), n0}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(n0), (std::vector<int64_t>{1, 1, 1}));
 }
 
@@ -544,14 +530,14 @@ TEST(OpArgmaxArgmin, NoneDimFlattensAndKeepdimGivesOnes) {
   KernelHarness h;
   EValue* x = h.tensor<int8_t>({2, 2}, {5, -3, 7, 7});
   EValue* flat = h.empty<int64_t>({});
-  ASSERT_EQ(h.call(argmax_prepare, {x, h.none(), h.b(false), flat}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmax", {x, h.none(), h.b(false), flat}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(flat), (std::vector<int64_t>{2}));
   EValue* kept = h.empty<int64_t>({1, 1});
-  ASSERT_EQ(h.call(argmin_prepare, {x, h.none(), h.b(true), kept}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmin", {x, h.none(), h.b(true), kept}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(kept), (std::vector<int64_t>{1}));
   EValue* scalar = h.tensor<double>({}, {2.5});
   EValue* zero = h.empty<int64_t>({});
-  ASSERT_EQ(h.call(argmax_prepare, {scalar, h.i(0), h.b(true), zero}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmax", {scalar, h.i(0), h.b(true), zero}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(zero), (std::vector<int64_t>{0}));
 }
 
@@ -559,28 +545,28 @@ TEST(OpArgmaxArgmin, FirstNaNWinsForBoth) {
   KernelHarness h;
   EValue* x = h.tensor<float>({5}, {1, kNaN, 9, kNaN, -9});
   EValue* a = h.empty<int64_t>({});
-  ASSERT_EQ(h.call(argmax_prepare, {x, h.i(0), h.b(false), a}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmax", {x, h.i(0), h.b(false), a}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(a)[0], 1);
   EValue* n = h.empty<int64_t>({});
-  ASSERT_EQ(h.call(argmin_prepare, {x, h.i(0), h.b(false), n}), Error::Ok);
+  ASSERT_EQ(h.call("aten::argmin", {x, h.i(0), h.b(false), n}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(n)[0], 1);
 }
 
 TEST(OpArgmaxArgmin, RejectBoolEmptyDimAndNonInt64Out) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(argmax_prepare, {h.bool_tensor({2}, {0, 1}), h.i(0), h.b(false),
+  EXPECT_EQ(h.prepare_only("aten::argmax", {h.bool_tensor({2}, {0, 1}), h.i(0), h.b(false),
                                             h.empty<int64_t>({})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(argmax_prepare, {h.empty<float>({2, 0}), h.i(1), h.b(false),
+  EXPECT_EQ(h.prepare_only("aten::argmax", {h.empty<float>({2, 0}), h.i(1), h.b(false),
                                             h.empty<int64_t>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(argmin_prepare, {h.empty<float>({0}), h.none(), h.b(false),
+  EXPECT_EQ(h.prepare_only("aten::argmin", {h.empty<float>({0}), h.none(), h.b(false),
                                             h.empty<int64_t>({})}),
             Error::InvalidProgram);
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
-  EXPECT_EQ(h.prepare_only(argmax_prepare, {x, h.i(1), h.b(false), h.empty<int32_t>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::argmax", {x, h.i(1), h.b(false), h.empty<int32_t>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(argmax_prepare, {x, h.i(2), h.b(false), h.empty<int64_t>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::argmax", {x, h.i(2), h.b(false), h.empty<int64_t>({2})}),
             Error::InvalidProgram);
 }
 
@@ -590,12 +576,12 @@ TEST(OpMaxMinDim, ReturnValuesAndFirstIndicesAlongMiddleDim) {
   EValue* x = h.tensor<int64_t>({2, 3, 2}, {1, 9, 4, 9, 4, 0, -5, 2, -5, 8, 3, 8});
   EValue* mv = h.empty<int64_t>({2, 2});
   EValue* mi = h.empty<int64_t>({2, 2});
-  ASSERT_EQ(h.call(max_dim_prepare, {x, h.i(1), h.b(false), mv, mi}), Error::Ok);
+  ASSERT_EQ(h.call("aten::max.dim", {x, h.i(1), h.b(false), mv, mi}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(mv), (std::vector<int64_t>{4, 9, 3, 8}));
   EXPECT_EQ(h.values<int64_t>(mi), (std::vector<int64_t>{1, 0, 2, 1}));
   EValue* nv = h.empty<int64_t>({2, 1, 2});
   EValue* ni = h.empty<int64_t>({2, 1, 2});
-  ASSERT_EQ(h.call(min_dim_prepare, {x, h.i(-2), h.b(true), nv, ni}), Error::Ok);
+  ASSERT_EQ(h.call("aten::min.dim", {x, h.i(-2), h.b(true), nv, ni}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(nv), (std::vector<int64_t>{1, 0, -5, 2}));
   EXPECT_EQ(h.values<int64_t>(ni), (std::vector<int64_t>{0, 2, 0, 0}));
 }
@@ -606,7 +592,7 @@ TEST(OpMaxMinDim, MatchNaiveScanOnRandomFloatsAndRejectBadOuts) {
   EValue* x = h.tensor<float>({3, 7, 5}, data);
   EValue* v = h.empty<float>({3, 5});
   EValue* i = h.empty<int64_t>({3, 5});
-  ASSERT_EQ(h.call(max_dim_prepare, {x, h.i(1), h.b(false), v, i}), Error::Ok);
+  ASSERT_EQ(h.call("aten::max.dim", {x, h.i(1), h.b(false), v, i}), Error::Ok);
   for (int o = 0; o < 3; ++o) {
     for (int j = 0; j < 5; ++j) {
       int best = 0;
@@ -617,11 +603,11 @@ TEST(OpMaxMinDim, MatchNaiveScanOnRandomFloatsAndRejectBadOuts) {
       EXPECT_EQ(h.values<float>(v)[o * 5 + j], data[(o * 7 + best) * 5 + j]);
     }
   }
-  EXPECT_EQ(h.prepare_only(max_dim_prepare, {x, h.i(1), h.b(false), v, h.empty<int32_t>({3, 5})}),
+  EXPECT_EQ(h.prepare_only("aten::max.dim", {x, h.i(1), h.b(false), v, h.empty<int32_t>({3, 5})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(min_dim_prepare, {x, h.i(1), h.b(false), h.empty<double>({3, 5}), i}),
+  EXPECT_EQ(h.prepare_only("aten::min.dim", {x, h.i(1), h.b(false), h.empty<double>({3, 5}), i}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(min_dim_prepare, {x, h.none(), h.b(false), v, i}), Error::InvalidProgram);
+  EXPECT_EQ(h.prepare_only("aten::min.dim", {x, h.none(), h.b(false), v, i}), Error::InvalidProgram);
 }
 
 // --- index_select ---
@@ -631,7 +617,7 @@ TEST(OpIndexSelect, GathersRepeatedIndicesAlongMiddleDimWithInt32Index) {
   EValue* x = h.tensor<float>({2, 3, 2}, iota_as<float>(12));
   EValue* idx = h.tensor<int32_t>({4}, {2, 0, 2, 1});
   EValue* y = h.empty<float>({2, 4, 2});
-  ASSERT_EQ(h.call(index_select_prepare, {x, h.i(1), idx, y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::index_select", {x, h.i(1), idx, y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y),
             (std::vector<float>{4, 5, 0, 1, 4, 5, 2, 3, 10, 11, 6, 7, 10, 11, 8, 9}));
 }
@@ -640,35 +626,35 @@ TEST(OpIndexSelect, HandlesZeroDSelfAndEmptyIndex) {
   KernelHarness h;
   EValue* x = h.tensor<int64_t>({}, {42});
   EValue* y = h.empty<int64_t>({});
-  ASSERT_EQ(h.call(index_select_prepare, {x, h.i(0), h.tensor<int64_t>({1}, {0}), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::index_select", {x, h.i(0), h.tensor<int64_t>({1}, {0}), y}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(y)[0], 42);
   EValue* m = h.tensor<float>({2, 2}, {1, 2, 3, 4});
-  EXPECT_EQ(h.call(index_select_prepare, {m, h.i(0), h.tensor<int64_t>({0}, {}), h.empty<float>({0, 2})}),
+  EXPECT_EQ(h.call("aten::index_select", {m, h.i(0), h.tensor<int64_t>({0}, {}), h.empty<float>({0, 2})}),
             Error::Ok);
 }
 
 TEST(OpIndexSelect, FailsAtRunOnOutOfRangeOrNegativeIndex) {
   KernelHarness h;
   EValue* x = h.tensor<float>({3}, {1, 2, 3});
-  EXPECT_EQ(h.call(index_select_prepare, {x, h.i(0), h.tensor<int64_t>({2}, {0, 3}), h.empty<float>({2})}),
+  EXPECT_EQ(h.call("aten::index_select", {x, h.i(0), h.tensor<int64_t>({2}, {0, 3}), h.empty<float>({2})}),
             Error::ExecutionFailed);
-  EXPECT_EQ(h.call(index_select_prepare, {x, h.i(0), h.tensor<int64_t>({1}, {-1}), h.empty<float>({1})}),
+  EXPECT_EQ(h.call("aten::index_select", {x, h.i(0), h.tensor<int64_t>({1}, {-1}), h.empty<float>({1})}),
             Error::ExecutionFailed);
 }
 
 TEST(OpIndexSelect, RejectsFloatOr2dIndexBadDimAndWrongOut) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
-  EXPECT_EQ(h.prepare_only(index_select_prepare,
+  EXPECT_EQ(h.prepare_only("aten::index_select",
                            {x, h.i(1), h.tensor<float>({1}, {0}), h.empty<float>({2, 1})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(index_select_prepare,
+  EXPECT_EQ(h.prepare_only("aten::index_select",
                            {x, h.i(1), h.tensor<int64_t>({1, 1}, {0}), h.empty<float>({2, 1})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(index_select_prepare,
+  EXPECT_EQ(h.prepare_only("aten::index_select",
                            {x, h.i(2), h.tensor<int64_t>({1}, {0}), h.empty<float>({2, 1})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(index_select_prepare,
+  EXPECT_EQ(h.prepare_only("aten::index_select",
                            {x, h.i(1), h.tensor<int64_t>({1}, {0}), h.empty<float>({1, 3})}),
             Error::InvalidProgram);
 }
@@ -681,7 +667,7 @@ TEST(OpIndexTensor, SingleIndexTensorOnSecondDimWithNegativeAnd2dIndex) {
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
   EValue* idx = h.tensor<int64_t>({2, 2}, {2, -3, -1, 1});
   EValue* y = h.empty<float>({2, 2, 2});
-  ASSERT_EQ(h.call(index_tensor_prepare, {x, h.tensors({nullptr, idx}, /*optional=*/true), y}),
+  ASSERT_EQ(h.call("aten::index.Tensor", {x, h.tensors({nullptr, idx}, /*optional=*/true), y}),
             Error::Ok);
   EXPECT_EQ(h.values<float>(y), (std::vector<float>{2, 0, 2, 1, 5, 3, 5, 4}));
 }
@@ -691,16 +677,16 @@ TEST(OpIndexTensor, IndexOnFirstDimGathersRows) {
   EValue* x = h.tensor<int32_t>({3, 2}, {1, 2, 3, 4, 5, 6});
   EValue* idx = h.tensor<int32_t>({2}, {2, 0});
   EValue* y = h.empty<int32_t>({2, 2});
-  ASSERT_EQ(h.call(index_tensor_prepare, {x, h.tensors({idx}, true), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::index.Tensor", {x, h.tensors({idx}, true), y}), Error::Ok);
   EXPECT_EQ(h.values<int32_t>(y), (std::vector<int32_t>{5, 6, 1, 2}));
 }
 
 TEST(OpIndexTensor, FailsAtRunOutOfRange) {
   KernelHarness h;
   EValue* x = h.tensor<float>({3}, {1, 2, 3});
-  EXPECT_EQ(h.call(index_tensor_prepare, {x, h.tensors({h.tensor<int64_t>({1}, {3})}, true), h.empty<float>({1})}),
+  EXPECT_EQ(h.call("aten::index.Tensor", {x, h.tensors({h.tensor<int64_t>({1}, {3})}, true), h.empty<float>({1})}),
             Error::ExecutionFailed);
-  EXPECT_EQ(h.call(index_tensor_prepare, {x, h.tensors({h.tensor<int64_t>({1}, {-4})}, true), h.empty<float>({1})}),
+  EXPECT_EQ(h.call("aten::index.Tensor", {x, h.tensors({h.tensor<int64_t>({1}, {-4})}, true), h.empty<float>({1})}),
             Error::ExecutionFailed);
 }
 
@@ -709,19 +695,19 @@ TEST(OpIndexTensor, RejectsSeveralIndicesMasksAllNoneAndWrongOut) {
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
   EValue* i0 = h.tensor<int64_t>({1}, {0});
   EValue* i1 = h.tensor<int64_t>({1}, {1});
-  EXPECT_EQ(h.prepare_only(index_tensor_prepare, {x, h.tensors({i0, i1}, true), h.empty<float>({1})}),
+  EXPECT_EQ(h.prepare_only("aten::index.Tensor", {x, h.tensors({i0, i1}, true), h.empty<float>({1})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(index_tensor_prepare,
+  EXPECT_EQ(h.prepare_only("aten::index.Tensor",
                            {x, h.tensors({h.bool_tensor({2}, {1, 0})}, true), h.empty<float>({1, 3})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(index_tensor_prepare, {x, h.tensors({nullptr}, true), h.empty<float>({2, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::index.Tensor", {x, h.tensors({nullptr}, true), h.empty<float>({2, 3})}),
             Error::OperatorMissing);
-  EXPECT_EQ(h.prepare_only(index_tensor_prepare,
+  EXPECT_EQ(h.prepare_only("aten::index.Tensor",
                            {x, h.tensors({nullptr, nullptr, i0}, true), h.empty<float>({2, 3})}),
             Error::InvalidProgram);  // more indices than dims
-  EXPECT_EQ(h.prepare_only(index_tensor_prepare, {x, h.tensors({i0}, true), h.empty<float>({3})}),
+  EXPECT_EQ(h.prepare_only("aten::index.Tensor", {x, h.tensors({i0}, true), h.empty<float>({3})}),
             Error::InvalidProgram);  // out should be [1, 3]
-  EXPECT_EQ(h.prepare_only(index_tensor_prepare, {x, h.tensors({i0}), h.empty<float>({1, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::index.Tensor", {x, h.tensors({i0}), h.empty<float>({1, 3})}),
             Error::InvalidProgram);  // a plain TensorList
 }
 

@@ -8,25 +8,11 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/portable/ops.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
 namespace {
 
-using portable::arange_start_step_prepare;
-using portable::cat_prepare;
-using portable::clone_prepare;
-using portable::expand_prepare;
-using portable::full_like_prepare;
-using portable::full_prepare;
-using portable::permute_prepare;
-using portable::select_prepare;
-using portable::slice_prepare;
-using portable::squeeze_dims_prepare;
-using portable::to_copy_prepare;
-using portable::unsqueeze_prepare;
-using portable::view_prepare;
 using test::KernelHarness;
 
 std::vector<int64_t> iota64(int64_t n, int64_t from = 0) {
@@ -70,7 +56,7 @@ TEST(OpView, InfersMinusOneAndKeepsBytes) {
   KernelHarness h;
   EValue* x = h.tensor<int64_t>({2, 3, 4}, iota64(24));
   EValue* y = h.empty<int64_t>({4, 6});
-  ASSERT_EQ(h.call(view_prepare, {x, h.ints({4, -1}), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::_unsafe_view", {x, h.ints({4, -1}), y}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(y), iota64(24));
 }
 
@@ -79,7 +65,7 @@ TEST(OpView, CopiesAnyDtypeIncludingFloat16Bits) {
   EValue* x = h.empty_of(ScalarType::Float16, {6});
   for (int i = 0; i < 6; ++i) x->tensor.data_as<uint16_t>()[i] = static_cast<uint16_t>(0x3C00 + i);
   EValue* y = h.empty_of(ScalarType::Float16, {3, 2});
-  ASSERT_EQ(h.call(view_prepare, {x, h.ints({3, 2}), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::_unsafe_view", {x, h.ints({3, 2}), y}), Error::Ok);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y->tensor.data_as<uint16_t>()[i], 0x3C00 + i);
 }
 
@@ -87,22 +73,22 @@ TEST(OpView, ViewsToZeroD) {
   KernelHarness h;
   EValue* x = h.tensor<float>({1, 1}, {4.5f});
   EValue* y = h.empty<float>({});
-  ASSERT_EQ(h.call(view_prepare, {x, h.ints({}), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::_unsafe_view", {x, h.ints({}), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y)[0], 4.5f);
 }
 
 TEST(OpView, RejectsWrongElementCountTwoMinusOnesAndWrongOut) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
-  EXPECT_EQ(h.prepare_only(view_prepare, {x, h.ints({4, 2}), h.empty<float>({4, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::_unsafe_view", {x, h.ints({4, 2}), h.empty<float>({4, 2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(view_prepare, {x, h.ints({-1, -1}), h.empty<float>({2, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::_unsafe_view", {x, h.ints({-1, -1}), h.empty<float>({2, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(view_prepare, {x, h.ints({-1, 4}), h.empty<float>({2, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::_unsafe_view", {x, h.ints({-1, 4}), h.empty<float>({2, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(view_prepare, {x, h.ints({3, 2}), h.empty<float>({2, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::_unsafe_view", {x, h.ints({3, 2}), h.empty<float>({2, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(view_prepare, {x, h.ints({6}), h.empty<int32_t>({6})}),
+  EXPECT_EQ(h.prepare_only("aten::_unsafe_view", {x, h.ints({6}), h.empty<int32_t>({6})}),
             Error::InvalidProgram);
 }
 
@@ -136,7 +122,7 @@ TEST(OpPermute, MatchesNaiveForEveryPermutationOf4d) {
     }
     EValue* x = h.tensor<float>(sizes, iota_as<float>(120));
     EValue* y = h.empty<float>(out_sizes);
-    ASSERT_EQ(h.call(permute_prepare, {x, h.ints(dim_arg), y}), Error::Ok);
+    ASSERT_EQ(h.call("aten::permute", {x, h.ints(dim_arg), y}), Error::Ok);
     EXPECT_EQ(h.values<float>(y), naive_permute(iota_as<float>(120), sizes, dims)) << count;
     ++count;
   } while (std::next_permutation(dims.begin(), dims.end()));
@@ -151,7 +137,7 @@ void check_nchw_to_nhwc(const std::vector<int64_t>& sizes) {
   for (int64_t i = 0; i < n; ++i) in[i] = static_cast<T>(i * 7 + 3);
   EValue* x = h.tensor<T>(sizes, in);
   EValue* y = h.empty<T>({sizes[0], sizes[2], sizes[3], sizes[1]});
-  ASSERT_EQ(h.call(permute_prepare, {x, h.ints({0, 2, 3, 1}), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::permute", {x, h.ints({0, 2, 3, 1}), y}), Error::Ok);
   EXPECT_EQ(h.values<T>(y), naive_permute(in, sizes, {0, 2, 3, 1}));
 }
 
@@ -169,29 +155,29 @@ TEST(OpPermute, TransposesMatrixAndHandlesSizeOneAndEmptyDims) {
   KernelHarness h;
   EValue* x = h.tensor<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
   EValue* y = h.empty<int32_t>({3, 2});
-  ASSERT_EQ(h.call(permute_prepare, {x, h.ints({1, 0}), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::permute", {x, h.ints({1, 0}), y}), Error::Ok);
   EXPECT_EQ(h.values<int32_t>(y), (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
 
   EValue* a = h.tensor<float>({1, 3, 1}, {1, 2, 3});
   EValue* b = h.empty<float>({1, 1, 3});
-  ASSERT_EQ(h.call(permute_prepare, {a, h.ints({2, 0, 1}), b}), Error::Ok);
+  ASSERT_EQ(h.call("aten::permute", {a, h.ints({2, 0, 1}), b}), Error::Ok);
   EXPECT_EQ(h.values<float>(b), (std::vector<float>{1, 2, 3}));
 
   EValue* e = h.empty<float>({2, 0, 3});
   EValue* f = h.empty<float>({3, 2, 0});
-  EXPECT_EQ(h.call(permute_prepare, {e, h.ints({2, 0, 1}), f}), Error::Ok);
+  EXPECT_EQ(h.call("aten::permute", {e, h.ints({2, 0, 1}), f}), Error::Ok);
 }
 
 TEST(OpPermute, RejectsRepeatedDimWrongCountAndWrongOut) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
-  EXPECT_EQ(h.prepare_only(permute_prepare, {x, h.ints({0, -2}), h.empty<float>({2, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::permute", {x, h.ints({0, -2}), h.empty<float>({2, 2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(permute_prepare, {x, h.ints({0}), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::permute", {x, h.ints({0}), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(permute_prepare, {x, h.ints({1, 0}), h.empty<float>({2, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::permute", {x, h.ints({1, 0}), h.empty<float>({2, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(permute_prepare, {x, h.ints({1, 2}), h.empty<float>({3, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::permute", {x, h.ints({1, 2}), h.empty<float>({3, 2})}),
             Error::InvalidProgram);
 }
 
@@ -201,7 +187,7 @@ TEST(OpExpand, BroadcastsSizeOneDimsAndAddsLeadingDims) {
   KernelHarness h;
   EValue* x = h.tensor<float>({3, 1}, {1, 2, 3});
   EValue* y = h.empty<float>({2, 3, 4});
-  ASSERT_EQ(h.call(expand_prepare, {x, h.ints({2, -1, 4}), h.b(false), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::expand", {x, h.ints({2, -1, 4}), h.b(false), y}), Error::Ok);
   std::vector<float> want;
   for (int n = 0; n < 2; ++n)
     for (int i = 0; i < 3; ++i)
@@ -213,23 +199,23 @@ TEST(OpExpand, RepeatsRowsAndBoolValues) {
   KernelHarness h;
   EValue* x = h.bool_tensor({1, 3}, {1, 0, 1});
   EValue* y = h.empty_of(ScalarType::Bool, {2, 3});
-  ASSERT_EQ(h.call(expand_prepare, {x, h.ints({2, 3}), h.b(false), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::expand", {x, h.ints({2, 3}), h.b(false), y}), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(y), (std::vector<uint8_t>{1, 0, 1, 1, 0, 1}));
 
   EValue* s = h.tensor<int64_t>({}, {9});
   EValue* t = h.empty<int64_t>({2, 2});
-  ASSERT_EQ(h.call(expand_prepare, {s, h.ints({2, 2}), h.b(false), t}), Error::Ok);
+  ASSERT_EQ(h.call("aten::expand", {s, h.ints({2, 2}), h.b(false), t}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(t), (std::vector<int64_t>{9, 9, 9, 9}));
 }
 
 TEST(OpExpand, RejectsNonSingletonChangeAndMinusOneInNewDim) {
   KernelHarness h;
   EValue* x = h.tensor<float>({3}, {1, 2, 3});
-  EXPECT_EQ(h.prepare_only(expand_prepare, {x, h.ints({4}), h.b(false), h.empty<float>({4})}),
+  EXPECT_EQ(h.prepare_only("aten::expand", {x, h.ints({4}), h.b(false), h.empty<float>({4})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(expand_prepare, {x, h.ints({-1, 3}), h.b(false), h.empty<float>({1, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::expand", {x, h.ints({-1, 3}), h.b(false), h.empty<float>({1, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(expand_prepare, {x, h.ints({2, 3}), h.b(false), h.empty<float>({3, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::expand", {x, h.ints({2, 3}), h.b(false), h.empty<float>({3, 2})}),
             Error::InvalidProgram);
 }
 
@@ -241,7 +227,7 @@ TEST(OpCat, ConcatenatesAlongLastDimWithNegativeDimAndEmptyInput) {
   EValue* b = h.tensor<float>({2, 1}, {7, 8});
   EValue* c = h.empty<float>({2, 0});
   EValue* y = h.empty<float>({2, 4});
-  ASSERT_EQ(h.call(cat_prepare, {h.tensors({a, c, b}), h.i(-1), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::cat", {h.tensors({a, c, b}), h.i(-1), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y), (std::vector<float>{1, 2, 3, 7, 4, 5, 6, 8}));
 }
 
@@ -250,11 +236,11 @@ TEST(OpCat, ConcatenatesAlongMiddleAndFirstDims) {
   EValue* a = h.tensor<int64_t>({2, 1, 2}, {1, 2, 3, 4});
   EValue* b = h.tensor<int64_t>({2, 2, 2}, {5, 6, 7, 8, 9, 10, 11, 12});
   EValue* y = h.empty<int64_t>({2, 3, 2});
-  ASSERT_EQ(h.call(cat_prepare, {h.tensors({a, b}), h.i(1), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::cat", {h.tensors({a, b}), h.i(1), y}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(y), (std::vector<int64_t>{1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12}));
 
   EValue* z = h.empty<int64_t>({4, 1, 2});
-  ASSERT_EQ(h.call(cat_prepare, {h.tensors({a, a}), h.i(0), z}), Error::Ok);
+  ASSERT_EQ(h.call("aten::cat", {h.tensors({a, a}), h.i(0), z}), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(z), (std::vector<int64_t>{1, 2, 3, 4, 1, 2, 3, 4}));
 }
 
@@ -263,7 +249,7 @@ TEST(OpCat, SkipsLegacyEmptyOneDTensors) {
   EValue* a = h.tensor<float>({2, 2}, {1, 2, 3, 4});
   EValue* e = h.empty<float>({0});
   EValue* y = h.empty<float>({2, 4});
-  ASSERT_EQ(h.call(cat_prepare, {h.tensors({e, a, a}), h.i(1), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::cat", {h.tensors({e, a, a}), h.i(1), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y), (std::vector<float>{1, 2, 1, 2, 3, 4, 3, 4}));
 }
 
@@ -273,7 +259,7 @@ TEST(OpCat, PromotesMixedDtypesToOut) {
   EValue* b = h.tensor<float>({1}, {0.5f});
   EValue* c = h.bool_tensor({1}, {1});
   EValue* y = h.empty<float>({4});
-  ASSERT_EQ(h.call(cat_prepare, {h.tensors({a, b, c}), h.i(0), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::cat", {h.tensors({a, b, c}), h.i(0), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y), (std::vector<float>{1, -2, 0.5f, 1}));
 }
 
@@ -281,13 +267,13 @@ TEST(OpCat, RejectsMismatchedSizesWrongOutDtypeAndEmptyList) {
   KernelHarness h;
   EValue* a = h.tensor<float>({2, 3}, iota_as<float>(6));
   EValue* b = h.tensor<float>({3, 1}, iota_as<float>(3));
-  EXPECT_EQ(h.prepare_only(cat_prepare, {h.tensors({a, b}), h.i(1), h.empty<float>({2, 4})}),
+  EXPECT_EQ(h.prepare_only("aten::cat", {h.tensors({a, b}), h.i(1), h.empty<float>({2, 4})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(cat_prepare, {h.tensors({a, a}), h.i(0), h.empty<int64_t>({4, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::cat", {h.tensors({a, a}), h.i(0), h.empty<int64_t>({4, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(cat_prepare, {h.tensors({a, a}), h.i(2), h.empty<float>({4, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::cat", {h.tensors({a, a}), h.i(2), h.empty<float>({4, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(cat_prepare, {h.tensors({}), h.i(0), h.empty<float>({0})}),
+  EXPECT_EQ(h.prepare_only("aten::cat", {h.tensors({}), h.i(0), h.empty<float>({0})}),
             Error::InvalidProgram);
 }
 
@@ -297,7 +283,7 @@ std::vector<int64_t> slice_1d(KernelHarness& h, EValue* start, EValue* end, int6
                               int64_t expect_len) {
   EValue* x = h.tensor<int64_t>({10}, iota64(10));
   EValue* y = h.empty<int64_t>({expect_len});
-  EXPECT_EQ(h.call(slice_prepare, {x, h.i(0), start, end, h.i(step), y}), Error::Ok);
+  EXPECT_EQ(h.call("aten::slice.Tensor", {x, h.i(0), start, end, h.i(step), y}), Error::Ok);
   return h.values<int64_t>(y);
 }
 
@@ -320,23 +306,23 @@ TEST(OpSlice, SlicesInnerDimWithStep) {
   KernelHarness h;
   EValue* x = h.tensor<float>({3, 5}, iota_as<float>(15));
   EValue* y = h.empty<float>({3, 2});
-  ASSERT_EQ(h.call(slice_prepare, {x, h.i(-1), h.i(1), h.i(4), h.i(2), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::slice.Tensor", {x, h.i(-1), h.i(1), h.i(4), h.i(2), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y), (std::vector<float>{1, 3, 6, 8, 11, 13}));
 
   EValue* z = h.empty<float>({1, 5});
-  ASSERT_EQ(h.call(slice_prepare, {x, h.i(0), h.i(1), h.i(2), h.i(1), z}), Error::Ok);
+  ASSERT_EQ(h.call("aten::slice.Tensor", {x, h.i(0), h.i(1), h.i(2), h.i(1), z}), Error::Ok);
   EXPECT_EQ(h.values<float>(z), (std::vector<float>{5, 6, 7, 8, 9}));
 }
 
 TEST(OpSlice, RejectsNonPositiveStepWrongOutAndZeroD) {
   KernelHarness h;
   EValue* x = h.tensor<float>({4}, iota_as<float>(4));
-  EXPECT_EQ(h.prepare_only(slice_prepare, {x, h.i(0), h.none(), h.none(), h.i(0), h.empty<float>({4})}),
+  EXPECT_EQ(h.prepare_only("aten::slice.Tensor", {x, h.i(0), h.none(), h.none(), h.i(0), h.empty<float>({4})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(slice_prepare, {x, h.i(0), h.i(1), h.none(), h.i(1), h.empty<float>({4})}),
+  EXPECT_EQ(h.prepare_only("aten::slice.Tensor", {x, h.i(0), h.i(1), h.none(), h.i(1), h.empty<float>({4})}),
             Error::InvalidProgram);
   EValue* s = h.tensor<float>({}, {1});
-  EXPECT_EQ(h.prepare_only(slice_prepare, {s, h.i(0), h.none(), h.none(), h.i(1), h.empty<float>({})}),
+  EXPECT_EQ(h.prepare_only("aten::slice.Tensor", {s, h.i(0), h.none(), h.none(), h.i(1), h.empty<float>({})}),
             Error::InvalidProgram);
 }
 
@@ -347,33 +333,33 @@ TEST(OpSelect, SelectsWithNegativeIndexAndDim) {
   const std::vector<int64_t> sizes = {2, 3, 4};
   EValue* x = h.tensor<int32_t>(sizes, iota_as<int32_t>(24));
   EValue* y = h.empty<int32_t>({2, 4});
-  ASSERT_EQ(h.call(select_prepare, {x, h.i(-2), h.i(-1), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::select.int", {x, h.i(-2), h.i(-1), y}), Error::Ok);
   std::vector<int32_t> want;
   for (int a = 0; a < 2; ++a)
     for (int c = 0; c < 4; ++c) want.push_back(static_cast<int32_t>(ravel({a, 2, c}, sizes)));
   EXPECT_EQ(h.values<int32_t>(y), want);
 
   EValue* z = h.empty<int32_t>({3, 4});
-  ASSERT_EQ(h.call(select_prepare, {x, h.i(0), h.i(1), z}), Error::Ok);
+  ASSERT_EQ(h.call("aten::select.int", {x, h.i(0), h.i(1), z}), Error::Ok);
   const std::vector<int32_t> all = iota_as<int32_t>(24);
   EXPECT_EQ(h.values<int32_t>(z), std::vector<int32_t>(all.begin() + 12, all.end()));
 
   EValue* v = h.tensor<float>({3}, {4, 5, 6});
   EValue* w = h.empty<float>({});
-  ASSERT_EQ(h.call(select_prepare, {v, h.i(0), h.i(2), w}), Error::Ok);
+  ASSERT_EQ(h.call("aten::select.int", {v, h.i(0), h.i(2), w}), Error::Ok);
   EXPECT_EQ(h.values<float>(w)[0], 6.f);
 }
 
 TEST(OpSelect, RejectsIndexOutOfRangeAtPrepare) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
-  EXPECT_EQ(h.prepare_only(select_prepare, {x, h.i(1), h.i(3), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::select.int", {x, h.i(1), h.i(3), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(select_prepare, {x, h.i(1), h.i(-4), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::select.int", {x, h.i(1), h.i(-4), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(select_prepare, {x, h.i(2), h.i(0), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::select.int", {x, h.i(2), h.i(0), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(select_prepare, {x, h.i(1), h.i(0), h.empty<float>({3})}),
+  EXPECT_EQ(h.prepare_only("aten::select.int", {x, h.i(1), h.i(0), h.empty<float>({3})}),
             Error::InvalidProgram);
 }
 
@@ -383,26 +369,26 @@ TEST(OpSqueeze, RemovesListedSizeOneDimsOnly) {
   KernelHarness h;
   EValue* x = h.tensor<float>({1, 3, 1, 2}, iota_as<float>(6));
   EValue* y = h.empty<float>({3, 2});
-  ASSERT_EQ(h.call(squeeze_dims_prepare, {x, h.ints({0, -2}), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::squeeze.dims", {x, h.ints({0, -2}), y}), Error::Ok);
   EXPECT_EQ(h.values<float>(y), iota_as<float>(6));
   // dim 1 has size 3: listed but kept
   EValue* z = h.empty<float>({1, 3, 2});
-  ASSERT_EQ(h.call(squeeze_dims_prepare, {x, h.ints({1, 2}), z}), Error::Ok);
+  ASSERT_EQ(h.call("aten::squeeze.dims", {x, h.ints({1, 2}), z}), Error::Ok);
   EXPECT_EQ(h.values<float>(z), iota_as<float>(6));
   EValue* s = h.tensor<float>({}, {3});
   EValue* t = h.empty<float>({});
-  ASSERT_EQ(h.call(squeeze_dims_prepare, {s, h.ints({0}), t}), Error::Ok);
+  ASSERT_EQ(h.call("aten::squeeze.dims", {s, h.ints({0}), t}), Error::Ok);
   EXPECT_EQ(h.values<float>(t)[0], 3.f);
 }
 
 TEST(OpSqueeze, RejectsRepeatedDimAndWrongOut) {
   KernelHarness h;
   EValue* x = h.tensor<float>({1, 2, 1}, iota_as<float>(2));
-  EXPECT_EQ(h.prepare_only(squeeze_dims_prepare, {x, h.ints({0, -3}), h.empty<float>({2, 1})}),
+  EXPECT_EQ(h.prepare_only("aten::squeeze.dims", {x, h.ints({0, -3}), h.empty<float>({2, 1})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(squeeze_dims_prepare, {x, h.ints({0}), h.empty<float>({2})}),
+  EXPECT_EQ(h.prepare_only("aten::squeeze.dims", {x, h.ints({0}), h.empty<float>({2})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(squeeze_dims_prepare, {x, h.ints({3}), h.empty<float>({1, 2, 1})}),
+  EXPECT_EQ(h.prepare_only("aten::squeeze.dims", {x, h.ints({3}), h.empty<float>({1, 2, 1})}),
             Error::InvalidProgram);
 }
 
@@ -416,7 +402,7 @@ TEST(OpUnsqueeze, InsertsDimAtPositiveAndNegativePositions) {
     KernelHarness h;
     EValue* x = h.tensor<int64_t>({2, 3}, iota64(6));
     EValue* y = h.empty<int64_t>(c.out);
-    ASSERT_EQ(h.call(unsqueeze_prepare, {x, h.i(c.dim), y}), Error::Ok) << c.dim;
+    ASSERT_EQ(h.call("aten::unsqueeze", {x, h.i(c.dim), y}), Error::Ok) << c.dim;
     EXPECT_EQ(h.values<int64_t>(y), iota64(6));
   }
 }
@@ -424,11 +410,11 @@ TEST(OpUnsqueeze, InsertsDimAtPositiveAndNegativePositions) {
 TEST(OpUnsqueeze, RejectsDimOutOfRangeAndWrongOut) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
-  EXPECT_EQ(h.prepare_only(unsqueeze_prepare, {x, h.i(3), h.empty<float>({2, 3, 1})}),
+  EXPECT_EQ(h.prepare_only("aten::unsqueeze", {x, h.i(3), h.empty<float>({2, 3, 1})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(unsqueeze_prepare, {x, h.i(-4), h.empty<float>({1, 2, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::unsqueeze", {x, h.i(-4), h.empty<float>({1, 2, 3})}),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(unsqueeze_prepare, {x, h.i(0), h.empty<float>({2, 1, 3})}),
+  EXPECT_EQ(h.prepare_only("aten::unsqueeze", {x, h.i(0), h.empty<float>({2, 1, 3})}),
             Error::InvalidProgram);
 }
 
@@ -438,9 +424,9 @@ TEST(OpClone, CopiesValuesAndRejectsDtypeMismatch) {
   KernelHarness h;
   EValue* x = h.tensor<double>({2, 2}, {1.5, -2, 3, 4});
   EValue* y = h.empty<double>({2, 2});
-  ASSERT_EQ(h.call(clone_prepare, {x, h.none(), y}), Error::Ok);
+  ASSERT_EQ(h.call("aten::clone", {x, h.none(), y}), Error::Ok);
   EXPECT_EQ(h.values<double>(y), (std::vector<double>{1.5, -2, 3, 4}));
-  EXPECT_EQ(h.prepare_only(clone_prepare, {x, h.none(), h.empty<float>({2, 2})}),
+  EXPECT_EQ(h.prepare_only("aten::clone", {x, h.none(), h.empty<float>({2, 2})}),
             Error::InvalidProgram);
 }
 
@@ -456,7 +442,7 @@ TEST(OpToCopy, TruncatesFloatTowardZero) {
   KernelHarness h;
   EValue* x = h.tensor<float>({5}, {-2.7f, -0.5f, 0.5f, 2.9f, 100.f});
   EValue* y = h.empty<int32_t>({5});
-  ASSERT_EQ(h.call(to_copy_prepare, to_copy_args(h, x, dtype_arg(h, ScalarType::Int32), y)),
+  ASSERT_EQ(h.call("aten::_to_copy", to_copy_args(h, x, dtype_arg(h, ScalarType::Int32), y)),
             Error::Ok);
   EXPECT_EQ(h.values<int32_t>(y), (std::vector<int32_t>{-2, 0, 0, 2, 100}));
 }
@@ -466,13 +452,13 @@ TEST(OpToCopy, ToBoolIsNonzeroAndBoolToFloatIsZeroOrOne) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EValue* x = h.tensor<float>({4}, {0.f, -0.f, 0.1f, nan});
   EValue* y = h.empty_of(ScalarType::Bool, {4});
-  ASSERT_EQ(h.call(to_copy_prepare, to_copy_args(h, x, dtype_arg(h, ScalarType::Bool), y)),
+  ASSERT_EQ(h.call("aten::_to_copy", to_copy_args(h, x, dtype_arg(h, ScalarType::Bool), y)),
             Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(y), (std::vector<uint8_t>{0, 0, 1, 1}));
 
   EValue* b = h.bool_tensor({3}, {1, 0, 1});
   EValue* f = h.empty<double>({3});
-  ASSERT_EQ(h.call(to_copy_prepare, to_copy_args(h, b, dtype_arg(h, ScalarType::Float64), f)),
+  ASSERT_EQ(h.call("aten::_to_copy", to_copy_args(h, b, dtype_arg(h, ScalarType::Float64), f)),
             Error::Ok);
   EXPECT_EQ(h.values<double>(f), (std::vector<double>{1, 0, 1}));
 }
@@ -481,7 +467,7 @@ TEST(OpToCopy, NegativeFloatToUint8WrapsLikeTorch) {
   KernelHarness h;
   EValue* x = h.tensor<float>({3}, {-1.f, 255.5f, 3.f});
   EValue* y = h.empty<uint8_t>({3});
-  ASSERT_EQ(h.call(to_copy_prepare, to_copy_args(h, x, dtype_arg(h, ScalarType::UInt8), y)),
+  ASSERT_EQ(h.call("aten::_to_copy", to_copy_args(h, x, dtype_arg(h, ScalarType::UInt8), y)),
             Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(y), (std::vector<uint8_t>{255, 255, 3}));
 }
@@ -526,7 +512,7 @@ TEST(OpToCopy, ConvertsBetweenEverySupportedDtypePair) {
       KernelHarness h;
       EValue* x = small_values_of(h, from);  // 0, 1, 2, 3 (bool: 0, 1, 1, 1)
       EValue* y = h.empty_of(to, {4});
-      ASSERT_EQ(h.call(to_copy_prepare, to_copy_args(h, x, dtype_arg(h, to), y)), Error::Ok);
+      ASSERT_EQ(h.call("aten::_to_copy", to_copy_args(h, x, dtype_arg(h, to), y)), Error::Ok);
       for (int i = 0; i < 4; ++i) {
         const double want = to == ScalarType::Bool || from == ScalarType::Bool ? (i != 0) : i;
         EXPECT_EQ(element_as_double(y->tensor, i), want)
@@ -540,17 +526,17 @@ TEST(OpToCopy, CopiesWithoutDtypeAndRejectsBadDtypes) {
   KernelHarness h;
   EValue* x = h.tensor<int64_t>({2}, {5, -6});
   EValue* y = h.empty<int64_t>({2});
-  ASSERT_EQ(h.call(to_copy_prepare, to_copy_args(h, x, h.none(), y)), Error::Ok);
+  ASSERT_EQ(h.call("aten::_to_copy", to_copy_args(h, x, h.none(), y)), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(y), (std::vector<int64_t>{5, -6}));
   // out dtype disagrees with dtype
-  EXPECT_EQ(h.prepare_only(to_copy_prepare,
+  EXPECT_EQ(h.prepare_only("aten::_to_copy",
                            to_copy_args(h, x, dtype_arg(h, ScalarType::Float32), h.empty<double>({2}))),
             Error::InvalidProgram);
   // not a ScalarType number
-  EXPECT_EQ(h.prepare_only(to_copy_prepare, to_copy_args(h, x, h.i(42), h.empty<float>({2}))),
+  EXPECT_EQ(h.prepare_only("aten::_to_copy", to_copy_args(h, x, h.i(42), h.empty<float>({2}))),
             Error::InvalidProgram);
   // float16 has no conversion
-  EXPECT_EQ(h.prepare_only(to_copy_prepare, to_copy_args(h, x, dtype_arg(h, ScalarType::Float16),
+  EXPECT_EQ(h.prepare_only("aten::_to_copy", to_copy_args(h, x, dtype_arg(h, ScalarType::Float16),
                                                          h.empty_of(ScalarType::Float16, {2}))),
             Error::OperatorMissing);
 }
@@ -565,51 +551,51 @@ std::vector<EValue*> full_args(KernelHarness& h, std::vector<int64_t> size, EVal
 TEST(OpFull, FillsWithInferredDtype) {
   KernelHarness h;
   EValue* f = h.empty<float>({2, 3});
-  ASSERT_EQ(h.call(full_prepare, full_args(h, {2, 3}, h.d(1.5), h.none(), f)), Error::Ok);
+  ASSERT_EQ(h.call("aten::full", full_args(h, {2, 3}, h.d(1.5), h.none(), f)), Error::Ok);
   EXPECT_EQ(h.values<float>(f), std::vector<float>(6, 1.5f));
   EValue* i = h.empty<int64_t>({3});
-  ASSERT_EQ(h.call(full_prepare, full_args(h, {3}, h.i(-7), h.none(), i)), Error::Ok);
+  ASSERT_EQ(h.call("aten::full", full_args(h, {3}, h.i(-7), h.none(), i)), Error::Ok);
   EXPECT_EQ(h.values<int64_t>(i), std::vector<int64_t>(3, -7));
   EValue* b = h.empty_of(ScalarType::Bool, {2});
-  ASSERT_EQ(h.call(full_prepare, full_args(h, {2}, h.b(true), h.none(), b)), Error::Ok);
+  ASSERT_EQ(h.call("aten::full", full_args(h, {2}, h.b(true), h.none(), b)), Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(b), std::vector<uint8_t>(2, 1));
 }
 
 TEST(OpFull, ConvertsValueToExplicitDtypeLikeTorch) {
   KernelHarness h;
   EValue* u = h.empty<uint8_t>({2});
-  ASSERT_EQ(h.call(full_prepare, full_args(h, {2}, h.i(-1), dtype_arg(h, ScalarType::UInt8), u)),
+  ASSERT_EQ(h.call("aten::full", full_args(h, {2}, h.i(-1), dtype_arg(h, ScalarType::UInt8), u)),
             Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(u), std::vector<uint8_t>(2, 255));
   EValue* t = h.empty<int32_t>({2});
-  ASSERT_EQ(h.call(full_prepare, full_args(h, {2}, h.d(-2.7), dtype_arg(h, ScalarType::Int32), t)),
+  ASSERT_EQ(h.call("aten::full", full_args(h, {2}, h.d(-2.7), dtype_arg(h, ScalarType::Int32), t)),
             Error::Ok);
   EXPECT_EQ(h.values<int32_t>(t), std::vector<int32_t>(2, -2));
   EValue* b = h.empty_of(ScalarType::Bool, {1});
-  ASSERT_EQ(h.call(full_prepare, full_args(h, {1}, h.d(0.5), dtype_arg(h, ScalarType::Bool), b)),
+  ASSERT_EQ(h.call("aten::full", full_args(h, {1}, h.d(0.5), dtype_arg(h, ScalarType::Bool), b)),
             Error::Ok);
   EXPECT_EQ(h.values<uint8_t>(b)[0], 1);
   EValue* d = h.empty<double>({});
-  ASSERT_EQ(h.call(full_prepare, full_args(h, {}, h.i(3), dtype_arg(h, ScalarType::Float64), d)),
+  ASSERT_EQ(h.call("aten::full", full_args(h, {}, h.i(3), dtype_arg(h, ScalarType::Float64), d)),
             Error::Ok);
   EXPECT_EQ(h.values<double>(d)[0], 3.0);
 }
 
 TEST(OpFull, RejectsOverflowWrongOutAndUnsupportedDtype) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(full_prepare, full_args(h, {2}, h.i(300), dtype_arg(h, ScalarType::UInt8),
+  EXPECT_EQ(h.prepare_only("aten::full", full_args(h, {2}, h.i(300), dtype_arg(h, ScalarType::UInt8),
                                                    h.empty<uint8_t>({2}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(full_prepare, full_args(h, {2}, h.d(NAN), dtype_arg(h, ScalarType::Int64),
+  EXPECT_EQ(h.prepare_only("aten::full", full_args(h, {2}, h.d(NAN), dtype_arg(h, ScalarType::Int64),
                                                    h.empty<int64_t>({2}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(full_prepare, full_args(h, {2}, h.d(1e40), h.none(), h.empty<float>({2}))),
+  EXPECT_EQ(h.prepare_only("aten::full", full_args(h, {2}, h.d(1e40), h.none(), h.empty<float>({2}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(full_prepare, full_args(h, {2}, h.d(1), h.none(), h.empty<float>({3}))),
+  EXPECT_EQ(h.prepare_only("aten::full", full_args(h, {2}, h.d(1), h.none(), h.empty<float>({3}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(full_prepare, full_args(h, {2}, h.i(1), h.none(), h.empty<float>({2}))),
+  EXPECT_EQ(h.prepare_only("aten::full", full_args(h, {2}, h.i(1), h.none(), h.empty<float>({2}))),
             Error::InvalidProgram);  // an Int fill infers int64
-  EXPECT_EQ(h.prepare_only(full_prepare,
+  EXPECT_EQ(h.prepare_only("aten::full",
                            full_args(h, {2}, h.d(1), dtype_arg(h, ScalarType::Float16),
                                      h.empty_of(ScalarType::Float16, {2}))),
             Error::OperatorMissing);
@@ -619,15 +605,15 @@ TEST(OpFullLike, TakesSelfShapeAndDtypeUnlessDtypeGiven) {
   KernelHarness h;
   EValue* x = h.tensor<int32_t>({2, 2}, {1, 2, 3, 4});
   EValue* y = h.empty<int32_t>({2, 2});
-  ASSERT_EQ(h.call(full_like_prepare, {x, h.i(7), h.none(), h.none(), h.none(), h.none(), h.none(), y}),
+  ASSERT_EQ(h.call("aten::full_like", {x, h.i(7), h.none(), h.none(), h.none(), h.none(), h.none(), y}),
             Error::Ok);
   EXPECT_EQ(h.values<int32_t>(y), std::vector<int32_t>(4, 7));
   EValue* z = h.empty<double>({2, 2});
-  ASSERT_EQ(h.call(full_like_prepare, {x, h.d(0.25), dtype_arg(h, ScalarType::Float64), h.none(),
+  ASSERT_EQ(h.call("aten::full_like", {x, h.d(0.25), dtype_arg(h, ScalarType::Float64), h.none(),
                                        h.none(), h.none(), h.none(), z}),
             Error::Ok);
   EXPECT_EQ(h.values<double>(z), std::vector<double>(4, 0.25));
-  EXPECT_EQ(h.prepare_only(full_like_prepare, {x, h.i(7), h.none(), h.none(), h.none(), h.none(),
+  EXPECT_EQ(h.prepare_only("aten::full_like", {x, h.i(7), h.none(), h.none(), h.none(), h.none(),
                                                h.none(), h.empty<int32_t>({4})}),
             Error::InvalidProgram);
 }
@@ -642,27 +628,27 @@ std::vector<EValue*> arange_args(KernelHarness& h, EValue* start, EValue* end, E
 TEST(OpArange, CountsIntegersAndNegativeSteps) {
   KernelHarness h;
   EValue* y = h.empty<int64_t>({5});
-  ASSERT_EQ(h.call(arange_start_step_prepare, arange_args(h, h.i(0), h.i(5), h.i(1), h.none(), y)),
+  ASSERT_EQ(h.call("aten::arange.start_step", arange_args(h, h.i(0), h.i(5), h.i(1), h.none(), y)),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(y), iota64(5));
   EValue* z = h.empty<int64_t>({3});
-  ASSERT_EQ(h.call(arange_start_step_prepare, arange_args(h, h.i(5), h.i(0), h.i(-2), h.none(), z)),
+  ASSERT_EQ(h.call("aten::arange.start_step", arange_args(h, h.i(5), h.i(0), h.i(-2), h.none(), z)),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(z), (std::vector<int64_t>{5, 3, 1}));
   EValue* e = h.empty<int64_t>({0});
-  ASSERT_EQ(h.call(arange_start_step_prepare, arange_args(h, h.i(3), h.i(3), h.i(1), h.none(), e)),
+  ASSERT_EQ(h.call("aten::arange.start_step", arange_args(h, h.i(3), h.i(3), h.i(1), h.none(), e)),
             Error::Ok);
 }
 
 TEST(OpArange, FloatStepsComputedAsStartPlusIndexTimesStep) {
   KernelHarness h;
   EValue* y = h.empty<float>({10});
-  ASSERT_EQ(h.call(arange_start_step_prepare, arange_args(h, h.i(0), h.i(1), h.d(0.1), h.none(), y)),
+  ASSERT_EQ(h.call("aten::arange.start_step", arange_args(h, h.i(0), h.i(1), h.d(0.1), h.none(), y)),
             Error::Ok);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(h.values<float>(y)[i], static_cast<float>(0.1 * i));
   // ceil((2.5 - 0.5) / 0.75) = 3
   EValue* z = h.empty<double>({3});
-  ASSERT_EQ(h.call(arange_start_step_prepare,
+  ASSERT_EQ(h.call("aten::arange.start_step",
                    arange_args(h, h.d(0.5), h.d(2.5), h.d(0.75), dtype_arg(h, ScalarType::Float64), z)),
             Error::Ok);
   EXPECT_EQ(h.values<double>(z), (std::vector<double>{0.5, 1.25, 2.0}));
@@ -672,13 +658,13 @@ TEST(OpArange, IntegerDtypeTruncatesStartAndStepLikeTorch) {
   KernelHarness h;
   // int32: length ceil((5 - 0.5) / 1.5) = 3 from the doubles; values from start 0, step 1.
   EValue* y = h.empty<int32_t>({3});
-  ASSERT_EQ(h.call(arange_start_step_prepare,
+  ASSERT_EQ(h.call("aten::arange.start_step",
                    arange_args(h, h.d(0.5), h.i(5), h.d(1.5), dtype_arg(h, ScalarType::Int32), y)),
             Error::Ok);
   EXPECT_EQ(h.values<int32_t>(y), (std::vector<int32_t>{0, 1, 2}));
   // int64: length from the truncated values: ceil((5 - 0) / 1) = 5.
   EValue* z = h.empty<int64_t>({5});
-  ASSERT_EQ(h.call(arange_start_step_prepare,
+  ASSERT_EQ(h.call("aten::arange.start_step",
                    arange_args(h, h.d(0.5), h.i(5), h.i(1), dtype_arg(h, ScalarType::Int64), z)),
             Error::Ok);
   EXPECT_EQ(h.values<int64_t>(z), iota64(5));
@@ -686,19 +672,19 @@ TEST(OpArange, IntegerDtypeTruncatesStartAndStepLikeTorch) {
 
 TEST(OpArange, RejectsWrongLengthZeroStepAndInconsistentSign) {
   KernelHarness h;
-  EXPECT_EQ(h.prepare_only(arange_start_step_prepare,
+  EXPECT_EQ(h.prepare_only("aten::arange.start_step",
                            arange_args(h, h.i(0), h.i(5), h.i(1), h.none(), h.empty<int64_t>({4}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(arange_start_step_prepare,
+  EXPECT_EQ(h.prepare_only("aten::arange.start_step",
                            arange_args(h, h.i(0), h.i(5), h.i(0), h.none(), h.empty<int64_t>({0}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(arange_start_step_prepare,
+  EXPECT_EQ(h.prepare_only("aten::arange.start_step",
                            arange_args(h, h.i(5), h.i(0), h.i(1), h.none(), h.empty<int64_t>({0}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only(arange_start_step_prepare,
+  EXPECT_EQ(h.prepare_only("aten::arange.start_step",
                            arange_args(h, h.i(0), h.d(5), h.i(1), h.none(), h.empty<int64_t>({5}))),
             Error::InvalidProgram);  // a Double bound infers float32
-  EXPECT_EQ(h.prepare_only(arange_start_step_prepare,
+  EXPECT_EQ(h.prepare_only("aten::arange.start_step",
                            arange_args(h, h.i(0), h.i(2), h.i(1), dtype_arg(h, ScalarType::Int8),
                                        h.empty<int8_t>({2}))),
             Error::OperatorMissing);

@@ -1,5 +1,6 @@
 // Module (extension/module.h): load a .tern file from disk and run it.
-// Module::load registers every portable kernel, so this binary links them all.
+// The application registers kernels, not Module: this suite registers the
+// portable library and the test kernels once.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -55,7 +56,10 @@ ProgramBuilder relu_program(const char* second_op = "test::scale") {
 
 class ModuleTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { register_test_kernels(); }
+  static void SetUpTestSuite() {
+    register_test_kernels();
+    ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  }
 };
 
 TEST_F(ModuleTest, test_load_and_forward_from_a_file) {

@@ -15,6 +15,7 @@
 
 #include "extension/module.h"
 #include "extension/npy.h"
+#include "kernels/portable/register.h"
 #include "runtime_test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -310,11 +311,17 @@ TEST(NoMalloc, test_execute_error_path_does_not_allocate) {
 
 // The same rule on a real exported model that uses most portable kernels
 // (convolution with scratch, pooling, norms, embedding, softmax, where...):
-// Module::forward, the application's path, allocates nothing either.
-TEST(NoMalloc, test_module_forward_on_exported_model_never_allocates) {
+// Module::forward, the application's path, allocates nothing either, with
+// one thread or several (the pool's workers started at load).
+class NoMallocThreads : public ::testing::TestWithParam<int> {};
+
+TEST_P(NoMallocThreads, test_module_forward_on_exported_model_never_allocates) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
   const std::string dir = std::string(TERN_TEST_DATA_DIR) + "/v1/";
   Module module;
-  ASSERT_EQ(module.load((dir + "kitchen_sink.tern").c_str()), Error::Ok) << last_error_message();
+  ASSERT_EQ(module.load((dir + "kitchen_sink.tern").c_str(), Module::Options{Module::LoadMode::Mmap, GetParam()}),
+            Error::Ok) << last_error_message();
+  ASSERT_EQ(module.method()->threads(), GetParam());
   NpyArray image, tokens;
   ASSERT_EQ(read_npy((dir + "kitchen_sink.input0.npy").c_str(), &image), Error::Ok);
   ASSERT_EQ(read_npy((dir + "kitchen_sink.input1.npy").c_str(), &tokens), Error::Ok);
@@ -331,6 +338,8 @@ TEST(NoMalloc, test_module_forward_on_exported_model_never_allocates) {
   EXPECT_TRUE(all_ok);
   EXPECT_EQ(allocations, 0u) << "Module::forward allocated";
 }
+
+INSTANTIATE_TEST_SUITE_P(Threads, NoMallocThreads, ::testing::Values(1, 2, 3));
 
 }  // namespace
 }  // namespace tern

@@ -1,7 +1,8 @@
 """Parity with PyTorch eager: export, save, load and run through the C++
 runtime, then compare with the model run by PyTorch on the same inputs.
 
-Tolerance: max |tern - eager| <= 1e-4 * max(1, max |eager|)."""
+Tolerance: max |tern - eager| <= 1e-4 * max(1, max |eager|). Each model runs
+with 1, 2 and 3 threads, whose outputs must be bit-identical."""
 
 from __future__ import annotations
 
@@ -22,7 +23,12 @@ def _run_both(model: torch.nn.Module, args: tuple[torch.Tensor, ...], tmp_path: 
     refs = [ref] if isinstance(ref, torch.Tensor) else list(ref)
     path = tmp_path / "model.tern"
     tern.export(model, args).save(path)
-    outs = tern.load(str(path))(*args)
+    outs = tern.load(str(path), threads=1)(*args)
+    for threads in (2, 3):
+        m = tern.load(str(path), threads=threads)
+        assert m.threads() == threads
+        for a, b in zip(m(*args), outs):
+            np.testing.assert_array_equal(a, b, err_msg=f"{threads} threads differ from 1")
     assert len(outs) == len(refs)
     for got, want in zip(outs, refs):
         want = want.numpy()

@@ -71,6 +71,19 @@ def test_specs_describe_inputs_and_outputs(model_path: Path) -> None:
     assert [str(s) for s in m.output_specs()] == ["float32[2, 3]", "float32[2, 8]"]
 
 
+def test_threads_default_to_physical_cores_and_can_be_set(model_path: Path) -> None:
+    from tern import _runtime
+
+    assert tern.load(str(model_path)).threads() == _runtime.physical_core_count() >= 1
+    assert tern.load(str(model_path), threads=3).threads() == 3
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bad_thread_count_is_a_value_error(model_path: Path, bad: object) -> None:
+    with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
+        tern.load(str(model_path), threads=bad)  # type: ignore[arg-type]
+
+
 def test_missing_file_raises_with_its_name(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no_such.tern"):
         tern.load(str(tmp_path / "no_such.tern"))

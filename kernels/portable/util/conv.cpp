@@ -117,19 +117,13 @@ void depthwise_tap(const ConvGeometry& g, const float* x, int64_t ki, int64_t kj
   }
 }
 
-void conv_depthwise(const ConvGeometry& g, const float* in, const float* weight, const float* bias,
-                    float* out) {
-  const int64_t plane_in = int64_t(g.h) * g.w, plane_out = int64_t(g.oh) * g.ow;
-  // tap-major: the tap's column range is computed once per channel, not per row
-  for (int64_t c = 0; c < g.c; ++c) {
-    float* y = out + c * plane_out;
-    const float b = bias ? bias[c] : 0.f;
-    for (int64_t q = 0; q < plane_out; ++q) y[q] = b;
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        depthwise_tap(g, in + c * plane_in, ki, kj, weight[(c * g.kh + ki) * g.kw + kj], y);
-      }
-    }
+void conv_depthwise_plane(const ConvGeometry& g, const float* x, const float* taps, float bias,
+                          float* y) {
+  const int64_t plane_out = int64_t(g.oh) * g.ow;
+  for (int64_t q = 0; q < plane_out; ++q) y[q] = bias;
+  // tap-major: the tap's column range is computed once per plane, not per row
+  for (int64_t ki = 0; ki < g.kh; ++ki) {
+    for (int64_t kj = 0; kj < g.kw; ++kj) depthwise_tap(g, x, ki, kj, taps[ki * g.kw + kj], y);
   }
 }
 

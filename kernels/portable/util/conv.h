@@ -8,7 +8,9 @@
 // scratch a chunk of output pixels at a time (conv_im2col_cols) so scratch
 // stays bounded for large images. A 1x1, stride-1, unpadded convolution needs
 // no col (the input already is that matrix), and a depthwise convolution
-// (groups == c == oc) runs as a direct loop (conv_depthwise).
+// (groups == c == oc) runs as a direct loop per channel plane
+// (conv_depthwise_plane). Threads split the output pixels of all images and
+// groups (GEMM path) or the channel planes (depthwise).
 //
 // A 1-d convolution (input [n, c, l]) is the 2-d case with h = kh = 1.
 #pragma once
@@ -55,10 +57,10 @@ int64_t conv_im2col_cols(const ConvGeometry& g);
 void conv_im2col(const ConvGeometry& g, const float* in, int64_t cg, int64_t q0, int64_t cols,
                  float* col);
 
-// One image of a depthwise convolution: in [c, h, w], weight [c, 1, kh, kw],
-// bias [c] or nullptr, out [c, oh, ow].
-void conv_depthwise(const ConvGeometry& g, const float* in, const float* weight, const float* bias,
-                    float* out);
+// One channel of one image of a depthwise convolution: x [h, w], its taps
+// [kh, kw], its bias value, y [oh, ow].
+void conv_depthwise_plane(const ConvGeometry& g, const float* x, const float* taps, float bias,
+                          float* y);
 
 }  // namespace portable
 }  // namespace tern

@@ -153,21 +153,28 @@ void gemv(const Gemv& v) {
   }
 }
 
-// C = alpha * A * B + beta * C as a matrix-vector product, for m == 1 or n == 1.
-void gemm_as_gemv(const GemmParams& g) {
-  if (g.n == 1) {
-    // C[:, 0] = A * B[:, 0]
-    gemv({g.m, g.k, g.a, g.a_rs, g.a_cs, g.b, g.b_rs, g.c, g.ldc, g.alpha, g.beta});
-  } else {
-    // C[0, :] = B^T * A[0, :]
-    gemv({g.n, g.k, g.b, g.b_cs, g.b_rs, g.a, g.a_cs, g.c, 1, g.alpha, g.beta});
-  }
+// C[:, 0] = alpha * A * B[:, 0] + beta * C[:, 0] (n == 1).
+void gemv_column(const GemmParams& g) {
+  gemv({g.m, g.k, g.a, g.a_rs, g.a_cs, g.b, g.b_rs, g.c, g.ldc, g.alpha, g.beta});
 }
+
+// C[0, :] = alpha * B^T * A[0, :] + beta * C[0, :] (m == 1).
+void gemv_row(const GemmParams& g) {
+  gemv({g.n, g.k, g.b, g.b_cs, g.b_rs, g.a, g.a_cs, g.c, 1, g.alpha, g.beta});
+}
+
+// C = alpha * A * B + beta * C as a matrix-vector product, for m == 1 or n == 1.
+void gemm_as_gemv(const GemmParams& g) { g.n == 1 ? gemv_column(g) : gemv_row(g); }
 
 }  // namespace
 
 size_t gemm_scratch_bytes(int64_t m, int64_t n, int64_t k) {
-  if (m <= 1 || n <= 1 || k <= 0) return 0;  // no packing (gemv or scale)
+  if (m <= 1 || n <= 1) return 0;  // no packing (gemv or scale)
+  return gemm_blocked_scratch_bytes(m, n, k);
+}
+
+size_t gemm_blocked_scratch_bytes(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
   const int64_t kc = min64(kKc, k);
   const int64_t a_floats = round_up(min64(kMc, m), kMr) * kc;
   const int64_t b_floats = round_up(min64(kNc, n), kNr) * kc;
@@ -178,6 +185,12 @@ void gemm_f32(const GemmParams& g, void* scratch) {
   if (g.m <= 0 || g.n <= 0) return;
   if (g.k <= 0) return scale_c(g);
   if (g.m == 1 || g.n == 1) return gemm_as_gemv(g);
+  gemm_f32_blocked(g, scratch);
+}
+
+void gemm_f32_blocked(const GemmParams& g, void* scratch) {
+  if (g.m <= 0 || g.n <= 0) return;
+  if (g.k <= 0) return scale_c(g);
   const int64_t kc_max = min64(kKc, g.k);
   float* pa = static_cast<float*>(scratch);
   float* pb = pa + align64(sizeof(float) * round_up(min64(kMc, g.m), kMr) * kc_max) / sizeof(float);
@@ -194,6 +207,56 @@ void gemm_f32(const GemmParams& g, void* scratch) {
       }
     }
   }
+}
+
+namespace {
+
+// Splits along the longer side of C, in whole micro-tiles, into ranges of
+// at least kMinFlopsPerThread multiply-adds.
+constexpr int64_t kMinFlopsPerThread = 1 << 16;
+
+GemmParams rows(const GemmParams& g, int64_t i0, int64_t i1) {
+  GemmParams s = g;
+  s.m = i1 - i0, s.a = g.a + i0 * g.a_rs, s.c = g.c + i0 * g.ldc;
+  return s;
+}
+
+GemmParams cols(const GemmParams& g, int64_t j0, int64_t j1) {
+  GemmParams s = g;
+  s.n = j1 - j0, s.b = g.b + j0 * g.b_cs, s.c = g.c + j0;
+  return s;
+}
+
+// Tiles of `tile` along a side of `len`, with a grain worth a thread.
+void split_tiles(int64_t len, int64_t tile, int64_t flops_per_tile, int64_t* tiles, int64_t* grain) {
+  *tiles = (len + tile - 1) / tile;
+  *grain = kMinFlopsPerThread / (flops_per_tile > 0 ? flops_per_tile : 1) + 1;
+}
+
+}  // namespace
+
+void gemm_f32(const GemmParams& g, RunContext& ctx) {
+  if (g.m <= 0 || g.n <= 0) return;
+  if (g.k <= 0 || ctx.thread_count() == 1) return gemm_f32(g, ctx.scratch());
+  int64_t tiles, grain;
+  if (g.m == 1 || g.n == 1) {
+    // gemv: each element of y is its own dot product or axpy lane; the
+    // variant is the whole product's, whatever the range's shape
+    const bool column = g.n == 1;
+    split_tiles(column ? g.m : g.n, 1, g.k, &tiles, &grain);
+    ctx.parallel_for(tiles, grain, [&](RunContext&, int64_t t0, int64_t t1) {
+      column ? gemv_column(rows(g, t0, t1)) : gemv_row(cols(g, t0, t1));
+    });
+    return;
+  }
+  const bool by_cols = g.n >= g.m;
+  const int64_t tile = by_cols ? kNr : kMr;
+  split_tiles(by_cols ? g.n : g.m, tile, tile * (by_cols ? g.m : g.n) * g.k, &tiles, &grain);
+  ctx.parallel_for(tiles, grain, [&](RunContext& c, int64_t t0, int64_t t1) {
+    const int64_t len = by_cols ? g.n : g.m;
+    const int64_t lo = t0 * tile, hi = t1 * tile < len ? t1 * tile : len;
+    gemm_f32_blocked(by_cols ? cols(g, lo, hi) : rows(g, lo, hi), c.scratch());
+  });
 }
 
 }  // namespace portable

@@ -23,13 +23,20 @@
 //
 // Usage (in a kernel):
 //   prepare: ctx.request_scratch(gemm_scratch_bytes(m, n, k));
-//   run:     gemm_f32(params, ctx.scratch());
+//   run:     gemm_f32(params, ctx);             // over the method's threads
+//
+// Threads: gemm_f32(p, ctx) splits C into column (or row) ranges, whole
+// micro-tiles each, one per thread; every thread packs what its range needs
+// in its own scratch. Each element of C is summed in the same order however
+// C is split, so the result is the same for any thread count.
 //
 // Thread safety: gemm_f32 only touches its arguments and the scratch given.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "runtime/kernel/kernel.h"
 
 namespace tern {
 namespace portable {
@@ -60,9 +67,22 @@ inline GemmParams gemm_row_major(int64_t m, int64_t n, int64_t k, const float* a
 // Bytes of scratch gemm_f32 needs for these sizes (a multiple of 64).
 size_t gemm_scratch_bytes(int64_t m, int64_t n, int64_t k);
 
-// Computes p (see above). `scratch` holds gemm_scratch_bytes(m, n, k) bytes,
-// 64-byte aligned.
+// Computes p (see above) on the calling thread. `scratch` holds
+// gemm_scratch_bytes(m, n, k) bytes, 64-byte aligned.
 void gemm_f32(const GemmParams& p, void* scratch);
+
+// Computes p over ctx's threads, each with gemm_scratch_bytes(m, n, k) bytes
+// of ctx.scratch(): the same bits as gemm_f32(p, scratch).
+void gemm_f32(const GemmParams& p, RunContext& ctx);
+
+// The cache-blocked path whatever the shape (gemm_f32 takes a matrix-vector
+// path when m or n is 1). Every element of C comes out the same however a
+// caller splits C's rows or columns into separate calls: for callers that
+// split C themselves (convolution over pixel ranges).
+void gemm_f32_blocked(const GemmParams& p, void* scratch);
+
+// Bytes of scratch gemm_f32_blocked needs (a multiple of 64).
+size_t gemm_blocked_scratch_bytes(int64_t m, int64_t n, int64_t k);
 
 }  // namespace portable
 }  // namespace tern

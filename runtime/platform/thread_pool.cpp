@@ -1,0 +1,235 @@
+#include "runtime/platform/thread_pool.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/core/log.h"
+
+#if defined(__linux__)
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#include <unistd.h>
+#else
+#include <unistd.h>
+#endif
+
+namespace tern {
+namespace {
+
+// The cursor word: region generation in bits 63..16, task count in 15..8,
+// next unclaimed task in 7..0. Count and cursor in one word: a worker that
+// read a stale count can never claim a task with it.
+constexpr int kGenShift = 16;
+constexpr uint64_t kByte = 0xff;
+
+uint32_t gen_of(uint64_t cursor) { return static_cast<uint32_t>(cursor >> kGenShift); }
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+int64_t now_micros() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+  }
+  wake_.notify_all();
+  for (int i = 0; i < num_workers_.load(); ++i) pthread_join(threads_[i], nullptr);
+}
+
+ThreadPool& ThreadPool::process_pool() {
+  // Leaked on purpose: workers may still be spinning when static destructors
+  // run, and joining them there would order exit against the application's
+  // own threads.
+  static ThreadPool* pool = new ThreadPool();
+  return *pool;
+}
+
+void* ThreadPool::worker_main(void* start) {
+  const WorkerStart& w = *static_cast<const WorkerStart*>(start);
+  w.pool->work(w.gen);
+  return nullptr;
+}
+
+Error ThreadPool::reserve(int threads) {
+  if (threads < 1 || threads > kMaxThreads) {
+    TERN_LOG_ERROR("thread pool: %d threads requested, 1 to %d supported", threads, kMaxThreads);
+    return Error::InvalidArgument;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (num_workers_ + 1 < threads) {
+    // The worker waits for regions after this one: one that starts between
+    // here and the thread's first instruction is not missed.
+    starts_[num_workers_] = {this, gen_of(cursor_.load(std::memory_order_acquire))};
+    if (pthread_create(&threads_[num_workers_], nullptr, worker_main, &starts_[num_workers_]) != 0) {
+      TERN_LOG_ERROR("thread pool: cannot start worker %d of %d", num_workers_ + 1, threads - 1);
+      return Error::NotSupported;
+    }
+    ++num_workers_;
+  }
+  return Error::Ok;
+}
+
+int ThreadPool::claim(uint32_t gen) {
+  uint64_t cur = cursor_.load(std::memory_order_acquire);
+  for (;;) {
+    if (gen_of(cur) != gen) return -1;
+    const int next = static_cast<int>(cur & kByte), n = static_cast<int>((cur >> 8) & kByte);
+    if (next >= n) return -1;
+    if (cursor_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      return next;
+    }
+  }
+}
+
+void ThreadPool::wake_sleepers() {
+  { std::lock_guard<std::mutex> lock(mutex_); }  // a sleeper is either waiting or sees the new region
+  wake_.notify_all();
+}
+
+void ThreadPool::run(int n, TaskFn task, void* arg) {
+  if (n <= 0) return;
+  if (n > kMaxThreads) TERN_ABORT("thread pool: a region of %d tasks (at most %d)", n, kMaxThreads);
+  if (n == 1 || num_workers_.load(std::memory_order_relaxed) == 0 || busy_.exchange(true, std::memory_order_acquire)) {
+    for (int i = 0; i < n; ++i) task(arg, i);
+    return;
+  }
+  task_.store(task, std::memory_order_relaxed);
+  arg_.store(arg, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t gen = gen_of(cursor_.load(std::memory_order_relaxed)) + 1;
+  cursor_.store((uint64_t(gen) << kGenShift) | (uint64_t(n) << 8), std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) wake_sleepers();
+  for (int i; (i = claim(gen)) >= 0;) {
+    task(arg, i);
+    done_.fetch_add(1, std::memory_order_release);
+  }
+  while (done_.load(std::memory_order_acquire) != n) cpu_relax();
+  busy_.store(false, std::memory_order_release);
+}
+
+void ThreadPool::work(uint32_t seen) {
+  for (;;) {
+    uint32_t gen;
+    int64_t spin_start = now_micros();
+    for (int k = 1; (gen = gen_of(cursor_.load(std::memory_order_acquire))) == seen; ++k) {
+      if (stop_.load(std::memory_order_relaxed)) return;
+      cpu_relax();
+      if (k % 256 == 0 && now_micros() - spin_start > kSpinMicros) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        while (gen_of(cursor_.load(std::memory_order_seq_cst)) == seen && !stop_.load()) wake_.wait(lock);
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        spin_start = now_micros();
+      }
+    }
+    seen = gen;
+    // The fields of region `gen` (or of a later one, whose tasks claim()
+    // then refuses): written before the cursor that announced it.
+    const TaskFn task = task_.load(std::memory_order_relaxed);
+    void* const arg = arg_.load(std::memory_order_relaxed);
+    for (int i; (i = claim(gen)) >= 0;) {
+      task(arg, i);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// physical_core_count
+
+namespace {
+
+#if defined(__linux__)
+// The first integer in a small sysfs file, or -1.
+long read_sysfs_long(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[64];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char* end;
+  long v = strtol(buf, &end, 10);
+  return end == buf ? -1 : v;
+}
+
+// Cores with at least one CPU this process may run on (a core is named by
+// the lowest CPU of its thread siblings), keeping those with at least half
+// the largest capacity: on big.LITTLE CPUs, the performance cores.
+int linux_physical_cores() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
+  constexpr int kMaxCpus = CPU_SETSIZE;
+  bool core_seen[kMaxCpus] = {};
+  long core_capacity[kMaxCpus];
+  long max_capacity = 0;
+  char path[128];
+  for (int cpu = 0; cpu < kMaxCpus; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/core_cpus_list", cpu);
+    long core = read_sysfs_long(path);
+    if (core < 0) {
+      snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+      core = read_sysfs_long(path);
+    }
+    if (core < 0 || core >= kMaxCpus) core = cpu;
+    if (core_seen[core]) continue;
+    core_seen[core] = true;
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpu_capacity", cpu);
+    core_capacity[core] = read_sysfs_long(path);
+    if (core_capacity[core] > max_capacity) max_capacity = core_capacity[core];
+  }
+  int cores = 0;
+  for (int c = 0; c < kMaxCpus; ++c) {
+    if (core_seen[c] && (max_capacity <= 0 || core_capacity[c] * 2 >= max_capacity)) ++cores;
+  }
+  return cores;
+}
+#endif
+
+int count_physical_cores() {
+  int cores = -1;
+#if defined(__linux__)
+  cores = linux_physical_cores();
+#elif defined(__APPLE__)
+  int n = 0;
+  size_t size = sizeof(n);
+  if (sysctlbyname("hw.perflevel0.physicalcpu", &n, &size, nullptr, 0) == 0 ||
+      sysctlbyname("hw.physicalcpu", &n, &size, nullptr, 0) == 0) {
+    cores = n;
+  }
+#endif
+  if (cores < 1) cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (cores < 1) cores = 1;
+  return cores < ThreadPool::kMaxThreads ? cores : ThreadPool::kMaxThreads;
+}
+
+}  // namespace
+
+int physical_core_count() {
+  static const int cores = count_physical_cores();
+  return cores;
+}
+
+}  // namespace tern
