@@ -2,6 +2,9 @@
 //
 //   build/examples/run_model model.tern
 //
+// Built by the project, or on its own against an installed Tern
+// (CMakeLists.txt here).
+//
 // Feeds zeros of the right shape to every input of "forward" and prints the
 // first values of each output.
 #include <cstdio>
@@ -16,8 +19,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s MODEL.tern\n", argv[0]);
     return 2;
   }
-  // The application chooses its kernels: here the portable (reference) ones.
-  if (tern::register_portable_kernels() != tern::Error::Ok) return 1;
+  // Loading binds every instruction to a registered kernel, and the
+  // application decides which kernel libraries it links and registers: here
+  // the portable (reference) ones, for every op the exporter emits.
+  if (tern::register_portable_kernels() != tern::Error::Ok) {
+    fprintf(stderr, "%s\n", tern::last_error_message());
+    return 1;
+  }
   tern::Module module;
   if (module.load(argv[1]) != tern::Error::Ok) {  // mmap + verify + bind kernels
     fprintf(stderr, "%s\n", tern::last_error_message());
