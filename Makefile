@@ -7,6 +7,7 @@
 #   make test     every C++ (ctest) and Python (pytest) test
 #   make test-sanitize   the C++ tests under ASan + UBSan (slower; not in `make test`)
 #   make bench    latency against PyTorch eager
+#   make size     stripped sizes: full and selective (mobilenet_v2) tern-run, the core alone
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -16,7 +17,7 @@ BUILD := build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 
-.PHONY: setup build python demo test test-cpp test-python test-sanitize bench clean
+.PHONY: setup build python demo test test-cpp test-python test-sanitize bench size clean
 
 setup:
 	@bash scripts/setup_env.sh
@@ -55,5 +56,9 @@ test-sanitize: setup
 bench: build python
 	$(PY) bench/bench_models.py
 
+# Stripped binary sizes: -Os builds in build-size-*/, a table (scripts/size_report.sh).
+size: setup
+	@bash scripts/size_report.sh
+
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-size-*

@@ -1,15 +1,20 @@
-// Registers every kernel listed in ops.def.
+// Registers every kernel listed in ops.def, or in TERN_OPS_DEF: a selective
+// build (CMake -DTERN_SELECT_OPS) sets it to a generated subset of ops.def.
 #include "kernels/portable/register.h"
 
 #include "kernels/portable/ops.h"
 #include "runtime/kernel/registry.h"
+
+#ifndef TERN_OPS_DEF
+#define TERN_OPS_DEF "kernels/portable/ops.def"
+#endif
 
 namespace tern {
 
 Error register_portable_kernels() {
   static const OpKernel kKernels[] = {
 #define TERN_OP(name, outs, prepare, file) {name, outs, portable::prepare},
-#include "kernels/portable/ops.def"
+#include TERN_OPS_DEF
 #undef TERN_OP
   };
   static bool registered = false;  // idempotent: safe to call from several entry points

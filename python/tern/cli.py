@@ -2,6 +2,7 @@
 
     tern inspect model.tern     # header, inputs, outputs, ops, memory plan
     tern ops                    # the operators the runtime has kernels for
+    tern ops --for a.tern b.tern [--format def]   # the operators (and dtypes) those files use
 
 To run and time a file, use `tern-run` (installed beside this command).
 Does not import torch.
@@ -14,11 +15,11 @@ import collections
 import signal
 import sys
 
-_DTYPES = ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool"]
+from tern import op_usage
 
 
 def _tensor(v: dict) -> str:
-    return f"{_DTYPES[v['scalar_type']]}{v['sizes']}"
+    return f"{op_usage.DTYPE_NAMES[v['scalar_type']]}{v['sizes']}"
 
 
 def inspect_file(path: str) -> str:
@@ -55,27 +56,64 @@ def _runtime_verdict(path: str) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def ops_command(files: list[str] | None, fmt: str, ops_def: str | None) -> int:
+    """`tern ops`: the runtime's ops, or with --for the ops the files use.
+
+    Exit status 1 (with a message on stderr) when a file cannot be read or uses
+    an op without a portable kernel: a runtime built from that kernel list,
+    selective or not, could not run the file. Nothing is printed in def format then.
+    """
+    files = list(dict.fromkeys(files or []))  # each file once
+    try:
+        known, source = op_usage.kernel_ops(ops_def, prefer_ops_def=bool(files))
+        usage = op_usage.ops_used(files) if files else {op: op_usage.OpUsage() for op in known}
+    except op_usage.UsageError as e:
+        print(f"tern ops: {e}", file=sys.stderr)
+        return 1
+    missing = set(usage) - known
+    if fmt == "def":
+        if not missing:  # else no selection: it could not be built
+            print(op_usage.format_def(usage, files))
+    elif files:
+        print(op_usage.format_table(usage, missing, files))
+    else:
+        print("\n".join(sorted(usage)))
+    for op in sorted(missing):
+        users = " ".join(sorted(usage[op].files))
+        print(f"tern ops: {op} (used by {users}) has no kernel in {source}: "
+              f"a runtime built from it cannot run {users}", file=sys.stderr)
+    return 1 if missing else 0
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tern", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="describe a .tern file")
     p.add_argument("file")
-    sub.add_parser("ops", help="list the operators the runtime has kernels for")
-    args = parser.parse_args(argv)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `tern ops | head` ends quietly
-    if args.command == "inspect":
-        try:
-            print(inspect_file(args.file))
-        except OSError as e:
-            print(f"tern inspect: {e}", file=sys.stderr)
-            return 1
-        except Exception as e:  # the Python reader does not verify: ask the runtime's verifier why
-            print(f"tern inspect: {args.file}: {_runtime_verdict(args.file) or e}", file=sys.stderr)
-            return 1
-    else:
-        from tern.ops import supported_ops
+    p = sub.add_parser("ops", help="list the operators the runtime has kernels for, or that .tern files use")
+    p.add_argument("--for", dest="files", nargs="+", metavar="FILE",
+                   help="list the ops these .tern files use, with their dtypes")
+    p.add_argument("--format", choices=("text", "def"), default="text",
+                   help="def: a selection file for cmake -DTERN_SELECT_OPS=FILE (one op per line)")
+    p.add_argument("--ops-def", metavar="OPS_DEF",
+                   help="the kernel list to check against (default: kernels/portable/ops.def of this "
+                        "checkout, else the compiled runtime's ops)")
+    return parser
 
-        print("\n".join(sorted(supported_ops())))
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `tern ops | head` ends quietly
+    if args.command == "ops":
+        return ops_command(args.files, args.format, args.ops_def)
+    try:
+        print(inspect_file(args.file))
+    except OSError as e:
+        print(f"tern inspect: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # the Python reader does not verify: ask the runtime's verifier why
+        print(f"tern inspect: {args.file}: {_runtime_verdict(args.file) or e}", file=sys.stderr)
+        return 1
     return 0
 
 
