@@ -6,7 +6,6 @@
 #include "extension/heap_allocator.h"
 #include "runtime/core/log.h"
 #include "runtime/platform/thread_pool.h"
-#include "schema/tern_generated.h"
 
 namespace tern {
 
@@ -90,19 +89,21 @@ Error Module::load_method(const char* name, Method** out) {
     *out = &*m->method;
     return Error::Ok;
   }
-  const fb::Method* fm = program_->method(name);
-  if (fm == nullptr) {
-    TERN_LOG_ERROR("the program has no method '%s'", name);
-    return Error::NotFound;
-  }
+  Result<MethodMeta> meta = program_->method_meta(name);
+  if (!meta.ok()) return meta.error();
   auto lm = std::make_unique<LoadedMethod>();
   lm->name = name;
-  uint32_t n = fm->arena_sizes() ? fm->arena_sizes()->size() : 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    size_t bytes = (fm->arena_sizes()->Get(i) + 63) / 64 * 64;
+  for (size_t i = 0; i < meta->num_arenas(); ++i) {
+    const uint64_t want = *meta->arena_size(i);
+    if (want > SIZE_MAX - 63) {
+      TERN_LOG_ERROR("method '%s': planned arena %zu of %llu bytes does not fit in memory", name, i,
+                     (unsigned long long)want);
+      return Error::OutOfMemory;
+    }
+    size_t bytes = (static_cast<size_t>(want) + 63) / 64 * 64;
     void* a = aligned_alloc(64, bytes == 0 ? 64 : bytes);
     if (a == nullptr) {
-      TERN_LOG_ERROR("method '%s': cannot allocate planned arena %u (%zu bytes)", name, i, bytes);
+      TERN_LOG_ERROR("method '%s': cannot allocate planned arena %zu (%zu bytes)", name, i, bytes);
       return Error::OutOfMemory;
     }
     lm->arenas.push_back(a);

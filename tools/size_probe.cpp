@@ -27,12 +27,7 @@
 namespace {
 
 constexpr size_t kMethodBytes = 1 << 20;  // values, kernel bindings, scratch
-// The file says how many arenas of which size it plans; the core API gives no
-// way to ask before Method::load, so the probe offers generous fixed ones
-// (heap pages that are never touched cost nothing) and Method::load says
-// which one is too small if a model needs more.
-constexpr size_t kArenas = 4;
-constexpr size_t kArenaBytes = size_t{64} << 20;
+constexpr size_t kMaxArenas = 8;
 
 // The whole file in a 64-byte aligned buffer (constants are used in place).
 uint8_t* read_file(const char* path, size_t* size) {
@@ -64,12 +59,16 @@ int run(const uint8_t* data, size_t size) {
 
   alignas(64) static uint8_t method_pool[kMethodBytes];
   tern::MemoryAllocator method_allocator(method_pool, sizeof(method_pool));
-  tern::Span<uint8_t> arenas[kArenas];
-  for (tern::Span<uint8_t>& a : arenas) {
-    a = tern::Span<uint8_t>(static_cast<uint8_t*>(aligned_alloc(64, kArenaBytes)), kArenaBytes);
-    if (a.data() == nullptr) return fail("allocating the planned arenas");
+  // The planned arenas, sized as the file says (MethodMeta).
+  tern::Result<tern::MethodMeta> meta = program->method_meta("forward");
+  if (!meta.ok() || meta->num_arenas() > kMaxArenas) return fail("MethodMeta");
+  tern::Span<uint8_t> arenas[kMaxArenas];
+  for (size_t i = 0; i < meta->num_arenas(); ++i) {
+    const size_t bytes = (static_cast<size_t>(*meta->arena_size(i)) + 63) / 64 * 64;
+    arenas[i] = tern::Span<uint8_t>(static_cast<uint8_t*>(aligned_alloc(64, bytes ? bytes : 64)), bytes);
+    if (arenas[i].data() == nullptr) return fail("allocating the planned arenas");
   }
-  tern::MemoryManager memory{&method_allocator, tern::Span<const tern::Span<uint8_t>>(arenas, kArenas)};
+  tern::MemoryManager memory{&method_allocator, tern::Span<const tern::Span<uint8_t>>(arenas, meta->num_arenas())};
 
   tern::Result<tern::Method> method = tern::Method::load(*program, "forward", memory);
   if (!method.ok()) return fail("Method::load");

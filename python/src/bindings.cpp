@@ -13,6 +13,7 @@
 
 #include "extension/module.h"
 #include "kernels/portable/register.h"
+#include "runtime/backend/backend.h"
 #include "runtime/platform/thread_pool.h"
 #include "runtime/core/log.h"
 #include "runtime/kernel/registry.h"
@@ -61,8 +62,8 @@ nb::object to_numpy(const tern::Tensor& t) {
 
 using Spec = std::tuple<std::string, std::vector<int64_t>>;
 
-Spec spec_of(const tern::Tensor& t) {
-  return {tern::scalar_type_name(t.dtype), std::vector<int64_t>(t.sizes, t.sizes + t.dim)};
+Spec spec_of(const tern::TensorInfo& t) {
+  return {tern::scalar_type_name(t.dtype), std::vector<int64_t>(t.sizes.begin(), t.sizes.end())};
 }
 
 class PyModule {
@@ -90,18 +91,41 @@ class PyModule {
 
   int threads(const std::string& name) { return method(name).threads(); }
 
+  // What the file says of a method, without loading it.
+  tern::MethodMeta meta(const std::string& name) {
+    tern::clear_last_error();
+    tern::Result<tern::MethodMeta> meta = module_.program().method_meta(name.c_str());
+    if (!meta.ok()) raise(meta.error(), "no method '" + name + "'");
+    return *meta;
+  }
+
   std::vector<Spec> input_specs(const std::string& name) {
-    tern::Method& m = method(name);
+    tern::MethodMeta m = meta(name);
     std::vector<Spec> specs;
-    for (size_t i = 0; i < m.num_inputs(); ++i) specs.push_back(spec_of(m.input(i)));
+    for (size_t i = 0; i < m.num_inputs(); ++i) specs.push_back(spec_of(*m.input(i)));
     return specs;
   }
 
   std::vector<Spec> output_specs(const std::string& name) {
-    tern::Method& m = method(name);
+    tern::MethodMeta m = meta(name);
     std::vector<Spec> specs;
-    for (size_t i = 0; i < m.num_outputs(); ++i) specs.push_back(spec_of(m.output(i)));
+    for (size_t i = 0; i < m.num_outputs(); ++i) specs.push_back(spec_of(*m.output(i)));
     return specs;
+  }
+
+  // The backend of each delegate (format 1.1), in order.
+  std::vector<std::string> backends(const std::string& name) {
+    tern::MethodMeta m = meta(name);
+    std::vector<std::string> names;
+    for (size_t i = 0; i < m.num_delegates(); ++i) names.emplace_back(m.delegate_backend(i));
+    return names;
+  }
+
+  std::vector<uint64_t> arena_sizes(const std::string& name) {
+    tern::MethodMeta m = meta(name);
+    std::vector<uint64_t> sizes;
+    for (size_t i = 0; i < m.num_arenas(); ++i) sizes.push_back(*m.arena_size(i));
+    return sizes;
   }
 
   // inputs: C-contiguous arrays whose dtype and shape runtime.py has checked;
@@ -155,7 +179,14 @@ NB_MODULE(_runtime, m) {
       .def("method_names", &PyModule::method_names)
       .def("input_specs", &PyModule::input_specs, nb::arg("method"))
       .def("output_specs", &PyModule::output_specs, nb::arg("method"))
+      .def("backends", &PyModule::backends, nb::arg("method"))
+      .def("arena_sizes", &PyModule::arena_sizes, nb::arg("method"))
       .def("run", &PyModule::run, nb::arg("method"), nb::arg("inputs"));
   m.def("registered_ops", &registered_ops, "Names of the operators this runtime has kernels for.");
   m.def("physical_core_count", &tern::physical_core_count, "The default thread count.");
+  m.def("registered_backends", [] {
+    std::vector<std::string> names;
+    for (const tern::Backend* b : tern::registered_backends()) names.emplace_back(b->name());
+    return names;
+  }, "Names of the backends this runtime has.");
 }

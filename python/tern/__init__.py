@@ -13,6 +13,7 @@ CMakeLists.txt) and installed with the package.
 
 __version__ = "0.1.0"
 
+from tern.backend import Partitioner
 from tern.errors import ExportError
 from tern.export import export
 from tern.program import Program
@@ -26,4 +27,4 @@ def load(path, *, mmap=True, threads=None):
     return _load(path, mmap=mmap, threads=threads)
 
 
-__all__ = ["ExportError", "Program", "__version__", "export", "load"]
+__all__ = ["ExportError", "Partitioner", "Program", "__version__", "export", "load"]

@@ -30,7 +30,8 @@ def inspect_file(path: str) -> str:
     lines = [
         f"{path}: Tern format {h['version_major']}.{h['version_minor']}, {h['file_size']:,} bytes, "
         f"written by {info['producer'] or '?'}",
-        f"  segments: {len(info['segments'])} ({sum(s['size'] for s in info['segments']):,} bytes of constants)",
+        f"  segments: {len(info['segments'])} ({sum(s['size'] for s in info['segments']):,} bytes of constants "
+        "and backend payloads)",
     ]
     for m in info["methods"]:
         values = m["values"]
@@ -42,6 +43,10 @@ def inspect_file(path: str) -> str:
         counts = collections.Counter(m["operators"][i["op"]] for i in m["instructions"] if i["kind"] == "KernelCall")
         for op, n in counts.most_common():
             lines.append(f"    {n:5d} x {op}")
+        for k, d in enumerate(m.get("delegates", [])):
+            size = info["segments"][d["payload_segment"]]["size"] if d["payload_segment"] < len(info["segments"]) else 0
+            lines.append(f"    delegate {k}: backend {d['backend']}, {len(d['inputs'])} inputs, "
+                         f"{len(d['outputs'])} outputs, payload {size:,} bytes")
     return "\n".join(lines)
 
 

@@ -7,6 +7,9 @@ The result, `MethodIR`, mirrors schema/tern.fbs's Method in plain Python:
     their get_attr node is reached;
   - one KernelCall per call_function node (operator.getitem is not an op: it
     names one of its producer's out tensors);
+  - one BackendCall per call_module node of a delegated subgraph
+    (tern.backend), with a Delegate entry: backend, payload, input and output
+    values;
   - outputs that are inputs, constants or repeats get an aten::clone into a
     fresh tensor, so every output has storage of its own.
 Everything is numbered in graph order, so exporting twice gives the same
@@ -43,10 +46,19 @@ class Value:
 
 @dataclass
 class Instr:
-    op: int  # index into MethodIR.operators
-    args: list[int]  # value indices: schema arguments, then out values
+    op: int  # index into MethodIR.operators; -1 for a backend call
+    args: list[int]  # value indices: schema arguments, then out values (delegate: inputs, then outputs)
     node: str  # fx node name
     source: str  # "file.py:LINE in fn: code", or ""
+    delegate: int | None = None  # index into MethodIR.delegates, for a backend call
+
+
+@dataclass
+class DelegateIR:
+    backend: str  # the runtime backend's registered name
+    payload: bytes
+    inputs: list[int]  # value indices
+    outputs: list[int]
 
 
 @dataclass
@@ -60,6 +72,13 @@ class MethodIR:
     instructions: list[Instr] = field(default_factory=list)
     operators: list[str] = field(default_factory=list)  # "aten::add.Tensor"
     constants: list[bytes] = field(default_factory=list)  # distinct constant payloads
+    delegates: list[DelegateIR] = field(default_factory=list)
+
+    def instr_name(self, instr: Instr) -> str:
+        """The op of a kernel call, or "backend:<name>" for a backend call."""
+        if instr.delegate is not None:
+            return f"backend:{self.delegates[instr.delegate].backend}"
+        return self.operators[instr.op]
 
     def tensor_args(self, instr: Instr) -> list[int]:
         """The tensor values an instruction reads or writes (list items included)."""
@@ -115,6 +134,8 @@ class _Emitter:
                 self.env[node] = self._constant(getattr(self.gm, node.target))
             elif node.op == "call_function":
                 self._call(node)
+            elif node.op == "call_module":
+                self._backend_call(node)
             elif node.op == "output":
                 self._outputs(node)
             else:
@@ -164,6 +185,25 @@ class _Emitter:
         args = self._schema_args(node, schema)
         outs, self.env[node] = self._outs(node, schema)
         self._instr(op_name(node.target), args + outs, node.name, _source(node))
+
+    def _backend_call(self, node: "torch.fx.Node") -> None:
+        """A delegated subgraph (tern.backend): its inputs are the call's
+        arguments, its outputs new tensors (node.meta["val"], one or a tuple)."""
+        from tern.backend import delegate_of
+
+        found = delegate_of(self.gm.get_submodule(node.target))
+        if found is None:
+            raise ExportError(f"node {node.name}: call_module {node.target!r} is not a delegated subgraph")
+        backend, payload = found
+        inputs = [self._tensor_arg(a, f"node {node.name} input {i}") for i, a in enumerate(node.args)]
+        val = node.meta.get("val")
+        vals = list(val) if isinstance(val, (tuple, list)) else [val]
+        outputs = [self._tensor(v, f"output {i} of {node.name}") for i, v in enumerate(vals)]
+        self.env[node] = outputs if isinstance(val, (tuple, list)) else outputs[0]
+        self.m.delegates.append(DelegateIR(backend, payload, inputs, outputs))
+        self.m.instructions.append(
+            Instr(-1, inputs + outputs, node.name, f"{len(vals)} outputs computed by backend {backend}", len(self.m.delegates) - 1)
+        )
 
     def _instr(self, name: str, args: list[int], node: str, source: str) -> None:
         op = self.op_index.setdefault(name, len(self.m.operators))

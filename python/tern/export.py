@@ -4,8 +4,9 @@
 
 Steps: torch.export in eval mode -> decompose to the core ATen op set (keeping
 ops the runtime has kernels for) -> the exporter's graph form (tern.graph) ->
-passes (tern.passes) -> check every op has a kernel -> emit the method ->
-plan memory -> serialize.
+passes (tern.passes) -> hand what backends claim to them (tern.backend) ->
+check every other op has a kernel -> emit the method -> plan memory ->
+serialize.
 
 This module imports torch only when export() runs, so `import tern` stays
 free of torch.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from tern.errors import ExportError
 from tern.program import Program
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     import torch
     import torch.fx
 
+    from tern.backend import Partitioner
+
 
 def export(
     module: Any,
@@ -30,12 +33,15 @@ def export(
     dynamic_shapes: Any = None,
     *,
     supported_ops: Iterable[str] | None = None,
+    partitioners: Sequence["Partitioner"] = (),
 ) -> Program:
     """Exports `module` called on `args` (example inputs) to a Program.
 
     The module runs in eval mode during export (its own and its submodules'
     training flags are restored afterwards). `supported_ops` are the runtime
     op names ("aten::add.Tensor"); by default those of tern.ops.supported_ops().
+    `partitioners` (tern.Partitioner) hand the subgraphs their backends claim
+    to those backends, in order; the rest runs on kernels.
     Raises ExportError naming every op without a kernel and its source line.
     """
     if dynamic_shapes is not None:
@@ -46,7 +52,10 @@ def export(
     from tern import ops as _ops
 
     supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
+    from tern.backend import delegate
+
     gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported)
+    gm = delegate(gm, partitioners)
     check_supported(gm, supported)
     return build_program(gm)
 
@@ -175,4 +184,4 @@ def _specs(method: Any, values: list[int], names: list[str]) -> tuple[Any, ...]:
 def _op_counts(method: Any) -> tuple[tuple[str, int], ...]:
     from tern.program import count_ops
 
-    return count_ops([method.operators[ins.op] for ins in method.instructions])
+    return count_ops([method.instr_name(ins) for ins in method.instructions])

@@ -14,8 +14,8 @@ import zlib
 from typing import Any
 
 from tern.fb import (
-    Bool, BoolList, Double, DoubleList, EValue, Instruction, Int, IntList, KernelCall, Method, OptionalTensorList,
-    Program, String, Tensor, TensorList,
+    BackendCall, Bool, BoolList, Double, DoubleList, EValue, Instruction, Int, IntList, KernelCall, Method,
+    OptionalTensorList, Program, String, Tensor, TensorList,
 )
 from tern.fb.InstructionKind import InstructionKind
 from tern.fb.Value import Value as ValueType
@@ -76,6 +76,16 @@ def _method(m: Method.Method) -> dict[str, Any]:
         "operators": [_operator(m.Operators(i)) for i in range(m.OperatorsLength())],
         "arena_sizes": [m.ArenaSizes(i) for i in range(m.ArenaSizesLength())],
         "debug": [{"node": _str(d.Node()), "source": _str(d.Source())} for d in map(m.Debug, range(m.DebugLength()))],
+        "delegates": [_delegate(m.Delegates(i)) for i in range(m.DelegatesLength())],
+    }
+
+
+def _delegate(d: Any) -> dict[str, Any]:
+    return {
+        "backend": _str(d.Backend()),
+        "payload_segment": d.PayloadSegment(),
+        "inputs": [d.Inputs(i) for i in range(d.InputsLength())],
+        "outputs": [d.Outputs(i) for i in range(d.OutputsLength())],
     }
 
 
@@ -85,6 +95,10 @@ def _operator(op: Any) -> str:
 
 
 def _instruction(ins: Instruction.Instruction) -> dict[str, Any]:
+    if ins.KindType() == InstructionKind.BackendCall:
+        call = BackendCall.BackendCall()
+        call.Init(ins.Kind().Bytes, ins.Kind().Pos)
+        return {"kind": "BackendCall", "delegate": call.Delegate()}
     if ins.KindType() != InstructionKind.KernelCall:
         return {"kind": ins.KindType()}
     call = KernelCall.KernelCall()

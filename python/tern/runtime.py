@@ -83,6 +83,16 @@ class Module:
             self._specs[method] = (ins, outs)
         return self._specs[method]
 
+    def backends(self, method: str = "forward") -> list[str]:
+        """The backend of each subgraph `method` hands to one (format 1.1), in order."""
+        self._method_specs(method)
+        return list(self._module.backends(method))
+
+    def planned_bytes(self, method: str = "forward") -> list[int]:
+        """The bytes of each planned arena `method` needs."""
+        self._method_specs(method)
+        return [int(n) for n in self._module.arena_sizes(method)]
+
     def input_specs(self, method: str = "forward") -> list[TensorSpec]:
         return self._method_specs(method)[0]
 

@@ -3,8 +3,10 @@
     offset 0    header (64 bytes, runtime/format/header.h)
     64          flatbuffer (schema/tern.fbs, root Program)
     align 8     segment table: segment_count x {u64 offset, u64 size}
-    align 64    segment 0: every constant tensor, each at a 64-aligned offset;
-                identical payloads are stored once
+    align 64    the constants segment (if any constant): every constant
+                tensor, each at a 64-aligned offset; identical payloads are
+                stored once
+    align 64    one segment per delegate payload (format 1.1), in order
 
 The flatbuffer is built with the generated code in tern.fb (flatc --python,
 a build output). Everything is written in a fixed order from the MethodIR, so
@@ -18,10 +20,10 @@ from typing import Any, Callable, Sequence
 
 import flatbuffers
 
-from tern.emit import Instr, MethodIR, Value
+from tern.emit import DelegateIR, Instr, MethodIR, Value
 from tern.fb import (
-    Bool, BoolList, DebugInfo, Double, DoubleList, EValue, Instruction, Int, IntList, KernelCall,
-    Method, Operator, OptionalTensorList, Program, String, Tensor, TensorList,
+    BackendCall, Bool, BoolList, DebugInfo, Delegate, Double, DoubleList, EValue, Instruction, Int, IntList,
+    KernelCall, Method, Operator, OptionalTensorList, Program, String, Tensor, TensorList,
 )
 from tern.fb.InstructionKind import InstructionKind
 from tern.fb.TensorStorage import TensorStorage
@@ -32,7 +34,7 @@ from tern.ops import split_op_name
 MAGIC = b"TERN"
 HEADER_FORMAT = "<4sIHHIQQQQQQ"  # magic, header_size, major, minor, crc32, fb off/size, table off, count, file size, reserved
 HEADER_SIZE = struct.calcsize(HEADER_FORMAT)  # 64
-VERSION_MAJOR, VERSION_MINOR = 1, 0
+VERSION_MAJOR, VERSION_MINOR = 1, 1
 
 Builder = flatbuffers.Builder
 
@@ -50,15 +52,17 @@ def constant_layout(constants: Sequence[bytes]) -> tuple[list[int], bytes]:
 def serialize(method: MethodIR, plan: MemoryPlan, producer: str) -> bytes:
     """The whole .tern file for a one-method program."""
     offsets, segment = constant_layout(method.constants)
+    segments = ([segment] if segment else []) + [d.payload for d in method.delegates]
+    first_payload = 1 if segment else 0
     b = Builder(1024)
-    m = _method(b, method, plan, offsets)
+    m = _method(b, method, plan, offsets, first_payload)
     methods = _offsets_vector(b, [m])
     prod = b.CreateString(producer)
     Program.Start(b)
     Program.AddMethods(b, methods)
     Program.AddProducer(b, prod)
     b.Finish(Program.End(b))
-    return assemble(bytes(b.Output()), [segment] if segment else [])
+    return assemble(bytes(b.Output()), segments)
 
 
 def assemble(flatbuffer: bytes, segments: Sequence[bytes]) -> bytes:
@@ -88,7 +92,7 @@ def assemble(flatbuffer: bytes, segments: Sequence[bytes]) -> bytes:
 # flatbuffer tables
 
 
-def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int]) -> int:
+def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int], first_payload: int) -> int:
     name = b.CreateString(m.name)
     values = _offsets_vector(b, [_evalue(b, i, v, plan, const_offsets) for i, v in enumerate(m.values)])
     inputs = _scalar_vector(b, b.PrependUint32, 4, m.inputs)
@@ -97,6 +101,7 @@ def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int])
     operators = _offsets_vector(b, [_operator(b, name_) for name_ in m.operators])
     arenas = _scalar_vector(b, b.PrependUint64, 8, [plan.planned_bytes] if plan.planned_bytes else [])
     debug = _offsets_vector(b, [_debug(b, ins) for ins in m.instructions])
+    delegates = _offsets_vector(b, [_delegate(b, d, first_payload + i) for i, d in enumerate(m.delegates)])
     Method.Start(b)
     Method.AddName(b, name)
     Method.AddValues(b, values)
@@ -106,7 +111,21 @@ def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int])
     Method.AddOperators(b, operators)
     Method.AddArenaSizes(b, arenas)
     Method.AddDebug(b, debug)
+    if m.delegates:
+        Method.AddDelegates(b, delegates)
     return Method.End(b)
+
+
+def _delegate(b: Builder, d: DelegateIR, segment: int) -> int:
+    backend = b.CreateString(d.backend)
+    inputs = _scalar_vector(b, b.PrependUint32, 4, d.inputs)
+    outputs = _scalar_vector(b, b.PrependUint32, 4, d.outputs)
+    Delegate.Start(b)
+    Delegate.AddBackend(b, backend)
+    Delegate.AddPayloadSegment(b, segment)
+    Delegate.AddInputs(b, inputs)
+    Delegate.AddOutputs(b, outputs)
+    return Delegate.End(b)
 
 
 def _evalue(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: list[int]) -> int:
@@ -182,6 +201,14 @@ _SCALARS: dict[str, Callable[[Builder, Any], int]] = {
 
 
 def _instruction(b: Builder, ins: Instr) -> int:
+    if ins.delegate is not None:
+        BackendCall.Start(b)
+        BackendCall.AddDelegate(b, ins.delegate)
+        call = BackendCall.End(b)
+        Instruction.Start(b)
+        Instruction.AddKindType(b, InstructionKind.BackendCall)
+        Instruction.AddKind(b, call)
+        return Instruction.End(b)
     args = _scalar_vector(b, b.PrependUint32, 4, ins.args)
     KernelCall.Start(b)
     KernelCall.AddOp(b, ins.op)

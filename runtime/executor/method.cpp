@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/backend/backend.h"
 #include "runtime/core/log.h"
 #include "runtime/core/overflow.h"
 #include "runtime/format/verify.h"
@@ -13,14 +14,20 @@
 namespace tern {
 
 struct Method::Instr {
-  enum class Kind : uint8_t { Kernel, Move, JumpFalse, Free };
+  using Kind = InstructionKind;
   Kind kind;
-  uint32_t a = 0;  // Move: from; JumpFalse: condition value
+  uint32_t a = 0;  // Move: from; JumpFalse: condition value; BackendCall: delegate
   uint32_t b = 0;  // Move: to;   JumpFalse: target instruction
   RunFn run = nullptr;
   EValue** args = nullptr;  // Kernel: arguments then outs
-  const char* op_name = "";  // "aten::add.Tensor"
+  const char* op_name = "";  // "aten::add.Tensor", or the backend's name
   alignas(16) unsigned char state[PrepareContext::kStateBytes];
+};
+
+struct Method::Delegate {
+  const Backend* backend;
+  void* handle;
+  EValue** args;  // inputs, then outputs
 };
 
 namespace {
@@ -288,7 +295,48 @@ struct Loader {
     return Error::Ok;
   }
 
-  Error bind_instructions(Method::Instr* instrs) {
+  // Initializes every delegate on its backend, in order; m owns each as soon
+  // as it is initialized (a later failure destroys it with m).
+  Error bind_delegates(Method::Delegate* delegates, size_t* num_initialized) {
+    for (uint32_t di = 0; di < (fm.delegates() ? fm.delegates()->size() : 0); ++di) {
+      const fb::Delegate& d = *fm.delegates()->Get(di);
+      const char* name = d.backend()->c_str();
+      const Backend* backend = find_backend(name);
+      if (backend == nullptr) {
+        TERN_LOG_ERROR("method '%s' delegate %u: backend '%s' is not registered in this runtime "
+                       "(%zu backends registered)", fm.name()->c_str(), di, name, registered_backends().size());
+        return Error::NotSupported;
+      }
+      const uint32_t ni = d.inputs() ? d.inputs()->size() : 0, no = d.outputs() ? d.outputs()->size() : 0;
+      EValue** args = alloc<EValue*>(ni + no, "delegate arguments");
+      if (!args) return Error::OutOfMemory;
+      for (uint32_t j = 0; j < ni; ++j) args[j] = &values[d.inputs()->Get(j)];
+      for (uint32_t j = 0; j < no; ++j) {
+        if (!writable(d.outputs()->Get(j))) {
+          TERN_LOG_ERROR("method '%s' delegate %u (%s): output %u (value %u) is not planned tensor memory",
+                         fm.name()->c_str(), di, name, j, d.outputs()->Get(j));
+          return Error::InvalidProgram;
+        }
+        args[ni + j] = &values[d.outputs()->Get(j)];
+      }
+      Span<const uint8_t> payload(program.segment_data(d.payload_segment()),
+                                  static_cast<size_t>(program.segment_size(d.payload_segment())));
+      PrepareContext ctx(name, di, memory.method_allocator, threads);
+      Result<void*> handle = backend->init(ctx, payload, Span<EValue* const>(args, ni + no));
+      if (!handle.ok()) {
+        TERN_LOG_ERROR("method '%s' delegate %u (backend %s): %s", fm.name()->c_str(), di, name,
+                       ctx.message()[0] ? ctx.message() : error_name(handle.error()));
+        return handle.error();
+      }
+      delegates[di] = Method::Delegate{backend, *handle, args};
+      *num_initialized = di + 1;
+      if (ctx.scratch() > scratch) scratch = ctx.scratch();
+      persistent += ctx.persistent_bytes();
+    }
+    return Error::Ok;
+  }
+
+  Error bind_instructions(Method::Instr* instrs, const Method::Delegate* delegates) {
     for (uint32_t i = 0; i < fm.instructions()->size(); ++i) {
       const fb::Instruction* ins = fm.instructions()->Get(i);
       Method::Instr* instr = new (&instrs[i]) Method::Instr();
@@ -296,6 +344,14 @@ struct Loader {
         case fb::InstructionKind::KernelCall: {
           const fb::KernelCall& call = *ins->kind_as_KernelCall();
           TERN_CHECK_OK(bind_kernel(i, call, kernels_of(call.op()), instr));
+          break;
+        }
+        case fb::InstructionKind::BackendCall: {
+          const uint32_t d = ins->kind_as_BackendCall()->delegate();  // verified in range
+          instr->kind = Method::Instr::Kind::BackendCall;
+          instr->a = d;
+          instr->args = delegates[d].args;
+          instr->op_name = delegates[d].backend->name();
           break;
         }
         case fb::InstructionKind::Move: TERN_CHECK_OK(bind_move(i, *ins->kind_as_Move(), instr)); break;
@@ -389,9 +445,12 @@ Result<Method> Method::load(const Program& program, const char* name, MemoryMana
   m.inputs_ = fm->inputs() ? fm->inputs()->data() : nullptr;
   m.outputs_ = fm->outputs() ? fm->outputs()->data() : nullptr;
   m.num_instructions_ = fm->instructions()->size();
+  const size_t num_delegates = fm->delegates() ? fm->delegates()->size() : 0;
+  m.delegates_ = ld.alloc<Delegate>(num_delegates, "delegates");
   m.instrs_ = ld.alloc<Instr>(m.num_instructions_, "instructions");
-  if (!m.instrs_) return Error::OutOfMemory;
-  TERN_CHECK_OK(ld.bind_instructions(m.instrs_));
+  if (!m.instrs_ || !m.delegates_) return Error::OutOfMemory;
+  TERN_CHECK_OK(ld.bind_delegates(m.delegates_, &m.num_delegates_));
+  TERN_CHECK_OK(ld.bind_instructions(m.instrs_, m.delegates_));
   TERN_CHECK_OK(ld.reserve_scratch(&m.scratch_, &m.scratch_stride_));
   m.scratch_bytes_ = ld.scratch;
   m.persistent_bytes_ = ld.persistent;
@@ -450,6 +509,16 @@ Error Method::execute_instruction(size_t i) {
       }
       return e;
     }
+    case Instr::Kind::BackendCall: {
+      const Delegate& d = delegates_[in.a];
+      RunContext ctx(nullptr, scratch_, scratch_bytes_, threads_, scratch_stride_, pool_);
+      Error e = d.backend->execute(ctx, d.handle, d.args);
+      if (e != Error::Ok) {
+        TERN_LOG_ERROR("method '%s' instruction %zu (backend %s, delegate %u) failed: %s", name_, i,
+                       in.op_name, in.a, error_name(e));
+      }
+      return e;
+    }
     case Instr::Kind::Move: {
       EValue& from = values_[in.a];
       EValue& to = values_[in.b];
@@ -483,6 +552,43 @@ Error Method::execute() {
 }
 
 const char* Method::instruction_op(size_t i) const { return instrs_[i].op_name; }
+
+InstructionKind Method::instruction_kind(size_t i) const { return instrs_[i].kind; }
+
+Method::Method(Method&& other) noexcept { *this = static_cast<Method&&>(other); }
+
+Method& Method::operator=(Method&& other) noexcept {
+  if (this == &other) return *this;
+  destroy_delegates();
+  fb_ = other.fb_;
+  name_ = other.name_;
+  values_ = other.values_;
+  num_values_ = other.num_values_;
+  inputs_ = other.inputs_;
+  outputs_ = other.outputs_;
+  num_inputs_ = other.num_inputs_;
+  num_outputs_ = other.num_outputs_;
+  instrs_ = other.instrs_;
+  num_instructions_ = other.num_instructions_;
+  scratch_ = other.scratch_;
+  scratch_bytes_ = other.scratch_bytes_;
+  scratch_stride_ = other.scratch_stride_;
+  persistent_bytes_ = other.persistent_bytes_;
+  metadata_bytes_ = other.metadata_bytes_;
+  threads_ = other.threads_;
+  pool_ = other.pool_;
+  delegates_ = other.delegates_;
+  num_delegates_ = other.num_delegates_;
+  other.num_delegates_ = 0;  // the delegates are this method's now
+  return *this;
+}
+
+Method::~Method() { destroy_delegates(); }
+
+void Method::destroy_delegates() {
+  for (size_t i = num_delegates_; i > 0; --i) delegates_[i - 1].backend->destroy(delegates_[i - 1].handle);
+  num_delegates_ = 0;
+}
 
 const char* Method::instruction_node(size_t i) const {
   if (fb_->debug() && fb_->debug()->size() > i && fb_->debug()->Get(i)->node()) {

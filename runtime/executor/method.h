@@ -9,9 +9,12 @@
 //
 // load() resolves every operator to a registered kernel once, builds the
 // values (constants point into the file, activations into planned memory),
-// and runs each kernel's prepare, which checks dtypes and shapes. After that,
+// runs each kernel's prepare, which checks dtypes and shapes, and initializes
+// each delegate (format 1.1) on its registered backend
+// (runtime/backend/backend.h), which checks its payload. After that,
 // execute() allocates nothing and checks nothing twice: it runs the bound
-// kernels in order. Outputs stay valid until the next execute().
+// kernels and backend calls in order. Outputs stay valid until the next
+// execute(). Destroying the Method destroys its delegates.
 //
 // Threads: a method runs each instruction on the thread that calls execute();
 // kernels split their work over MethodOptions::threads threads of a
@@ -41,6 +44,8 @@ struct MethodOptions {
   // pool (ThreadPool::process_pool()). Must outlive the Method.
   ThreadPool* pool = nullptr;
 };
+
+enum class InstructionKind : uint8_t { Kernel, BackendCall, Move, JumpFalse, Free };
 
 class Method {
  public:
@@ -72,19 +77,29 @@ class Method {
   size_t persistent_bytes() const { return persistent_bytes_; }
   int threads() const { return threads_; }
   const char* name() const { return name_; }
-  // "aten::convolution" for instruction i (for profiles and errors).
+  // "aten::convolution" for instruction i (for profiles and errors); for a
+  // backend call, the backend's name ("cpu").
   const char* instruction_op(size_t i) const;
+  InstructionKind instruction_kind(size_t i) const;
   // The torch.export node of instruction i, or "".
   const char* instruction_node(size_t i) const;
 
   // Runs instruction i alone (for profilers: tern-run --profile).
   Error execute_instruction(size_t i);
 
-  struct Instr;  // a bound instruction (method.cpp)
+  struct Instr;     // a bound instruction (method.cpp)
+  struct Delegate;  // an initialized delegate (method.cpp)
+
+  Method(Method&& other) noexcept;
+  Method& operator=(Method&& other) noexcept;
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+  ~Method();
 
  private:
   Method() = default;
   Error set_threads(const MethodOptions& options);
+  void destroy_delegates();
 
   const fb::Method* fb_ = nullptr;
   const char* name_ = "";
@@ -103,6 +118,8 @@ class Method {
   size_t metadata_bytes_ = 0;
   int threads_ = 1;
   ThreadPool* pool_ = nullptr;
+  Delegate* delegates_ = nullptr;  // the first num_delegates_ are initialized
+  size_t num_delegates_ = 0;
 };
 
 }  // namespace tern

@@ -99,6 +99,15 @@ const fb::Method* Program::method(const char* name) const {
   return nullptr;
 }
 
+Result<MethodMeta> Program::method_meta(const char* name) const {
+  const fb::Method* m = method(name);
+  if (m == nullptr) {
+    TERN_LOG_ERROR("the program has no method '%s'", name);
+    return Error::NotFound;
+  }
+  return MethodMeta(m);
+}
+
 const uint8_t* Program::segment_data(size_t i) const { return data_ + read_segment(data_, header_, i).offset; }
 
 uint64_t Program::segment_size(size_t i) const { return read_segment(data_, header_, i).size; }

@@ -18,6 +18,7 @@
 
 #include "runtime/core/data_loader.h"
 #include "runtime/core/result.h"
+#include "runtime/executor/method_meta.h"
 #include "runtime/format/header.h"
 
 namespace tern {
@@ -33,7 +34,12 @@ class Program {
   size_t num_methods() const;
   // The name of method i (i < num_methods()).
   const char* method_name(size_t i) const;
-  // The method called `name`, or nullptr.
+  // What method `name` takes, returns and needs, without loading it.
+  // NotFound (logged) if there is no such method.
+  Result<MethodMeta> method_meta(const char* name) const;
+
+  // The method called `name`, or nullptr (for the executor; the generated
+  // type is not part of the public API).
   const fb::Method* method(const char* name) const;
 
   const Header& header() const { return header_; }

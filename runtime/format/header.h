@@ -8,7 +8,8 @@
 //                                     skips fields it does not know, so the
 //                                     header can grow without breaking readers
 //   8      2    version_major         1; a reader rejects a newer major
-//   10     2    version_minor         0; newer minors only add optional fields
+//   10     2    version_minor         1; newer minors only add optional fields
+//                                     (1.1: backend calls)
 //   12     4    flatbuffer_crc32      CRC-32 (zlib polynomial) of the flatbuffer
 //   16     8    flatbuffer_offset     where the flatbuffer (schema/tern.fbs) starts
 //   24     8    flatbuffer_size
@@ -33,7 +34,7 @@
 namespace tern {
 
 constexpr uint16_t kFormatVersionMajor = 1;
-constexpr uint16_t kFormatVersionMinor = 0;
+constexpr uint16_t kFormatVersionMinor = 1;
 constexpr size_t kHeaderSizeV1 = 64;
 constexpr size_t kSegmentAlignment = 64;
 

@@ -188,9 +188,40 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
     case fb::InstructionKind::Free:
       if (ins->kind_as_Free()->value() >= nv) return invalid("method '%s' instruction %u: free value out of range", m, ii);
       return Error::Ok;
+    case fb::InstructionKind::BackendCall: {
+      const uint32_t d = ins->kind_as_BackendCall()->delegate();
+      const uint32_t nd = method.delegates() ? method.delegates()->size() : 0;
+      if (d >= nd) return invalid("method '%s' instruction %u: delegate %u out of range (%u delegates)", m, ii, d, nd);
+      return Error::Ok;
+    }
     default:
       return invalid("method '%s' instruction %u: unknown kind %d", m, ii, static_cast<int>(ins->kind_type()));
   }
+}
+
+// Backend names are short identifiers; a bound keeps log lines and lookups sane.
+constexpr uint32_t kMaxBackendName = 64;
+
+Error verify_delegate(const fb::Method& method, uint32_t di, uint64_t num_segments) {
+  const char* m = method.name()->c_str();
+  const fb::Delegate* d = method.delegates()->Get(di);
+  if (d->backend() == nullptr || d->backend()->size() == 0 || d->backend()->size() > kMaxBackendName) {
+    return invalid("method '%s' delegate %u: backend name missing or longer than %u bytes", m, di, kMaxBackendName);
+  }
+  if (d->payload_segment() >= num_segments) {
+    return invalid("method '%s' delegate %u (%s): payload segment %u out of range (%llu segments)", m, di,
+                   d->backend()->c_str(), d->payload_segment(), (unsigned long long)num_segments);
+  }
+  const flatbuffers::Vector<uint32_t>* lists[] = {d->inputs(), d->outputs()};
+  for (int k = 0; k < 2; ++k) {
+    for (uint32_t i = 0; i < count(lists[k]); ++i) {
+      if (!is_tensor(method, lists[k]->Get(i))) {
+        return invalid("method '%s' delegate %u (%s): %s %u (value %u) is not a tensor value", m, di,
+                       d->backend()->c_str(), k == 0 ? "input" : "output", i, lists[k]->Get(i));
+      }
+    }
+  }
+  return Error::Ok;
 }
 
 }  // namespace
@@ -213,6 +244,9 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
   }
   for (uint32_t i = 0; i < count(method.outputs()); ++i) {
     if (!is_tensor(method, method.outputs()->Get(i))) return invalid("method '%s' output %u is not a tensor value", m, i);
+  }
+  for (uint32_t i = 0; i < (method.delegates() ? method.delegates()->size() : 0); ++i) {
+    TERN_CHECK_OK(verify_delegate(method, i, num_segments));
   }
   for (uint32_t i = 0; i < method.instructions()->size(); ++i) {
     TERN_CHECK_OK(verify_instruction(method, i));

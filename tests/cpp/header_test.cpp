@@ -57,7 +57,7 @@ TEST(ParseHeader, test_valid_header_fields_are_read) {
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(h->header_size, 64u);
   EXPECT_EQ(h->version_major, 1);
-  EXPECT_EQ(h->version_minor, 0);
+  EXPECT_EQ(h->version_minor, kFormatVersionMinor);
   EXPECT_EQ(h->flatbuffer_offset, 64u);
   EXPECT_EQ(h->flatbuffer_size, read_le(b, hp::kFlatbufferSize, 8));
   EXPECT_EQ(h->flatbuffer_crc32, crc32(b.data() + 64, h->flatbuffer_size));

@@ -17,6 +17,7 @@
 #include "extension/npy.h"
 #include "kernels/portable/register.h"
 #include "runtime_test_util.h"
+#include "test_backend.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TERN_TEST_SANITIZER 1
@@ -238,6 +239,45 @@ TEST(NoMalloc, test_execute_never_allocates) {
   float r = x[1] > 0 ? x[1] : 0;
   float b = r + 1, a = b * 0.5f;
   EXPECT_FLOAT_EQ(y[1], 2 * (a + b + 0.5f));
+}
+
+// A backend call (format 1.1) split over 2 threads: relu on the tern_test
+// backend (test_backend.h), 4096 elements.
+TEST(NoMalloc, test_backend_call_on_two_threads_never_allocates) {
+  register_test_backend();
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  uint32_t arena = m.arena(2 * 4096 * 4);
+  uint32_t x = m.planned(ScalarType::Float32, {4096}, 0, arena);
+  uint32_t y = m.planned(ScalarType::Float32, {4096}, 4096 * 4, arena);
+  std::vector<uint8_t> payload = {'T', 'T', 'B', '1'};
+  const uint32_t counts[] = {1, 0, 0, 1, 1}, op[] = {3, 1, 0, 0};
+  const int64_t numel = 4096;
+  payload.insert(payload.end(), reinterpret_cast<const uint8_t*>(counts), reinterpret_cast<const uint8_t*>(counts) + 20);
+  payload.insert(payload.end(), reinterpret_cast<const uint8_t*>(&numel), reinterpret_cast<const uint8_t*>(&numel) + 8);
+  payload.insert(payload.end(), reinterpret_cast<const uint8_t*>(op), reinterpret_cast<const uint8_t*>(op) + 16);
+  m.backend_call("tern_test", payload, {x}, {y});
+  m.inputs = {x};
+  m.outputs = {y};
+  LoadedProgram lp(pb.build());
+  ASSERT_EQ(lp.error, Error::Ok) << last_error_message();
+  MethodMemory mem(*lp.program, "forward");
+  Result<Method> method = Method::load(*lp.program, "forward", mem.manager, {2});
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  std::vector<float> in(4096);
+  for (int i = 0; i < 4096; ++i) in[i] = float(i % 7) - 3.f;
+  ASSERT_EQ(method->set_input(0, in.data(), in.size() * 4), Error::Ok);
+  ASSERT_EQ(method->execute(), Error::Ok);  // warm up
+  size_t allocations;
+  bool all_ok = true;
+  {
+    AllocationCounter c;
+    for (int i = 0; i < 50; ++i) all_ok = method->execute() == Error::Ok && all_ok;
+    allocations = c.stop();
+  }
+  EXPECT_TRUE(all_ok);
+  EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(method->output(0).data_as<float>()[4095], std::max(in[4095], 0.f));
 }
 
 // test::allocates(Tensor self) -> Tensor: a kernel that breaks the rule, to

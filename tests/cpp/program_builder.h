@@ -17,7 +17,7 @@
 // a tensor offset outside its arena) or by patching the built bytes with
 // write_le() and fix_crc(). Layout written (runtime/format/header.h):
 //
-//   [0, 64)          header, version 1.0, header_size 64 (options can change these)
+//   [0, 64)          header, version 1.1, header_size 64 (options can change these)
 //   [64, ...)        flatbuffer (root: fb::Program), 8-aligned
 //   8-aligned        segment table: {u64 offset, u64 size} per segment
 //   64-aligned       each segment; the file ends where the last segment ends
@@ -150,8 +150,17 @@ struct InstructionSpec {
   fb::InstructionKind kind = fb::InstructionKind::NONE;
   uint32_t op = 0;             // KernelCall
   std::vector<uint32_t> args;  // KernelCall
-  uint32_t a = 0;              // Move: from; JumpFalse: cond; Free: value
+  uint32_t a = 0;              // Move: from; JumpFalse: cond; Free: value; BackendCall: delegate
   uint32_t b = 0;              // Move: to;   JumpFalse: target
+};
+
+// A delegate (format 1.1): a subgraph handed to a backend.
+struct DelegateSpec {
+  std::string backend;
+  uint32_t payload_segment = 0;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  bool has_backend = true;  // false: write a delegate without a backend name (invalid)
 };
 
 struct OperatorSpec {
@@ -178,6 +187,7 @@ class MethodBuilder {
   std::vector<OperatorSpec> operators;
   std::vector<uint64_t> arena_sizes;
   std::vector<std::pair<std::string, std::string>> debug;  // (node, source) per instruction, or empty
+  std::vector<DelegateSpec> delegates;
 
   uint32_t add(ValueSpec v) {
     values.push_back(std::move(v));
@@ -294,6 +304,16 @@ class MethodBuilder {
     in.args = std::move(args);
     return add_instruction(std::move(in));
   }
+  // A delegate of `backend` whose payload is a new segment, and the
+  // BackendCall instruction that runs it; returns the instruction index.
+  uint32_t backend_call(const std::string& backend, std::vector<uint8_t> payload, std::vector<uint32_t> ins,
+                        std::vector<uint32_t> outs);
+  uint32_t backend_call_of(uint32_t delegate) {
+    InstructionSpec in;
+    in.kind = fb::InstructionKind::BackendCall;
+    in.a = delegate;
+    return add_instruction(std::move(in));
+  }
   uint32_t move(uint32_t from, uint32_t to) {
     InstructionSpec in;
     in.kind = fb::InstructionKind::Move;
@@ -330,8 +350,13 @@ class MethodBuilder {
     }
     std::vector<flatbuffers::Offset<fb::DebugInfo>> dbg;
     for (const auto& d : debug) dbg.push_back(fb::CreateDebugInfoDirect(b, d.first.c_str(), d.second.c_str()));
+    std::vector<flatbuffers::Offset<fb::Delegate>> dels;
+    for (const DelegateSpec& d : delegates) {
+      dels.push_back(fb::CreateDelegateDirect(b, d.has_backend ? d.backend.c_str() : nullptr, d.payload_segment,
+                                              &d.inputs, &d.outputs));
+    }
     return fb::CreateMethodDirect(b, has_name ? name.c_str() : nullptr, &vals, &inputs, &outputs, &ins,
-                                  &ops, &arena_sizes, &dbg);
+                                  &ops, &arena_sizes, &dbg, delegates.empty() ? nullptr : &dels);
   }
 
  private:
@@ -373,6 +398,7 @@ class MethodBuilder {
       case fb::InstructionKind::Move: u = fb::CreateMove(b, in.a, in.b).Union(); break;
       case fb::InstructionKind::JumpFalse: u = fb::CreateJumpFalse(b, in.a, in.b).Union(); break;
       case fb::InstructionKind::Free: u = fb::CreateFree(b, in.a).Union(); break;
+      case fb::InstructionKind::BackendCall: u = fb::CreateBackendCall(b, in.a).Union(); break;
       default: break;
     }
     return fb::CreateInstruction(b, in.kind, u);
@@ -383,7 +409,7 @@ class MethodBuilder {
 
 class ProgramBuilder {
  public:
-  // Header fields a test may override (defaults: a valid version 1.0 file).
+  // Header fields a test may override (defaults: a valid file of the current version).
   uint16_t version_major = kFormatVersionMajor;
   uint16_t version_minor = kFormatVersionMinor;
   uint32_t header_size = kHeaderSizeV1;  // > 64: a grown header, zero-filled
@@ -457,6 +483,13 @@ class ProgramBuilder {
  private:
   std::deque<MethodBuilder> methods_;  // stable references
 };
+
+inline uint32_t MethodBuilder::backend_call(const std::string& backend, std::vector<uint8_t> payload,
+                                            std::vector<uint32_t> ins, std::vector<uint32_t> outs) {
+  uint32_t segment = program_->add_segment(std::move(payload));
+  delegates.push_back({backend, segment, std::move(ins), std::move(outs), true});
+  return backend_call_of(static_cast<uint32_t>(delegates.size() - 1));
+}
 
 template <typename T>
 uint32_t MethodBuilder::constant(std::vector<int64_t> sizes, const std::vector<T>& data) {

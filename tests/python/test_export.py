@@ -127,7 +127,7 @@ def test_read_program_round_trips(name: str, tmp_path: Path) -> None:
     assert info == read_program(program.to_bytes())
     data = program.to_bytes()
     h = info["header"]
-    assert (h["magic"], h["header_size"], h["version_major"], h["version_minor"]) == (b"TERN", 64, 1, 0)
+    assert (h["magic"], h["header_size"], h["version_major"], h["version_minor"]) == (b"TERN", 64, 1, 1)
     assert h["file_size"] == len(data) and h["flatbuffer_offset"] == 64 and h["reserved"] == 0
     fb = data[h["flatbuffer_offset"] : h["flatbuffer_offset"] + h["flatbuffer_size"]]
     assert h["flatbuffer_crc32"] == zlib.crc32(fb)

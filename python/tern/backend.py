@@ -1,0 +1,123 @@
+"""Handing subgraphs to backends: the exporter's partitioner hook (format 1.1).
+
+A backend (runtime/backend/backend.h) runs whole subgraphs that the exporter
+handed to it, from a payload in its own format. Its Python side is a
+Partitioner: which nodes it can run, and the payload for a subgraph.
+
+    class MyPartitioner(tern.Partitioner):
+        backend = "mine"                        # the runtime backend's registered name
+        def supports(self, node): ...           # a call_function node of the exported graph
+        def preprocess(self, subgraph): ...     # -> bytes (the payload)
+
+    program = tern.export(model, (x,), partitioners=[MyPartitioner()])
+
+For each partitioner in turn, the connected groups of nodes it supports (that
+no earlier partitioner took) become one delegate each: a BackendCall
+instruction in the file whose inputs are the values the group reads from the
+rest of the graph and whose outputs are the values the rest reads from it.
+Constants the group reads (weights) move into the subgraph as its own
+attributes, so the payload can carry them in the layout the backend wants
+(e.g. packed for its microkernels); they are not delegate inputs.
+
+`preprocess` receives the subgraph as a torch.fx GraphModule whose
+placeholders are the delegate's inputs in order (each with meta["val"], a
+fake tensor giving dtype and shape), whose get_attr nodes are its constants,
+and whose output is the tuple (or single value) of its outputs in order.
+"""
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Any, Sequence
+
+from tern.errors import ExportError
+
+if TYPE_CHECKING:
+    import torch
+    import torch.fx
+
+# Set on a delegated submodule of the exporter's graph: (backend name, payload).
+DELEGATE_ATTR = "_tern_delegate"
+
+
+class Partitioner(abc.ABC):
+    """What a backend claims, and how it lowers a claimed subgraph."""
+
+    #: The name the runtime backend registers under (tern::register_backend).
+    backend: str = ""
+
+    @abc.abstractmethod
+    def supports(self, node: "torch.fx.Node") -> bool:
+        """True if the backend can run this call_function node."""
+
+    @abc.abstractmethod
+    def preprocess(self, subgraph: "torch.fx.GraphModule") -> bytes:
+        """The payload for one claimed subgraph (see the module doc)."""
+
+
+def delegate(gm: "torch.fx.GraphModule", partitioners: Sequence[Partitioner]) -> "torch.fx.GraphModule":
+    """Hands the subgraphs each partitioner supports to its backend, in order.
+
+    Each claimed group becomes a call_module node whose submodule carries
+    DELEGATE_ATTR = (backend, payload); the emitter turns it into a
+    BackendCall instruction."""
+    for p in partitioners:
+        if not isinstance(p, Partitioner) or not p.backend:
+            raise ExportError(f"partitioners must be tern.Partitioner with a backend name, got {p!r}")
+        gm = _delegate_one(gm, p)
+    return gm
+
+
+def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.GraphModule":
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    class _Support(OperatorSupportBase):  # type: ignore[misc]
+        def is_node_supported(self, submodules: Any, node: "torch.fx.Node") -> bool:
+            return node.op == "call_function" and bool(p.supports(node))
+
+    partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
+    partitions = partitioner.propose_partitions()
+    if not partitions:
+        return gm
+    existing = {name for name, _ in gm.named_children()}
+    fused = partitioner.fuse_partitions(partitions)
+    for node in list(fused.graph.nodes):
+        if node.op == "call_module" and node.target not in existing:
+            _inline_constants(fused, node)
+            sub = fused.get_submodule(node.target)
+            sub.recompile()
+            payload = p.preprocess(sub)
+            if not isinstance(payload, (bytes, bytearray)):
+                raise ExportError(f"partitioner {type(p).__name__}.preprocess returned {type(payload).__name__}, not bytes")
+            setattr(sub, DELEGATE_ATTR, (p.backend, bytes(payload)))
+    fused.graph.lint()
+    fused.recompile()
+    return fused
+
+
+def _inline_constants(gm: "torch.fx.GraphModule", call: "torch.fx.Node") -> None:
+    """Moves the constants (get_attr arguments) of a delegate's call into its
+    submodule: the placeholder becomes a get_attr of the submodule's own copy."""
+    sub = gm.get_submodule(call.target)
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    keep, moved = [], []
+    for arg, ph in zip(call.args, placeholders):
+        if getattr(arg, "op", None) != "get_attr":
+            keep.append(arg)
+            continue
+        moved.append(arg)
+        sub.register_buffer(ph.target, getattr(gm, arg.target))
+        with sub.graph.inserting_before(ph):
+            attr = sub.graph.get_attr(ph.target)
+        attr.meta.update(ph.meta)
+        ph.replace_all_uses_with(attr)
+        sub.graph.erase_node(ph)
+    call.args = tuple(keep)
+    for arg in dict.fromkeys(moved):
+        if not arg.users:
+            gm.graph.erase_node(arg)
+
+
+def delegate_of(module: Any) -> tuple[str, bytes] | None:
+    """(backend, payload) if `module` is a delegated submodule, else None."""
+    return getattr(module, DELEGATE_ATTR, None)

@@ -1,0 +1,73 @@
+// Backends: runtimes for whole subgraphs that the exporter handed over
+// (format 1.1, Method.delegates). A backend reads a payload in its own format
+// (e.g. weights packed for its microkernels) once, at Method::load, and runs
+// the subgraph at every execute().
+//
+//   class CpuBackend final : public tern::Backend {
+//    public:
+//     const char* name() const override { return "cpu"; }
+//     tern::Result<void*> init(tern::PrepareContext& ctx, tern::Span<const uint8_t> payload,
+//                              tern::Span<tern::EValue* const> args) const override;
+//     tern::Error execute(tern::RunContext& ctx, void* handle, tern::EValue* const* args) const override;
+//   };
+//   static const CpuBackend kCpu;
+//   tern::register_backend(&kCpu);               // once, before loading methods
+//
+// The contract is the kernels' (runtime/kernel/kernel.h), split the same way:
+//
+//   init     at Method::load. `payload` is untrusted bytes from the file:
+//            check every index, size and count in it before use, and check
+//            `args` (the delegate's inputs, then its outputs: tensors whose
+//            dtype and sizes are static) against it. Take memory only from
+//            ctx: ctx.allocate() for what lives as long as the method
+//            (packed weights, the handle itself), ctx.request_scratch() for
+//            per-run, per-thread scratch. Fail with ctx.fail(), which names
+//            the problem; the executor adds method, delegate and backend.
+//            Returns the handle execute() receives.
+//   execute  at every Method::execute(): no allocation, no re-checking;
+//            split work over ctx's threads with ctx.parallel_for().
+//   destroy  when the Method goes away: release anything init took outside
+//            ctx (the default does nothing, which is right for backends that
+//            take all their memory from ctx).
+//
+// Thread safety: a Backend object is shared by every method that uses it, on
+// any thread; keep per-delegate state behind the handle.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/core/error.h"
+#include "runtime/core/evalue.h"
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/kernel/kernel.h"
+
+namespace tern {
+
+class Backend {
+ public:
+  // The name the exporter's partitioner writes into the file ("cpu").
+  virtual const char* name() const = 0;
+  virtual Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload,
+                             Span<EValue* const> args) const = 0;
+  virtual Error execute(RunContext& ctx, void* handle, EValue* const* args) const = 0;
+  virtual void destroy(void* handle) const { (void)handle; }
+
+ protected:
+  ~Backend() = default;  // the registry never owns or deletes a backend
+};
+
+constexpr size_t kMaxBackends = 16;
+
+// Adds a backend (it must outlive every method that uses it: a static
+// object). InvalidArgument (logged) if its name is taken or kMaxBackends are
+// registered. Not thread-safe: register at start-up.
+Error register_backend(const Backend* backend);
+
+// The backend registered as `name`, or nullptr.
+const Backend* find_backend(const char* name);
+
+// Every registered backend, in registration order.
+Span<const Backend* const> registered_backends();
+
+}  // namespace tern

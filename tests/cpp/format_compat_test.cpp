@@ -1,0 +1,120 @@
+// Files written by older exporters keep loading and giving the same answers,
+// from C++ (tests/python/test_format_compat.py does the same from Python):
+// every tests/data/v<N>/<name>.tern against its <name>.output<i>.npy, with
+// the portable kernels and the tern_test backend (test_backend.h) registered.
+#include <gtest/gtest.h>
+#include <dirent.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "extension/module.h"
+#include "extension/npy.h"
+#include "kernels/portable/register.h"
+#include "runtime/core/log.h"
+#include "test_backend.h"
+
+namespace tern {
+namespace {
+
+std::vector<std::string> list(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// "<dir>/<name>.tern" for every frozen file.
+std::vector<std::string> frozen_files() {
+  const std::string data = TERN_TEST_DATA_DIR;
+  std::vector<std::string> files;
+  if (DIR* d = opendir(data.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == 'v') {
+        for (const std::string& f : list(data + "/" + e->d_name, ".tern")) files.push_back(data + "/" + e->d_name + "/" + f);
+      }
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<NpyArray> read_all(const std::string& stem, const char* kind) {
+  std::vector<NpyArray> arrays;
+  for (int i = 0;; ++i) {
+    NpyArray a;
+    if (read_npy((stem + "." + kind + std::to_string(i) + ".npy").c_str(), &a) != Error::Ok) break;
+    arrays.push_back(std::move(a));
+  }
+  return arrays;
+}
+
+class FrozenFile : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_EQ(register_portable_kernels(), Error::Ok);
+    test::register_test_backend();
+  }
+};
+
+TEST(FrozenFiles, test_each_format_version_has_frozen_files) {
+  std::vector<std::string> files = frozen_files();
+  auto has = [&](const char* dir) {
+    return std::any_of(files.begin(), files.end(), [&](const std::string& f) { return f.find(dir) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("/v1/")) << "format 1.0";
+  EXPECT_TRUE(has("/v1_1/")) << "format 1.1";
+}
+
+TEST_P(FrozenFile, test_gives_its_recorded_outputs) {
+  const std::string stem = GetParam().substr(0, GetParam().size() - 5);
+  std::vector<NpyArray> inputs = read_all(stem, "input"), want = read_all(stem, "output");
+  ASSERT_FALSE(want.empty());
+  for (int threads : {1, 2}) {
+    Module module;
+    ASSERT_EQ(module.load(GetParam().c_str(), Module::Options{Module::LoadMode::File, threads}), Error::Ok)
+        << last_error_message();
+    std::vector<Tensor> in;
+    for (NpyArray& a : inputs) in.push_back(a.tensor());
+    auto outs = module.forward({in.data(), in.size()});
+    ASSERT_TRUE(outs.ok()) << last_error_message();
+    ASSERT_EQ(outs->size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      const Tensor& got = (*outs)[i];
+      Tensor w = want[i].tensor();
+      ASSERT_TRUE(tensor_same_shape(got, w)) << "output " << i;
+      if (got.dtype != ScalarType::Float32) {
+        EXPECT_EQ(memcmp(got.data, w.data, w.nbytes()), 0) << "output " << i;
+        continue;
+      }
+      double max_ref = 1.0, err = 0.0;
+      for (int64_t k = 0; k < w.numel; ++k) {
+        max_ref = std::max(max_ref, double(std::fabs(w.data_as<float>()[k])));
+        err = std::max(err, double(std::fabs(got.data_as<float>()[k] - w.data_as<float>()[k])));
+      }
+      EXPECT_LE(err, 1e-4 * max_ref) << "output " << i << " with " << threads << " threads";
+    }
+  }
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param.substr(std::string(TERN_TEST_DATA_DIR).size() + 1);
+  for (char& c : s) {
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Data, FrozenFile, ::testing::ValuesIn(frozen_files()), test_name);
+
+}  // namespace
+}  // namespace tern

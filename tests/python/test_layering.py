@@ -1,0 +1,84 @@
+"""The architecture's dependency rules (DESIGN.md, "Layout"), read from the
+sources' #include lines: each folder includes only the folders below it, and
+nothing outside runtime/ includes the generated file-format code (an
+application reads a method through MethodMeta instead)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+# folder -> the project folders its files may include (besides itself).
+ALLOWED = {
+    "runtime/core": set(),
+    "runtime/platform": {"runtime/core"},
+    "runtime/kernel": {"runtime/core", "runtime/platform"},
+    "runtime/backend": {"runtime/core", "runtime/kernel"},
+    "runtime/format": {"runtime/core", "schema"},
+    "runtime/executor": {"runtime/core", "runtime/platform", "runtime/kernel", "runtime/backend", "runtime/format",
+                         "schema"},
+    "kernels/portable": {"runtime/core", "runtime/kernel", "kernels/portable"},
+    "extension": {"runtime/core", "runtime/platform", "runtime/executor", "runtime/format", "runtime/kernel"},
+    "tools": {"runtime/core", "runtime/platform", "runtime/executor", "runtime/format", "runtime/kernel",
+              "runtime/backend", "extension", "kernels/portable"},
+    "python/src": {"runtime/core", "runtime/platform", "runtime/executor", "runtime/format", "runtime/kernel",
+                   "runtime/backend", "extension", "kernels/portable"},
+    "examples/cpp": {"runtime/core", "runtime/executor", "runtime/kernel", "extension", "kernels/portable"},
+}
+
+
+def _owner(path: str) -> str | None:
+    """The ALLOWED folder a path ("runtime/core/error.h") belongs to."""
+    return max((f for f in ALLOWED if path == f or path.startswith(f + "/")), key=len, default=None)
+
+
+def _sources() -> list[Path]:
+    return sorted(p for f in ALLOWED for p in (ROOT / f).rglob("*") if p.suffix in (".h", ".cpp", ".def"))
+
+
+def _includes(path: Path) -> list[str]:
+    return INCLUDE.findall(path.read_text())
+
+
+def violations(rel: str, includes: list[str]) -> list[str]:
+    """The includes of the file at `rel` (from the root) that break ALLOWED."""
+    me = _owner(str(Path(rel).parent))
+    assert me is not None, rel
+    bad = []
+    for inc in includes:
+        target = _owner(str(Path(inc).parent)) or ("schema" if inc.startswith("schema/") else None)
+        if target is None:
+            continue  # a header beside it, or outside the project
+        if target != me and target not in ALLOWED[me]:
+            bad.append(inc)
+    return bad
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_includes_flow_down_the_layers(path: Path) -> None:
+    rel = str(path.relative_to(ROOT))
+    bad = violations(rel, _includes(path))
+    assert not bad, f"{rel} includes {bad}; allowed: {sorted(ALLOWED[_owner(str(Path(rel).parent)) or ''])}"
+
+
+def test_only_the_runtime_includes_the_generated_schema() -> None:
+    users = [str(p.relative_to(ROOT)) for p in _sources() if "schema/tern_generated.h" in _includes(p)]
+    assert users and all(u.startswith(("runtime/format/", "runtime/executor/")) for u in users), users
+    public = [u for u in users if u.endswith(".h")]
+    assert not public, f"public headers include the generated code: {public}"
+
+
+def test_the_check_flags_upward_includes_and_passes_downward_ones(tmp_path: Path) -> None:
+    f = tmp_path / "x.cpp"
+    f.write_text('#include <vector>\n#include "extension/module.h"\n  #  include "runtime/core/error.h"\n')
+    assert _includes(f) == ["extension/module.h", "runtime/core/error.h"]
+    assert violations("runtime/executor/x.cpp", _includes(f)) == ["extension/module.h"]
+    assert violations("kernels/portable/op_x.cpp", ["runtime/executor/method.h", "runtime/kernel/kernel.h"]) == [
+        "runtime/executor/method.h"
+    ]
+    assert violations("tools/x.cpp", _includes(f)) == []
