@@ -2,19 +2,23 @@
 //
 //   tern-run model.tern [--input a.npy ...] [--iterations N] [--warmup N]
 //            [--output out.npy ...] [--method NAME] [--load mmap|file]
-//            [--threads N] [--profile] [--seed S]
+//            [--threads N] [--profile] [--trace out.json] [--seed S]
 //
 // Prints the outputs (shape, range, top-5 of classifier-like outputs), the
 // load time and the latency (median and p90 over the timed iterations).
 // Without --input, inputs are random (floats uniform in [-1, 1), integers in
 // [0, 4), bools random), with a fixed seed. --threads defaults to the number
-// of physical cores.
+// of physical cores. --trace writes the timed runs as a Chrome trace (one
+// event per instruction and backend call, with node names) that Perfetto
+// opens; --profile times each instruction alone and prints a table by op.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,6 +27,7 @@
 #include "extension/npy.h"
 #include "kernels/portable/register.h"
 #include "runtime/core/log.h"
+#include "tools/chrome_trace.h"
 
 namespace {
 
@@ -35,6 +40,7 @@ struct Options {
   int warmup = 3;
   int threads = 0;  // 0: physical cores
   bool profile = false;
+  const char* trace = nullptr;
   bool mmap = true;
   unsigned seed = 0;
 };
@@ -44,7 +50,7 @@ int usage(const char* msg) {
   fprintf(stderr,
           "usage: tern-run MODEL.tern [--input A.npy ...] [--iterations N] [--warmup N]\n"
           "                [--output OUT.npy ...] [--method NAME] [--load mmap|file]\n"
-          "                [--threads N] [--profile] [--seed S]\n");
+          "                [--threads N] [--profile] [--trace OUT.json] [--seed S]\n");
   return 2;
 }
 
@@ -66,6 +72,7 @@ int parse_args(int argc, char** argv, Options* o) {
     if (a == "--input") o->inputs.push_back(argv[++i]);
     else if (a == "--output") o->outputs.push_back(argv[++i]);
     else if (a == "--method") o->method = argv[++i];
+    else if (a == "--trace") o->trace = argv[++i];
     else if (a == "--iterations") { if (!parse_int(argv[++i], &o->iterations) || o->iterations < 1) return usage("--iterations takes a whole number >= 1"); }
     else if (a == "--warmup") { if (!parse_int(argv[++i], &o->warmup)) return usage("--warmup takes a whole number >= 0"); }
     else if (a == "--threads") { if (!parse_int(argv[++i], &o->threads) || o->threads < 1) return usage("--threads takes a whole number >= 1"); }
@@ -148,68 +155,122 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(k, v.size() - 1)];
 }
 
+// Loads the model and its method; nullptr after printing why.
+tern::Method* load(const Options& o, tern::Module& module, double* load_ms) {
+  if (tern::register_portable_kernels() != tern::Error::Ok) {
+    fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
+    return nullptr;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  const tern::Module::Options options{o.mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, o.threads};
+  if (module.load(o.model, options) != tern::Error::Ok) {
+    fprintf(stderr, "tern-run: cannot load %s: %s\n", o.model, tern::last_error_message());
+    return nullptr;
+  }
+  tern::Method* method = module.method(o.method);
+  if (method == nullptr) {
+    fprintf(stderr, "tern-run: cannot load method '%s': %s\n", o.method, tern::last_error_message());
+    return nullptr;
+  }
+  *load_ms = ms_since(t0);
+  printf("model: %s (%s), %d thread%s\n", o.model, module.program().producer(), method->threads(),
+         method->threads() == 1 ? "" : "s");
+  return method;
+}
+
+// The inputs: from --input files, or random of the method's dtypes and sizes.
+int make_inputs(const Options& o, const tern::Method& method, std::vector<tern::NpyArray>* arrays,
+                std::vector<tern::Tensor>* inputs) {
+  if (!o.inputs.empty() && o.inputs.size() != method.num_inputs()) {
+    fprintf(stderr, "tern-run: method '%s' takes %zu inputs, %zu --input given\n", o.method,
+            method.num_inputs(), o.inputs.size());
+    return 2;
+  }
+  arrays->resize(method.num_inputs());
+  std::mt19937 rng(o.seed);
+  for (size_t i = 0; i < method.num_inputs(); ++i) {
+    const tern::Tensor& want = method.input(i);
+    tern::NpyArray& a = (*arrays)[i];
+    if (!o.inputs.empty()) {
+      if (tern::read_npy(o.inputs[i], &a) != tern::Error::Ok) {
+        fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
+        return 1;
+      }
+    } else {
+      a.dtype = want.dtype;
+      a.sizes.assign(want.sizes, want.sizes + want.dim);
+      a.data.resize(want.nbytes());
+    }
+    inputs->push_back(a.tensor());
+    if (o.inputs.empty()) fill_random(inputs->back(), rng);
+    printf("input %zu: %s%s\n", i, shape_str(inputs->back()).c_str(), o.inputs.empty() ? " (random)" : "");
+  }
+  return 0;
+}
+
+// Warm-up, then the timed runs (traced when --trace); their times in ms.
+int time_runs(const Options& o, tern::Module& module, tern::Method& method, tern::Span<const tern::Tensor> in,
+              std::vector<double>* times) {
+  std::unique_ptr<tern::ChromeTrace> trace;
+  for (int it = 0; it < o.warmup + o.iterations; ++it) {
+    if (it == o.warmup && o.trace) trace = std::make_unique<tern::ChromeTrace>(method, o.iterations);
+    auto s = std::chrono::steady_clock::now();
+    if (trace) trace->begin_run();
+    auto r = module.run(o.method, in);
+    if (trace) trace->end_run();
+    if (!r.ok()) {
+      fprintf(stderr, "tern-run: run failed: %s\n", tern::last_error_message());
+      return 1;
+    }
+    if (it >= o.warmup) times->push_back(ms_since(s));
+  }
+  if (trace) {
+    const std::string process = std::string("tern-run ") + o.model;
+    if (!trace->write(o.trace, process.c_str())) {
+      fprintf(stderr, "tern-run: cannot write %s: %s\n", o.trace, strerror(errno));
+      return 1;
+    }
+    printf("wrote %zu trace events of %d runs to %s (open it in ui.perfetto.dev)\n", trace->num_events(),
+           o.iterations, o.trace);
+  }
+  return 0;
+}
+
+// --profile: each instruction alone, 5 times, summed by op.
+void print_profile(tern::Method& method) {
+  struct Row { double ms; size_t count; const char* op; };
+  std::vector<Row> rows;
+  double total = 0;
+  for (size_t i = 0; i < method.num_instructions(); ++i) {
+    auto s = std::chrono::steady_clock::now();
+    for (int k = 0; k < 5; ++k) (void)method.execute_instruction(i);
+    double ms = ms_since(s) / 5;
+    total += ms;
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return strcmp(r.op, method.instruction_op(i)) == 0; });
+    if (row == rows.end()) rows.push_back({ms, 1, method.instruction_op(i)});
+    else { row->ms += ms; row->count++; }
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
+  printf("profile (each instruction alone, mean of 5):\n");
+  for (const Row& r : rows) printf("  %-44s %4zu x  %9.3f ms  %5.1f%%\n", r.op, r.count, r.ms, 100 * r.ms / total);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_args(argc, argv, &o)) return rc < 0 ? 0 : rc;
-
-  if (tern::register_portable_kernels() != tern::Error::Ok) {
-    fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
-    return 1;
-  }
-  auto t0 = std::chrono::steady_clock::now();
   tern::Module module;
-  const tern::Module::Options options{o.mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, o.threads};
-  if (module.load(o.model, options) != tern::Error::Ok) {
-    fprintf(stderr, "tern-run: cannot load %s: %s\n", o.model, tern::last_error_message());
-    return 1;
-  }
-  tern::Method* method = module.method(o.method);
-  if (method == nullptr) {
-    fprintf(stderr, "tern-run: cannot load method '%s': %s\n", o.method, tern::last_error_message());
-    return 1;
-  }
-  double load_ms = ms_since(t0);
-  printf("model: %s (%s), %d thread%s\n", o.model, module.program().producer(), method->threads(),
-         method->threads() == 1 ? "" : "s");
-
-  if (!o.inputs.empty() && o.inputs.size() != method->num_inputs()) {
-    fprintf(stderr, "tern-run: method '%s' takes %zu inputs, %zu --input given\n", o.method,
-            method->num_inputs(), o.inputs.size());
-    return 2;
-  }
-  std::vector<tern::NpyArray> arrays(method->num_inputs());
+  double load_ms = 0;
+  tern::Method* method = load(o, module, &load_ms);
+  if (method == nullptr) return 1;
+  std::vector<tern::NpyArray> arrays;
   std::vector<tern::Tensor> inputs;
-  std::mt19937 rng(o.seed);
-  for (size_t i = 0; i < method->num_inputs(); ++i) {
-    const tern::Tensor& want = method->input(i);
-    if (!o.inputs.empty()) {
-      if (tern::read_npy(o.inputs[i], &arrays[i]) != tern::Error::Ok) {
-        fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
-        return 1;
-      }
-    } else {
-      arrays[i].dtype = want.dtype;
-      arrays[i].sizes.assign(want.sizes, want.sizes + want.dim);
-      arrays[i].data.resize(want.nbytes());
-    }
-    inputs.push_back(arrays[i].tensor());
-    if (o.inputs.empty()) fill_random(inputs.back(), rng);
-    printf("input %zu: %s%s\n", i, shape_str(inputs.back()).c_str(), o.inputs.empty() ? " (random)" : "");
-  }
-
+  if (int rc = make_inputs(o, *method, &arrays, &inputs)) return rc;
   tern::Span<const tern::Tensor> in(inputs.data(), inputs.size());
   std::vector<double> times;
-  for (int it = 0; it < o.warmup + o.iterations; ++it) {
-    auto s = std::chrono::steady_clock::now();
-    auto r = module.run(o.method, in);
-    if (!r.ok()) {
-      fprintf(stderr, "tern-run: run failed: %s\n", tern::last_error_message());
-      return 1;
-    }
-    if (it >= o.warmup) times.push_back(ms_since(s));
-  }
+  if (int rc = time_runs(o, module, *method, in, &times)) return rc;
+
   auto outs = module.run(o.method, in);
   if (!outs.ok()) return 1;
   printf("outputs:\n");
@@ -224,22 +285,6 @@ int main(int argc, char** argv) {
   printf("load: %.2f ms\n", load_ms);
   printf("latency over %d runs (%d warm-up): median %.3f ms, p90 %.3f ms\n", o.iterations, o.warmup,
          percentile(times, 0.5), percentile(times, 0.9));
-  if (o.profile) {
-    struct Row { double ms; size_t count; const char* op; };
-    std::vector<Row> rows;
-    double total = 0;
-    for (size_t i = 0; i < method->num_instructions(); ++i) {
-      auto s = std::chrono::steady_clock::now();
-      for (int k = 0; k < 5; ++k) (void)method->execute_instruction(i);
-      double ms = ms_since(s) / 5;
-      total += ms;
-      auto row = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return strcmp(r.op, method->instruction_op(i)) == 0; });
-      if (row == rows.end()) rows.push_back({ms, 1, method->instruction_op(i)});
-      else { row->ms += ms; row->count++; }
-    }
-    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
-    printf("profile (each instruction alone, mean of 5):\n");
-    for (const Row& r : rows) printf("  %-44s %4zu x  %9.3f ms  %5.1f%%\n", r.op, r.count, r.ms, 100 * r.ms / total);
-  }
+  if (o.profile) print_profile(*method);
   return 0;
 }

@@ -535,7 +535,10 @@ Error Method::execute_instruction(size_t i) {
   }
 }
 
-Error Method::execute() {
+Error Method::execute() { return hook_ ? run_instructions<true>() : run_instructions<false>(); }
+
+template <bool kTraced>
+Error Method::run_instructions() {
   size_t pc = 0;
   while (pc < num_instructions_) {
     const Instr& in = instrs_[pc];
@@ -545,7 +548,10 @@ Error Method::execute() {
       pc = cond ? pc + 1 : in.b;
       continue;
     }
-    TERN_CHECK_OK(execute_instruction(pc));
+    if (kTraced) hook_(hook_user_, pc, true);
+    Error e = execute_instruction(pc);
+    if (kTraced) hook_(hook_user_, pc, false);
+    TERN_CHECK_OK(e);
     ++pc;
   }
   return Error::Ok;
@@ -579,6 +585,8 @@ Method& Method::operator=(Method&& other) noexcept {
   pool_ = other.pool_;
   delegates_ = other.delegates_;
   num_delegates_ = other.num_delegates_;
+  hook_ = other.hook_;
+  hook_user_ = other.hook_user_;
   other.num_delegates_ = 0;  // the delegates are this method's now
   return *this;
 }

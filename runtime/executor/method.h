@@ -87,6 +87,19 @@ class Method {
   // Runs instruction i alone (for profilers: tern-run --profile).
   Error execute_instruction(size_t i);
 
+  // An event hook for profilers (tern-run --trace): called with
+  // begin = true right before instruction i runs in execute() and with
+  // begin = false right after it (also when it failed), on the thread that
+  // called execute(). Jumps are not instructions that run. nullptr (the
+  // default) turns it off; execute() then takes a loop without the hook, so
+  // tracing off costs nothing. The hook must not allocate if the
+  // application wants execute() allocation-free.
+  using EventHook = void (*)(void* user, size_t instruction, bool begin);
+  void set_event_hook(EventHook hook, void* user) {
+    hook_ = hook;
+    hook_user_ = user;
+  }
+
   struct Instr;     // a bound instruction (method.cpp)
   struct Delegate;  // an initialized delegate (method.cpp)
 
@@ -100,6 +113,8 @@ class Method {
   Method() = default;
   Error set_threads(const MethodOptions& options);
   void destroy_delegates();
+  template <bool kTraced>
+  Error run_instructions();
 
   const fb::Method* fb_ = nullptr;
   const char* name_ = "";
@@ -120,6 +135,8 @@ class Method {
   ThreadPool* pool_ = nullptr;
   Delegate* delegates_ = nullptr;  // the first num_delegates_ are initialized
   size_t num_delegates_ = 0;
+  EventHook hook_ = nullptr;
+  void* hook_user_ = nullptr;
 };
 
 }  // namespace tern

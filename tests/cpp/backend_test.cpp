@@ -153,6 +153,23 @@ TEST_F(Backends, test_delegate_output_must_be_planned_memory) {
   EXPECT_NE(std::string(last_error_message()).find("is not planned tensor memory"), std::string::npos);
 }
 
+// The event hook (tern-run --trace) sees each instruction begin and end, the
+// backend call included, in order; detached, it sees nothing.
+TEST_F(Backends, test_event_hook_brackets_every_instruction) {
+  LoadedMethod r(delegate_program(good_payload()));
+  ASSERT_TRUE(r.method.ok()) << last_error_message();
+  std::vector<std::pair<size_t, bool>> seen;
+  r.method->set_event_hook([](void* user, size_t i, bool begin) {
+    static_cast<std::vector<std::pair<size_t, bool>>*>(user)->emplace_back(i, begin);
+  }, &seen);
+  ASSERT_EQ(r.method->execute(), Error::Ok);
+  const std::vector<std::pair<size_t, bool>> want = {{0, true}, {0, false}, {1, true}, {1, false}};
+  EXPECT_EQ(seen, want);
+  r.method->set_event_hook(nullptr, nullptr);
+  ASSERT_EQ(r.method->execute(), Error::Ok);
+  EXPECT_EQ(seen.size(), 4u);
+}
+
 // ------------------------------------------------------------- verification
 
 Error load_error(const ProgramBuilder& pb) { return LoadedProgram(pb.build()).error; }

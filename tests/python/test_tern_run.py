@@ -1,0 +1,84 @@
+"""tern-run, the command-line runner: --threads and the Chrome trace
+(--trace), checked against the file's own instructions."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+import tern
+from tern.inspect import read_program
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tern_run() -> str:
+    built = Path(os.environ.get("TERN_BUILD_DIR", ROOT / "build")) / "tern-run"
+    found = str(built) if built.exists() else shutil.which("tern-run")
+    if found is None:
+        pytest.fail("tern-run is not built (make build)")
+    return found
+
+
+class Small(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.conv(x)).mean(dim=(2, 3)))
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("run") / "small.tern"
+    tern.export(Small().eval(), (torch.randn(1, 3, 16, 16),)).save(path)
+    return path
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([_tern_run(), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_trace_has_one_event_per_instruction_of_each_run_nested_in_its_run(model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "trace.json"
+    r = _run(str(model), "--iterations", "3", "--warmup", "1", "--threads", "2", "--trace", str(out))
+    assert r.returncode == 0, r.stderr
+    assert f"to {out}" in r.stdout
+    events = json.loads(out.read_text())["traceEvents"]
+    method = read_program(str(model))["methods"][0]
+    runs = [e for e in events if e.get("cat") == "run"]
+    calls = [e for e in events if e.get("cat") == "kernel"]
+    assert [e["args"]["run"] for e in runs] == [0, 1, 2]
+    assert len(calls) == 3 * len(method["instructions"])
+    for e in calls:
+        i = e["args"]["instruction"]
+        ins = method["instructions"][i]
+        assert e["ph"] == "X" and e["dur"] >= 0
+        assert e["name"] == method["operators"][ins["op"]]
+        assert e["args"]["node"] == method["debug"][i]["node"]
+        run = runs[e["args"]["run"]]
+        assert run["ts"] <= e["ts"] and e["ts"] + e["dur"] <= run["ts"] + run["dur"] + 1e-3
+    threads = [e for e in events if e.get("name") == "thread_name"]
+    assert threads and "2 threads" in threads[0]["args"]["name"]
+
+
+def test_threads_option_is_reported_and_validated(model: Path) -> None:
+    r = _run(str(model), "--iterations", "1", "--threads", "3")
+    assert r.returncode == 0 and "3 threads" in r.stdout, r.stdout + r.stderr
+    bad = _run(str(model), "--threads", "0")
+    assert bad.returncode == 2 and "--threads takes a whole number >= 1" in bad.stderr
+
+
+def test_unwritable_trace_path_fails_with_its_name(model: Path, tmp_path: Path) -> None:
+    target = tmp_path / "missing_dir" / "t.json"
+    r = _run(str(model), "--iterations", "1", "--trace", str(target))
+    assert r.returncode == 1 and str(target) in r.stderr

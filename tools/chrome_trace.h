@@ -1,0 +1,56 @@
+// ChromeTrace: records a Method's instructions as they run (through
+// Method::set_event_hook) and writes them as a Chrome trace (JSON) that
+// Perfetto (ui.perfetto.dev) and chrome://tracing open: one complete ("X")
+// event per instruction and per backend call, named by op or backend, with
+// the torch.export node in its args, nested under one event per run.
+//
+//   ChromeTrace trace(*method, /*runs=*/20);   // reserves every event up front
+//   trace.begin_run();  module.run(...);  trace.end_run();
+//   trace.write("out.json", "tern-run model.tern");
+//
+// Recording allocates nothing (events beyond the reserve are counted and
+// dropped), so a traced run keeps execute()'s no-heap rule. Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/executor/method.h"
+
+namespace tern {
+
+class ChromeTrace {
+ public:
+  ChromeTrace(Method& method, size_t runs);
+  ~ChromeTrace();  // detaches from the method
+  ChromeTrace(const ChromeTrace&) = delete;
+  ChromeTrace& operator=(const ChromeTrace&) = delete;
+
+  void begin_run();
+  void end_run();
+
+  // Writes the JSON file; false (with errno set) if it cannot be written.
+  bool write(const char* path, const char* process_name) const;
+  size_t num_events() const { return events_.size(); }
+  size_t dropped() const { return dropped_; }
+
+ private:
+  struct Event {
+    int64_t begin_ns, end_ns;
+    uint32_t instruction;  // UINT32_MAX: a whole run
+    uint32_t run;
+  };
+  static void hook(void* self, size_t instruction, bool begin);
+  int64_t now_ns() const;
+
+  Method& method_;
+  std::chrono::steady_clock::time_point t0_;
+  std::vector<Event> events_;
+  size_t open_ = SIZE_MAX;  // the event of the instruction (or run) being timed
+  size_t run_start_ = 0;
+  uint32_t runs_ = 0;
+  size_t dropped_ = 0;
+};
+
+}  // namespace tern
