@@ -3,9 +3,10 @@
     .venv/bin/python bench/bench_models.py [--rounds 15] [--models mobilenet_v2,resnet18]
 
 For each model: export once, then alternate runs of the Tern runtime (through
-the Python bindings, single thread: the portable kernels) and of PyTorch eager
-with 1 thread and with all threads, so that machine noise hits all alike.
-Reports medians and the ratio tern / torch (below 1 means Tern is faster).
+the Python bindings, the portable kernels) with 1 thread and with all physical
+cores, and of PyTorch eager with 1 thread and with all threads, so that
+machine noise hits all alike. Reports medians, Tern's thread speed-up, and the
+ratios tern / torch at equal thread counts (below 1 means Tern is faster).
 """
 
 from __future__ import annotations
@@ -49,16 +50,19 @@ def bench(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], rou
     model.eval()
     path = tmp / f"{name}.tern"
     tern.export(model, args).save(path)
-    m = tern.load(str(path))
-    np_args = [a.numpy() for a in args]
     threads = torch.get_num_threads()
-    runs: dict[str, list[float]] = {"tern": [], "torch_1t": [], f"torch_{threads}t": []}
+    m1 = tern.load(str(path), threads=1)
+    mn = tern.load(str(path), threads=threads)
+    np_args = [a.numpy() for a in args]
+    runs: dict[str, list[float]] = {"tern_1t": [], f"tern_{threads}t": [], "torch_1t": [], f"torch_{threads}t": []}
     with torch.no_grad():
         for _ in range(3):  # warm up
-            m(*np_args)
+            m1(*np_args)
+            mn(*np_args)
             model(*args)
         for _ in range(rounds):
-            runs["tern"].append(timed(lambda: m(*np_args)))
+            runs["tern_1t"].append(timed(lambda: m1(*np_args)))
+            runs[f"tern_{threads}t"].append(timed(lambda: mn(*np_args)))
             torch.set_num_threads(1)
             runs["torch_1t"].append(timed(lambda: model(*args)))
             torch.set_num_threads(threads)
@@ -78,12 +82,12 @@ def main() -> int:
             if name in wanted:
                 print(f"{name} ...", file=sys.stderr, flush=True)
                 rows.append((name, bench(name, model, inputs, args.rounds, Path(tmp))))
-    keys = list(rows[0][1])
-    print(f"| model | {' | '.join(k + ' ms' for k in keys)} | tern / {keys[1]} | tern / {keys[2]} |")
-    print("|---" * (len(keys) + 3) + "|")
+    t1, tn, p1, pn = list(rows[0][1])
+    print(f"| model | {t1} ms | {tn} ms | {p1} ms | {pn} ms | {t1} / {tn} | {t1} / {p1} | {tn} / {pn} |")
+    print("|---" * 8 + "|")
     for name, r in rows:
-        cells = " | ".join(f"{r[k]:.3f}" for k in keys)
-        print(f"| {name} | {cells} | {r['tern'] / r[keys[1]]:.2f} | {r['tern'] / r[keys[2]]:.2f} |")
+        cells = " | ".join(f"{r[k]:.3f}" for k in (t1, tn, p1, pn))
+        print(f"| {name} | {cells} | {r[t1] / r[tn]:.2f} | {r[t1] / r[p1]:.2f} | {r[tn] / r[pn]:.2f} |")
     print(f"\nmedians of {args.rounds} interleaved rounds; torch {torch.__version__}", file=sys.stderr)
     return 0
 

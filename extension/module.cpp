@@ -5,7 +5,7 @@
 
 #include "extension/heap_allocator.h"
 #include "runtime/core/log.h"
-#include "runtime/platform/thread_pool.h"
+#include "runtime/core/cpu_info.h"
 
 namespace tern {
 

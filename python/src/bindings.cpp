@@ -14,7 +14,7 @@
 #include "extension/module.h"
 #include "kernels/portable/register.h"
 #include "runtime/backend/backend.h"
-#include "runtime/platform/thread_pool.h"
+#include "runtime/core/cpu_info.h"
 #include "runtime/core/log.h"
 #include "runtime/kernel/registry.h"
 

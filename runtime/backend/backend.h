@@ -13,7 +13,8 @@
 //   static const CpuBackend kCpu;
 //   tern::register_backend(&kCpu);               // once, before loading methods
 //
-// The contract is the kernels' (runtime/kernel/kernel.h), split the same way:
+// The contract is the kernels' (runtime/kernel/kernel.h), with the same
+// contexts (runtime/core/context.h), split the same way:
 //
 //   init     at Method::load. `payload` is untrusted bytes from the file:
 //            check every index, size and count in it before use, and check
@@ -36,11 +37,11 @@
 
 #include <cstdint>
 
+#include "runtime/core/context.h"
 #include "runtime/core/error.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
-#include "runtime/kernel/kernel.h"
 
 namespace tern {
 

@@ -18,7 +18,7 @@
 //
 // Threads: a method runs each instruction on the thread that calls execute();
 // kernels split their work over MethodOptions::threads threads of a
-// persistent pool (runtime/platform/thread_pool.h), started at load. With one
+// persistent pool (runtime/core/thread_pool.h), started at load. With one
 // thread (the default here; tern::Module defaults to the physical cores),
 // nothing is synchronized.
 // Thread safety: none; use one Method per thread (Programs may be shared).

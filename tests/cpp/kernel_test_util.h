@@ -31,7 +31,7 @@
 #include "runtime/core/evalue.h"
 #include "runtime/kernel/kernel.h"
 #include "runtime/kernel/registry.h"
-#include "runtime/platform/thread_pool.h"
+#include "runtime/core/thread_pool.h"
 
 namespace tern {
 namespace test {

@@ -26,7 +26,7 @@
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
 #include "runtime/kernel/registry.h"
-#include "runtime/platform/thread_pool.h"
+#include "runtime/core/thread_pool.h"
 #include "program_builder.h"
 
 namespace tern {

@@ -1,4 +1,4 @@
-// ThreadPool (runtime/platform/thread_pool.h) and the thread side of the
+// ThreadPool (runtime/core/thread_pool.h) and the thread side of the
 // kernel contract, RunContext::parallel / parallel_for (runtime/kernel/kernel.h).
 #include <gtest/gtest.h>
 
@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "runtime/kernel/kernel.h"
-#include "runtime/platform/thread_pool.h"
+#include "runtime/core/cpu_info.h"
+#include "runtime/core/thread_pool.h"
 
 namespace tern {
 namespace {
@@ -112,7 +113,9 @@ TEST(RunContext, test_parallel_for_covers_the_range_once_in_at_most_thread_count
         for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "item " << i;
         EXPECT_EQ(pieces.load(), n == 0 ? 0 : ctx.split_count(n, grain));
         EXPECT_LE(pieces.load(), threads);
-        if (n >= grain * threads) EXPECT_EQ(pieces.load(), threads) << "n " << n << " grain " << grain;
+        if (n >= grain * threads) {
+          EXPECT_EQ(pieces.load(), threads) << "n " << n << " grain " << grain;
+        }
       }
     }
   }

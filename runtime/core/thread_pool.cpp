@@ -1,24 +1,11 @@
-#include "runtime/platform/thread_pool.h"
+#include "runtime/core/thread_pool.h"
 
 #include <pthread.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "runtime/core/log.h"
 
-#if defined(__linux__)
-#include <fcntl.h>
-#include <sched.h>
-#include <unistd.h>
-#elif defined(__APPLE__)
-#include <sys/sysctl.h>
-#include <unistd.h>
-#else
-#include <unistd.h>
-#endif
 
 namespace tern {
 namespace {
@@ -152,84 +139,6 @@ void ThreadPool::work(uint32_t seen) {
       done_.fetch_add(1, std::memory_order_release);
     }
   }
-}
-
-// ---------------------------------------------------------------------------
-// physical_core_count
-
-namespace {
-
-#if defined(__linux__)
-// The first integer in a small sysfs file, or -1.
-long read_sysfs_long(const char* path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[64];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  char* end;
-  long v = strtol(buf, &end, 10);
-  return end == buf ? -1 : v;
-}
-
-// Cores with at least one CPU this process may run on (a core is named by
-// the lowest CPU of its thread siblings), keeping those with at least half
-// the largest capacity: on big.LITTLE CPUs, the performance cores.
-int linux_physical_cores() {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
-  constexpr int kMaxCpus = CPU_SETSIZE;
-  bool core_seen[kMaxCpus] = {};
-  long core_capacity[kMaxCpus];
-  long max_capacity = 0;
-  char path[128];
-  for (int cpu = 0; cpu < kMaxCpus; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/core_cpus_list", cpu);
-    long core = read_sysfs_long(path);
-    if (core < 0) {
-      snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
-      core = read_sysfs_long(path);
-    }
-    if (core < 0 || core >= kMaxCpus) core = cpu;
-    if (core_seen[core]) continue;
-    core_seen[core] = true;
-    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpu_capacity", cpu);
-    core_capacity[core] = read_sysfs_long(path);
-    if (core_capacity[core] > max_capacity) max_capacity = core_capacity[core];
-  }
-  int cores = 0;
-  for (int c = 0; c < kMaxCpus; ++c) {
-    if (core_seen[c] && (max_capacity <= 0 || core_capacity[c] * 2 >= max_capacity)) ++cores;
-  }
-  return cores;
-}
-#endif
-
-int count_physical_cores() {
-  int cores = -1;
-#if defined(__linux__)
-  cores = linux_physical_cores();
-#elif defined(__APPLE__)
-  int n = 0;
-  size_t size = sizeof(n);
-  if (sysctlbyname("hw.perflevel0.physicalcpu", &n, &size, nullptr, 0) == 0 ||
-      sysctlbyname("hw.physicalcpu", &n, &size, nullptr, 0) == 0) {
-    cores = n;
-  }
-#endif
-  if (cores < 1) cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  if (cores < 1) cores = 1;
-  return cores < ThreadPool::kMaxThreads ? cores : ThreadPool::kMaxThreads;
-}
-
-}  // namespace
-
-int physical_core_count() {
-  static const int cores = count_physical_cores();
-  return cores;
 }
 
 }  // namespace tern

@@ -94,10 +94,4 @@ class ThreadPool {
   WorkerStart starts_[kMaxThreads] = {};
 };
 
-// The number of physical cores this process may run on: the default thread
-// count. On CPUs with performance and efficiency cores, the performance cores
-// only. At least 1. Reads the OS (files under /sys on Linux) on the first call;
-// the answer is cached.
-int physical_core_count();
-
 }  // namespace tern
