@@ -71,6 +71,10 @@ Error ThreadPool::reserve(int threads) {
       return Error::NotSupported;
     }
     ++num_workers_;
+    // Wait until the worker runs: a thread's first steps (its runtime's
+    // per-thread setup, first clock read) belong to load time, not to the
+    // first inference.
+    while (started_.load(std::memory_order_acquire) < num_workers_) cpu_relax();
   }
   return Error::Ok;
 }
@@ -115,6 +119,8 @@ void ThreadPool::run(int n, TaskFn task, void* arg) {
 }
 
 void ThreadPool::work(uint32_t seen) {
+  (void)now_micros();
+  started_.fetch_add(1, std::memory_order_release);
   for (;;) {
     uint32_t gen;
     int64_t spin_start = now_micros();

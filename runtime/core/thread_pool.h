@@ -55,9 +55,9 @@ class ThreadPool {
   static ThreadPool& process_pool();
 
   // Makes sure `threads` threads (the caller plus threads - 1 workers) can run
-  // a region at once, starting workers as needed. Load time only (creating a
-  // thread takes memory). InvalidArgument above kMaxThreads; NotSupported if
-  // the platform cannot create a thread.
+  // a region at once, starting workers as needed and returning once they
+  // run. Load time only (creating a thread takes memory). InvalidArgument
+  // above kMaxThreads; NotSupported if the platform cannot create a thread.
   Error reserve(int threads);
   // The caller plus the workers started so far.
   int max_threads() const { return num_workers_.load() + 1; }
@@ -87,6 +87,7 @@ class ThreadPool {
   std::atomic<bool> busy_{false};
   std::atomic<bool> stop_{false};
   std::atomic<int> sleepers_{0};
+  std::atomic<int> started_{0};  // workers that reached their loop
   std::mutex mutex_;  // sleeping and reserve() only
   std::condition_variable wake_;
   std::atomic<int> num_workers_{0};
