@@ -86,12 +86,19 @@ main() {
   build build-size-full MinSizeRel "tern-run tern-size-probe tern-size-probe-empty" -DTERN_SELECT_OPS=
   build build-size-select MinSizeRel tern-run -DTERN_SELECT_OPS="$root/$ops"
   build build-size-release Release tern-run -DTERN_SELECT_OPS=
+  # What a mobile toolchain's default link gives (Android's NDK and Xcode drop
+  # unreferenced functions): each function in its own section, unused ones
+  # discarded at link time.
+  build build-size-gc MinSizeRel "tern-size-probe tern-size-probe-empty" -DTERN_SELECT_OPS= \
+    -DCMAKE_CXX_FLAGS="-ffunction-sections -fdata-sections" -DCMAKE_EXE_LINKER_FLAGS="-Wl,--gc-sections"
   build-size-select/tern-run "$model" --iterations 1 --warmup 0 > "$tmp/run.log" 2>&1 \
     || { cat "$tmp/run.log" >&2; echo "size: the selective tern-run failed on mobilenet_v2" >&2; return 1; }
 
-  local probe empty
+  local probe empty gc_probe gc_empty
   probe=$(kb build-size-full/tern-size-probe)
   empty=$(kb build-size-full/tern-size-probe-empty)
+  gc_probe=$(kb build-size-gc/tern-size-probe)
+  gc_empty=$(kb build-size-gc/tern-size-probe-empty)
   echo
   echo "Stripped sizes, $(uname -m), $(${CXX:-c++} --version | head -1); KB = 1024 bytes"
   row "binary (build)" "KB"
@@ -100,6 +107,8 @@ main() {
   row "tern-size-probe: core runtime alone (-Os)" "$probe"
   row "  same program, empty main (-Os)" "$empty"
   row "  the core's own contribution (difference)" "$(awk -v a="$probe" -v b="$empty" 'BEGIN { printf "%.1f", a - b }')"
+  row "  the core's own contribution (-Os, --gc-sections)" \
+    "$(awk -v a="$gc_probe" -v b="$gc_empty" 'BEGIN { printf "%.1f", a - b }')"
   row "tern-run, all $n_all ops (-O3, Release as make build)" "$(kb build-size-release/tern-run)"
   echo "(selection: $ops; the selective tern-run ran mobilenet_v2)"
 }

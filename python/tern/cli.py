@@ -72,6 +72,7 @@ def ops_command(files: list[str] | None, fmt: str, ops_def: str | None) -> int:
     try:
         known, source = op_usage.kernel_ops(ops_def, prefer_ops_def=bool(files))
         usage = op_usage.ops_used(files) if files else {op: op_usage.OpUsage() for op in known}
+        backends = op_usage.backends_used(files) if files else {}
     except op_usage.UsageError as e:
         print(f"tern ops: {e}", file=sys.stderr)
         return 1
@@ -80,7 +81,7 @@ def ops_command(files: list[str] | None, fmt: str, ops_def: str | None) -> int:
         if not missing:  # else no selection: it could not be built
             print(op_usage.format_def(usage, files))
     elif files:
-        print(op_usage.format_table(usage, missing, files))
+        print(op_usage.format_table(usage, missing, files, backends))
     else:
         print("\n".join(sorted(usage)))
     for op in sorted(missing):

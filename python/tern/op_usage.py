@@ -50,6 +50,17 @@ def ops_used(paths: Iterable[str]) -> dict[str, OpUsage]:
     return usage
 
 
+def backends_used(paths: Iterable[str]) -> dict[str, int]:
+    """Backend name -> how many delegates of `paths` it runs (format 1.1):
+    their ops run on the backend, not on kernels. Raises UsageError."""
+    used: dict[str, int] = {}
+    for path in paths:
+        for m in _read(path)["methods"]:
+            for d in m.get("delegates", []):
+                used[d["backend"]] = used.get(d["backend"], 0) + 1
+    return used
+
+
 def _read(path: str) -> dict[str, Any]:
     from tern.inspect import read_program
 
@@ -115,8 +126,10 @@ def kernel_ops(ops_def: str | None = None, prefer_ops_def: bool = True) -> tuple
         raise UsageError(str(e)) from e
 
 
-def format_table(usage: dict[str, OpUsage], missing: set[str], paths: list[str]) -> str:
-    """One line per op, sorted: name, dtypes, a mark on ops in `missing`; then a totals comment."""
+def format_table(usage: dict[str, OpUsage], missing: set[str], paths: list[str],
+                 backends: dict[str, int] | None = None) -> str:
+    """One line per op, sorted: name, dtypes, a mark on ops in `missing`; then a
+    totals comment, and one for the backends the files' delegates need."""
     width = max((len(op) for op in usage), default=0) + 2
     lines = []
     for op in sorted(usage):
@@ -126,7 +139,10 @@ def format_table(usage: dict[str, OpUsage], missing: set[str], paths: list[str])
     total = f"# {_count(len(usage), 'op')}, {_count(calls, 'kernel call')} in {_count(len(paths), 'file')}"
     if missing:
         total += f"; {len(missing)} without a portable kernel"
-    return "\n".join(lines + [total])
+    lines.append(total)
+    for name, n in sorted((backends or {}).items()):
+        lines.append(f"# backend {name}: {_count(n, 'delegate')} (the runtime must register it)")
+    return "\n".join(lines)
 
 
 def _count(n: int, noun: str) -> str:

@@ -131,3 +131,10 @@ def test_cli_ops_for_does_not_import_torch(models: dict[str, str]) -> None:
     proc = subprocess.run([sys.executable, "-c", code, models["a"]], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "aten::relu" in proc.stdout
+
+
+def test_ops_for_a_delegated_file_names_the_backend_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ops", "--for", str(REPO / "tests" / "data" / "v1_1" / "delegated.tern")]) == 0
+    text = capsys.readouterr().out
+    assert "aten::convolution" in text and "aten::relu" not in text  # relu runs on the backend
+    assert "# backend tern_test: 2 delegates" in text
