@@ -8,12 +8,14 @@
 #include <cstring>
 #include <string>
 
+#include "kernel_test_util.h"
 #include "runtime_test_util.h"
 
 namespace tern {
 namespace {
 
 using namespace test;
+using test::KernelHarness;
 
 // A "fast" relu for float32 only: writes 42 (so the test sees which kernel ran).
 Error fast_relu_run(RunContext&, EValue* const* args) {
@@ -131,6 +133,23 @@ TEST_F(KernelLibraries, test_hard_error_of_a_preferred_kernel_fails_the_load) {
   EXPECT_EQ(r.method.error(), Error::InvalidProgram);
   const std::string msg = last_error_message();
   EXPECT_NE(msg.find("(aten::abs, node my_node): argument 0 is malformed"), std::string::npos) << msg;
+}
+
+// The kernel tests' harness picks the library named by
+// TERN_TEST_KERNEL_LIBRARY, falling back to portable for ops it lacks.
+TEST_F(KernelLibraries, test_kernel_tests_run_against_the_library_named_in_the_environment) {
+  setenv("TERN_TEST_KERNEL_LIBRARY", "fast", 1);
+  EXPECT_EQ(KernelHarness::kernel("aten::relu"), &kFast[0]);
+  const OpKernel* sigmoid = KernelHarness::kernel("aten::sigmoid");
+  ASSERT_NE(sigmoid, nullptr);
+  EXPECT_STREQ(library_of(*sigmoid)->name, "portable");
+  KernelHarness h;
+  EValue* x = h.tensor<float>({3}, {-1, 0, 2});
+  EValue* y = h.empty<float>({3});
+  ASSERT_EQ(h.call("aten::relu", {x, y}), Error::Ok);
+  EXPECT_EQ(h.values<float>(y), (std::vector<float>{42, 42, 42}));  // fast's relu ran
+  unsetenv("TERN_TEST_KERNEL_LIBRARY");
+  EXPECT_STREQ(library_of(*KernelHarness::kernel("aten::relu"))->name, "portable");
 }
 
 // ------------------------------------------------------ persistent memory
