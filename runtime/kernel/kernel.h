@@ -32,7 +32,8 @@
 // then tries the same op in the next kernel library (runtime/kernel/registry.h),
 // so an optimized kernel can cover only the cases it is fast at.
 //
-// Example (kernels/portable/op_relu.cpp):
+// Example (a unary kernel that splits its elements over the threads; the
+// portable ones are in kernels/portable/op_*.cpp):
 //
 //   static tern::Error relu_run(tern::RunContext& ctx, tern::EValue* const* args) {
 //     const tern::Tensor& x = args[0]->tensor;  tern::Tensor& y = args[1]->tensor;
