@@ -60,7 +60,7 @@ from tern.ops import parse_ops_def
 torch.manual_seed(0)
 model = torchvision.models.mobilenet_v2(weights=None).eval()
 x = torch.randn(1, 3, 224, 224)
-tern.export(model, (x,), supported_ops=parse_ops_def(Path(sys.argv[2]))).save(sys.argv[1])
+tern.export(model, (x,), supported_ops=parse_ops_def(Path(sys.argv[2])), partitioners=()).save(sys.argv[1])
 EOF
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "extension/module.h"
+#include "backends/cpu/register.h"
 #include "extension/npy.h"
 #include "kernels/portable/register.h"
 #include "runtime/core/log.h"
@@ -157,7 +158,7 @@ double percentile(std::vector<double> v, double p) {
 
 // Loads the model and its method; nullptr after printing why.
 tern::Method* load(const Options& o, tern::Module& module, double* load_ms) {
-  if (tern::register_portable_kernels() != tern::Error::Ok) {
+  if (tern::register_portable_kernels() != tern::Error::Ok || tern::register_cpu_backend() != tern::Error::Ok) {
     fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
     return nullptr;
   }

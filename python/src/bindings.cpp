@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/register.h"
 #include "extension/module.h"
 #include "kernels/portable/register.h"
 #include "runtime/backend/backend.h"
@@ -170,8 +171,10 @@ std::vector<std::string> registered_ops() {
 NB_MODULE(_runtime, m) {
   m.doc() = "Tern runtime bindings (use tern.load)";
   tern::set_log_level(tern::LogLevel::Fatal);  // errors reach Python as exceptions instead
-  // The bindings' default kernels: the portable library.
-  if (tern::register_portable_kernels() != tern::Error::Ok) throw nb::import_error(tern::last_error_message());
+  // The bindings' defaults: the portable kernels and the cpu backend.
+  if (tern::register_portable_kernels() != tern::Error::Ok || tern::register_cpu_backend() != tern::Error::Ok) {
+    throw nb::import_error(tern::last_error_message());
+  }
   nb::class_<PyModule>(m, "Module")
       .def(nb::init<const std::string&, bool, int>(), nb::arg("path"), nb::arg("mmap") = true,
            nb::arg("threads") = 0)

@@ -22,11 +22,16 @@ attributes, so the payload can carry them in the layout the backend wants
 `preprocess` receives the subgraph as a torch.fx GraphModule whose
 placeholders are the delegate's inputs in order (each with meta["val"], a
 fake tensor giving dtype and shape), whose get_attr nodes are its constants,
-and whose output is the tuple (or single value) of its outputs in order.
+and whose output is the tuple (or single value) of its outputs in order. It
+returns the payload, or a Lowered with the payload and the bytes of
+workspace the backend needs while it runs: the exporter then plans that many
+bytes in the method's arena (shared with other tensors between calls) and
+passes them as the delegate's last output.
 """
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from tern.errors import ExportError
@@ -35,8 +40,17 @@ if TYPE_CHECKING:
     import torch
     import torch.fx
 
-# Set on a delegated submodule of the exporter's graph: (backend name, payload).
+# Set on a delegated submodule of the exporter's graph: (backend name,
+# payload, workspace bytes or -1).
 DELEGATE_ATTR = "_tern_delegate"
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """What preprocess returns when the backend needs workspace memory."""
+
+    payload: bytes
+    workspace_bytes: int
 
 
 class Partitioner(abc.ABC):
@@ -50,8 +64,13 @@ class Partitioner(abc.ABC):
         """True if the backend can run this call_function node."""
 
     @abc.abstractmethod
-    def preprocess(self, subgraph: "torch.fx.GraphModule") -> bytes:
+    def preprocess(self, subgraph: "torch.fx.GraphModule") -> "bytes | Lowered":
         """The payload for one claimed subgraph (see the module doc)."""
+
+    def keep(self, nodes: Sequence["torch.fx.Node"]) -> bool:
+        """Whether a proposed group of supported nodes is worth a delegate
+        (e.g. not a lone reshape). Default: always."""
+        return True
 
 
 def delegate(gm: "torch.fx.GraphModule", partitioners: Sequence[Partitioner]) -> "torch.fx.GraphModule":
@@ -76,7 +95,7 @@ def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.Graph
             return node.op == "call_function" and bool(p.supports(node))
 
     partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
-    partitions = partitioner.propose_partitions()
+    partitions = [q for q in partitioner.propose_partitions() if p.keep(list(q.nodes))]
     if not partitions:
         return gm
     existing = {name for name, _ in gm.named_children()}
@@ -86,10 +105,14 @@ def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.Graph
             _inline_constants(fused, node)
             sub = fused.get_submodule(node.target)
             sub.recompile()
-            payload = p.preprocess(sub)
-            if not isinstance(payload, (bytes, bytearray)):
-                raise ExportError(f"partitioner {type(p).__name__}.preprocess returned {type(payload).__name__}, not bytes")
-            setattr(sub, DELEGATE_ATTR, (p.backend, bytes(payload)))
+            lowered = p.preprocess(sub)
+            if isinstance(lowered, (bytes, bytearray)):
+                lowered = Lowered(bytes(lowered), -1)
+            if not isinstance(lowered, Lowered) or not isinstance(lowered.payload, (bytes, bytearray)):
+                raise ExportError(
+                    f"partitioner {type(p).__name__}.preprocess returned {type(lowered).__name__}, not bytes or Lowered"
+                )
+            setattr(sub, DELEGATE_ATTR, (p.backend, bytes(lowered.payload), lowered.workspace_bytes))
     fused.graph.lint()
     fused.recompile()
     return fused
@@ -118,6 +141,7 @@ def _inline_constants(gm: "torch.fx.GraphModule", call: "torch.fx.Node") -> None
             gm.graph.erase_node(arg)
 
 
-def delegate_of(module: Any) -> tuple[str, bytes] | None:
-    """(backend, payload) if `module` is a delegated submodule, else None."""
+def delegate_of(module: Any) -> tuple[str, bytes, int] | None:
+    """(backend, payload, workspace bytes or -1 for none) if `module` is a
+    delegated submodule, else None."""
     return getattr(module, DELEGATE_ATTR, None)

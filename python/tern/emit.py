@@ -100,6 +100,11 @@ MAX_DIMS = 8
 SCALAR_TYPE_NAMES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
 
 
+def scalar_type_of_name(name: str) -> int:
+    """Tern's ScalarType number for a dtype name ("uint8")."""
+    return SCALAR_TYPE_NAMES.index(name)
+
+
 def scalar_type_of(dtype: "torch.dtype") -> int:
     """Tern's ScalarType number for a torch dtype; ExportError if it has none."""
     import torch
@@ -194,16 +199,20 @@ class _Emitter:
         found = delegate_of(self.gm.get_submodule(node.target))
         if found is None:
             raise ExportError(f"node {node.name}: call_module {node.target!r} is not a delegated subgraph")
-        backend, payload = found
+        backend, payload, workspace = found
         inputs = [self._tensor_arg(a, f"node {node.name} input {i}") for i, a in enumerate(node.args)]
         val = node.meta.get("val")
         vals = list(val) if isinstance(val, (tuple, list)) else [val]
         outputs = [self._tensor(v, f"output {i} of {node.name}") for i, v in enumerate(vals)]
         self.env[node] = outputs if isinstance(val, (tuple, list)) else outputs[0]
+        if workspace >= 0:  # planned like any tensor, live only during this call
+            outputs.append(self._add("Tensor", TensorInfo(scalar_type_of_name("uint8"), (workspace,), workspace)))
         self.m.delegates.append(DelegateIR(backend, payload, inputs, outputs))
-        self.m.instructions.append(
-            Instr(-1, inputs + outputs, node.name, f"{len(vals)} outputs computed by backend {backend}", len(self.m.delegates) - 1)
-        )
+        covered = [n.name for n in self.gm.get_submodule(node.target).graph.nodes if n.op == "call_function"]
+        source = f"backend {backend}: " + " ".join(covered)
+        if len(source) > 300:
+            source = source[:297] + "..."
+        self.m.instructions.append(Instr(-1, inputs + outputs, node.name, source, len(self.m.delegates) - 1))
 
     def _instr(self, name: str, args: list[int], node: str, source: str) -> None:
         op = self.op_index.setdefault(name, len(self.m.operators))

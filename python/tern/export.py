@@ -33,7 +33,7 @@ def export(
     dynamic_shapes: Any = None,
     *,
     supported_ops: Iterable[str] | None = None,
-    partitioners: Sequence["Partitioner"] = (),
+    partitioners: Sequence["Partitioner"] | None = None,
 ) -> Program:
     """Exports `module` called on `args` (example inputs) to a Program.
 
@@ -41,7 +41,9 @@ def export(
     training flags are restored afterwards). `supported_ops` are the runtime
     op names ("aten::add.Tensor"); by default those of tern.ops.supported_ops().
     `partitioners` (tern.Partitioner) hand the subgraphs their backends claim
-    to those backends, in order; the rest runs on kernels.
+    to those backends, in order; the rest runs on kernels. None (the default)
+    means the optimized CPU backend, tern.backends.cpu.CpuPartitioner(); pass
+    () for a file that runs on kernels alone.
     Raises ExportError naming every op without a kernel and its source line.
     """
     if dynamic_shapes is not None:
@@ -54,6 +56,10 @@ def export(
     supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
     from tern.backend import delegate
 
+    if partitioners is None:
+        from tern.backends.cpu import CpuPartitioner
+
+        partitioners = [CpuPartitioner()]
     gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported)
     gm = delegate(gm, partitioners)
     check_supported(gm, supported)

@@ -56,7 +56,7 @@ def serialize(method: MethodIR, plan: MemoryPlan, producer: str) -> bytes:
     first_payload = 1 if segment else 0
     b = Builder(1024)
     m = _method(b, method, plan, offsets, first_payload)
-    methods = _offsets_vector(b, [m])
+    methods = offsets_vector(b, [m])
     prod = b.CreateString(producer)
     Program.Start(b)
     Program.AddMethods(b, methods)
@@ -94,14 +94,14 @@ def assemble(flatbuffer: bytes, segments: Sequence[bytes]) -> bytes:
 
 def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int], first_payload: int) -> int:
     name = b.CreateString(m.name)
-    values = _offsets_vector(b, [_evalue(b, i, v, plan, const_offsets) for i, v in enumerate(m.values)])
+    values = offsets_vector(b, [_evalue(b, i, v, plan, const_offsets) for i, v in enumerate(m.values)])
     inputs = _scalar_vector(b, b.PrependUint32, 4, m.inputs)
     outputs = _scalar_vector(b, b.PrependUint32, 4, m.outputs)
-    instructions = _offsets_vector(b, [_instruction(b, ins) for ins in m.instructions])
-    operators = _offsets_vector(b, [_operator(b, name_) for name_ in m.operators])
+    instructions = offsets_vector(b, [_instruction(b, ins) for ins in m.instructions])
+    operators = offsets_vector(b, [_operator(b, name_) for name_ in m.operators])
     arenas = _scalar_vector(b, b.PrependUint64, 8, [plan.planned_bytes] if plan.planned_bytes else [])
-    debug = _offsets_vector(b, [_debug(b, ins) for ins in m.instructions])
-    delegates = _offsets_vector(b, [_delegate(b, d, first_payload + i) for i, d in enumerate(m.delegates)])
+    debug = offsets_vector(b, [_debug(b, ins) for ins in m.instructions])
+    delegates = offsets_vector(b, [_delegate(b, d, first_payload + i) for i, d in enumerate(m.delegates)])
     Method.Start(b)
     Method.AddName(b, name)
     Method.AddValues(b, values)
@@ -244,7 +244,7 @@ def _scalar_vector(b: Builder, prepend: Callable[[Any], None], size: int, items:
     return b.EndVector()
 
 
-def _offsets_vector(b: Builder, offsets: list[int]) -> int:
+def offsets_vector(b: Builder, offsets: list[int]) -> int:
     b.StartVector(4, len(offsets), 4)
     for off in reversed(offsets):
         b.PrependUOffsetTRelative(off)

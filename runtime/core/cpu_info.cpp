@@ -7,6 +7,10 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 #elif defined(__APPLE__)
 #include <sys/sysctl.h>
 #include <unistd.h>
@@ -91,6 +95,32 @@ int count_physical_cores() {
 int physical_core_count() {
   static const int cores = count_physical_cores();
   return cores;
+}
+
+namespace {
+
+CpuFeatures detect_features() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  // libgcc's checks include the OS's support (XCR0) for ymm and zmm state.
+  __builtin_cpu_init();
+  f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  f.avx512f = __builtin_cpu_supports("avx512f") && f.avx2_fma;
+  f.avx512_vnni = f.avx512f && __builtin_cpu_supports("avx512vnni");
+#elif defined(__aarch64__)
+  f.neon = true;
+#if defined(__linux__)
+  f.neon_dot = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
+#endif
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect_features();
+  return features;
 }
 
 }  // namespace tern

@@ -11,4 +11,16 @@ namespace tern {
 // the topology under /sys/devices/system/cpu.
 int physical_core_count();
 
+// Instruction-set extensions the CPU and the OS both support (the OS must
+// save the wider registers: checked on x86 through XCR0). Only what Tern's
+// microkernels use.
+struct CpuFeatures {
+  bool avx2_fma = false;  // x86: AVX2 and FMA3
+  bool avx512f = false;   // x86: AVX-512 Foundation (zmm registers, masks)
+  bool avx512_vnni = false;
+  bool neon = false;      // aarch64: Advanced SIMD (always there on aarch64)
+  bool neon_dot = false;  // aarch64: SDOT/UDOT
+};
+const CpuFeatures& cpu_features();
+
 }  // namespace tern

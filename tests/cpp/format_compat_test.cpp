@@ -1,7 +1,8 @@
 // Files written by older exporters keep loading and giving the same answers,
 // from C++ (tests/python/test_format_compat.py does the same from Python):
 // every tests/data/v<N>/<name>.tern against its <name>.output<i>.npy, with
-// the portable kernels and the tern_test backend (test_backend.h) registered.
+// the portable kernels, the cpu backend and the tern_test backend
+// (test_backend.h) registered.
 #include <gtest/gtest.h>
 #include <dirent.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/register.h"
 #include "extension/module.h"
 #include "extension/npy.h"
 #include "kernels/portable/register.h"
@@ -62,6 +64,7 @@ class FrozenFile : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
     ASSERT_EQ(register_portable_kernels(), Error::Ok);
+    ASSERT_EQ(register_cpu_backend(), Error::Ok);
     test::register_test_backend();
   }
 };

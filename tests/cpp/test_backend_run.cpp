@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/register.h"
 #include "extension/module.h"
 #include "extension/npy.h"
 #include "kernels/portable/register.h"
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
   }
   int threads = 1, first_input = 3;
   if (argc > 4 && strcmp(argv[3], "--threads") == 0) threads = atoi(argv[4]), first_input = 5;
-  if (tern::register_portable_kernels() != tern::Error::Ok) return 1;
+  if (tern::register_portable_kernels() != tern::Error::Ok || tern::register_cpu_backend() != tern::Error::Ok) return 1;
   tern::test::register_test_backend();
   tern::Module module;
   if (module.load(argv[1], tern::Module::Options{tern::Module::LoadMode::Mmap, threads}) != tern::Error::Ok) {

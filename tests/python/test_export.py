@@ -86,7 +86,7 @@ _cache: dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], tern.Program]] = {}
 def _exported(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...], tern.Program]:
     if name not in _cache:
         model, args = _make(name)
-        _cache[name] = (model, args, tern.export(model, args))
+        _cache[name] = (model, args, tern.export(model, args, partitioners=()))
     return _cache[name]
 
 
@@ -108,7 +108,7 @@ def test_export_model_succeeds_with_matching_specs(name: str) -> None:
 def test_export_twice_gives_identical_bytes(name: str) -> None:
     _, _, first = _exported(name)
     model, args = _make(name)
-    assert tern.export(model, args).to_bytes() == first.to_bytes()
+    assert tern.export(model, args, partitioners=()).to_bytes() == first.to_bytes()
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -261,7 +261,7 @@ def test_unsupported_ops_raise_one_export_error_naming_ops_and_lines() -> None:
 
 def test_export_with_custom_supported_ops_rejects_missing_op() -> None:
     with pytest.raises(tern.ExportError, match="aten::relu"):
-        tern.export(MLP().eval(), (torch.randn(2, 16),), supported_ops={"aten::addmm", "aten::permute"})
+        tern.export(MLP().eval(), (torch.randn(2, 16),), supported_ops={"aten::addmm", "aten::permute"}, partitioners=())
 
 
 def test_dynamic_shapes_raise_export_error() -> None:

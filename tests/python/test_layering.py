@@ -24,11 +24,12 @@ ALLOWED = {
     "runtime/format": {"runtime/core", "schema"},
     "runtime/executor": {"runtime/core", "runtime/kernel", "runtime/backend", "runtime/format", "schema"},
     "kernels/portable": {"runtime/core", "runtime/kernel", "kernels/portable"},
+    "backends/cpu": {"runtime/core", "runtime/backend", "backends/cpu"},
     "extension": {"runtime/core", "runtime/executor", "runtime/format", "runtime/kernel"},
     "tools": {"runtime/core", "runtime/executor", "runtime/format", "runtime/kernel",
-              "runtime/backend", "extension", "kernels/portable"},
+              "runtime/backend", "extension", "kernels/portable", "backends/cpu"},
     "python/src": {"runtime/core", "runtime/executor", "runtime/format", "runtime/kernel",
-                   "runtime/backend", "extension", "kernels/portable"},
+                   "runtime/backend", "extension", "kernels/portable", "backends/cpu"},
     "examples/cpp": {"runtime/core", "runtime/executor", "runtime/kernel", "extension", "kernels/portable"},
 }
 

@@ -46,7 +46,7 @@ def _export_and_compare(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_pa
     with torch.no_grad():
         ref = model(*args)
     refs = [ref] if isinstance(ref, torch.Tensor) else list(ref)
-    program = tern.export(model, args)
+    program = tern.export(model, args, partitioners=())
     used = {op for op, _ in program.op_counts}
     assert ops <= used, f"expected {sorted(ops)} in the file, got {sorted(used)}"
     path = tmp_path / "model.tern"
@@ -285,7 +285,7 @@ def test_advanced_indexing_with_one_tensor_matches_eager(fn: Callable[..., Any],
 def test_out_of_range_index_fails_at_run(fn: Callable[..., Any], bad: torch.Tensor, tmp_path: Path) -> None:
     x = torch.randn(3, 2)
     path = tmp_path / "model.tern"
-    tern.export(Fn(fn), (x, torch.tensor([0, 1]))).save(path)
+    tern.export(Fn(fn), (x, torch.tensor([0, 1])), partitioners=()).save(path)
     module = tern.load(str(path))
     with pytest.raises(ValueError, match="ExecutionFailed"):
         module(x, bad)

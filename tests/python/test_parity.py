@@ -2,6 +2,7 @@
 runtime, then compare with the model run by PyTorch on the same inputs.
 
 Tolerance: max |tern - eager| <= 1e-4 * max(1, max |eager|). Each model runs
+with the cpu backend (the default) and on the portable kernels alone, each
 with 1, 2 and 3 threads, whose outputs must be bit-identical."""
 
 from __future__ import annotations
@@ -16,13 +17,21 @@ import torchvision
 import tern
 
 
-def _run_both(model: torch.nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path) -> None:
+BACKENDS = {"cpu": None, "kernels": ()}  # tern.export's partitioners= for each
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _run_both(model: torch.nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path, backend: str = "cpu") -> None:
     model.eval()
     with torch.no_grad():
         ref = model(*args)
     refs = [ref] if isinstance(ref, torch.Tensor) else list(ref)
     path = tmp_path / "model.tern"
-    tern.export(model, args).save(path)
+    tern.export(model, args, partitioners=BACKENDS[backend]).save(path)
     outs = tern.load(str(path), threads=1)(*args)
     for threads in (2, 3):
         m = tern.load(str(path), threads=threads)
@@ -75,20 +84,20 @@ def _randomize_bn(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def test_mlp_matches_eager(tmp_path: Path) -> None:
+def test_mlp_matches_eager(tmp_path: Path, backend: str) -> None:
     torch.manual_seed(0)
-    _run_both(MLP(), (torch.randn(4, 16),), tmp_path)
+    _run_both(MLP(), (torch.randn(4, 16),), tmp_path, backend)
 
 
-def test_cnn_with_batch_norm_matches_eager(tmp_path: Path) -> None:
+def test_cnn_with_batch_norm_matches_eager(tmp_path: Path, backend: str) -> None:
     torch.manual_seed(0)
-    _run_both(_randomize_bn(CNN()), (torch.randn(2, 3, 32, 32),), tmp_path)
+    _run_both(_randomize_bn(CNN()), (torch.randn(2, 3, 32, 32),), tmp_path, backend)
 
 
-def test_transformer_encoder_layer_matches_eager(tmp_path: Path) -> None:
+def test_transformer_encoder_layer_matches_eager(tmp_path: Path, backend: str) -> None:
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True)
-    _run_both(layer, (torch.randn(2, 7, 32),), tmp_path)
+    _run_both(layer, (torch.randn(2, 7, 32),), tmp_path, backend)
 
 
 def _calibrated(model: torch.nn.Module, shape: tuple[int, ...]) -> torch.nn.Module:
@@ -107,10 +116,10 @@ def _calibrated(model: torch.nn.Module, shape: tuple[int, ...]) -> torch.nn.Modu
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18"])
-def test_torchvision_model_matches_eager(name: str, tmp_path: Path) -> None:
+def test_torchvision_model_matches_eager(name: str, tmp_path: Path, backend: str) -> None:
     torch.manual_seed(0)
     model = _calibrated(getattr(torchvision.models, name)(weights=None), (4, 3, 224, 224))
     x = torch.randn(1, 3, 224, 224)
     with torch.no_grad():
         assert float(model(x).abs().max()) > 0.1  # a real signal reaches the logits
-    _run_both(model, (x,), tmp_path)
+    _run_both(model, (x,), tmp_path, backend)

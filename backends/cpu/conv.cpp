@@ -1,0 +1,202 @@
+#include "backends/cpu/conv.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace tern {
+namespace cpu {
+namespace {
+
+// Output-pixel tiles per block: the row pointers of a block are built once
+// and used for every column group, and a block's A rows stay in L1/L2.
+constexpr int64_t kTilesPerBlock = 8;
+// Multiply-adds a thread should get at least (smaller work stays on one).
+constexpr int64_t kMinFlopsPerThread = int64_t(1) << 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t taps(const ConvGeometry& g) { return int64_t(g.kh) * g.kw; }
+
+bool needs_post(const Epilogue& ep, const float* residual) {
+  return residual != nullptr || (ep.activation != Activation::None && ep.activation != Activation::Clamp);
+}
+
+// The clamp the microkernel applies: the epilogue's, unless a residual must
+// be added first (then the post pass clamps).
+MinMax kernel_clamp(const Epilogue& ep, const float* residual) {
+  if (ep.activation == Activation::Clamp && residual == nullptr) return ep.clamp;
+  return {-__builtin_inff(), __builtin_inff()};
+}
+
+// rows x cols of y (row stride ld) += residual (same layout), then the activation.
+void post(const Epilogue& ep, const float* residual, float* y, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = y + i * ld;
+    if (residual != nullptr) {
+      const float* r = residual + i * ld;
+      for (int64_t j = 0; j < cols; ++j) row[j] += r[j];
+    }
+    if (ep.activation == Activation::Clamp) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] < ep.clamp.min ? ep.clamp.min : (row[j] > ep.clamp.max ? ep.clamp.max : row[j]);
+    } else if (ep.activation != Activation::None) {
+      apply_activation(ep.activation, row, static_cast<size_t>(cols));
+    }
+  }
+}
+
+// The input pixel tap (ki, kj) of output pixel q reads, or `zeros`.
+const float* tap_source(const ConvGeometry& g, const float* x, const float* zeros, int64_t q, int32_t ki,
+                        int32_t kj) {
+  const int64_t ox = q % g.ow, oy = (q / g.ow) % g.oh, b = q / (g.ow * g.oh);
+  const int64_t iy = oy * g.sh - g.ph + int64_t(ki) * g.dh, ix = ox * g.sw - g.pw + int64_t(kj) * g.dw;
+  if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) return zeros;
+  return x + ((b * g.h + iy) * g.w + ix) * g.c;
+}
+
+// Row pointers of the tiles of block mb: ptrs[tile][t * mr + i]; rows past
+// the last pixel repeat it.
+void block_pointers(const ConvGeometry& g, int mr, const float* x, const float* zeros, int64_t mb,
+                    const float** ptrs) {
+  const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
+  for (int64_t tile = 0; tile < kTilesPerBlock; ++tile) {
+    const int64_t q0 = (mb * kTilesPerBlock + tile) * mr;
+    if (q0 >= pixels) break;
+    const float** tp = ptrs + tile * ks * mr;
+    for (int i = 0; i < mr; ++i) {
+      const int64_t q = q0 + i < pixels ? q0 + i : pixels - 1;
+      for (int32_t ki = 0, t = 0; ki < g.kh; ++ki) {
+        for (int32_t kj = 0; kj < g.kw; ++kj, ++t) tp[t * mr + i] = tap_source(g, x, zeros, q, ki, kj);
+      }
+    }
+  }
+}
+
+void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
+               const float* residual, float* y, const Epilogue& ep, RunContext& ctx) {
+  const IgemmConfig& main = isa.igemm_main;
+  const int mr = main.mr;
+  const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
+  const int64_t m_tiles = ceil_div(pixels, mr), blocks = ceil_div(m_tiles, kTilesPerBlock);
+  const int64_t groups = ceil_div(g.oc, main.nr);
+  const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
+  const int64_t unit_flops = kTilesPerBlock * mr * main.nr * ks * g.c;
+  const MinMax clamp = kernel_clamp(ep, residual);
+  const bool post_pass = needs_post(ep, residual);
+  ctx.parallel_for(blocks * groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
+    const float** ptrs = static_cast<const float**>(t.scratch());
+    int64_t built = -1;
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t mb = u / groups, col0 = (u % groups) * main.nr;
+      if (mb != built) block_pointers(g, mr, x, zeros, built = mb, ptrs);
+      const int64_t nc = g.oc - col0 < main.nr ? g.oc - col0 : main.nr;
+      const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
+      const float* w = packed + (col0 / kPanel) * panel_floats;
+      for (int64_t tile = 0; tile < kTilesPerBlock; ++tile) {
+        const int64_t q0 = (mb * kTilesPerBlock + tile) * mr;
+        if (q0 >= pixels) break;
+        const int64_t rows = pixels - q0 < mr ? pixels - q0 : mr;
+        float* c = y + q0 * g.oc + col0;
+        k.ukernel(size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs + tile * ks * mr, w, panel_floats, c,
+                  size_t(g.oc), clamp);
+        if (post_pass) post(ep, residual ? residual + q0 * g.oc + col0 : nullptr, c, rows, nc, g.oc);
+      }
+    }
+  });
+}
+
+void run_dwconv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
+                const float* residual, float* y, const Epilogue& ep, RunContext& ctx) {
+  const int64_t rows = g.n * g.oh, ks = taps(g);
+  const MinMax clamp = kernel_clamp(ep, residual);
+  const bool post_pass = needs_post(ep, residual);
+  const int64_t row_flops = g.ow * g.c * ks;
+  ctx.parallel_for(rows, kMinFlopsPerThread / row_flops + 1, [&](RunContext& t, int64_t r0, int64_t r1) {
+    const float** ptrs = static_cast<const float**>(t.scratch());
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t q0 = r * g.ow;
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        for (int32_t ki = 0, tap = 0; ki < g.kh; ++ki) {
+          for (int32_t kj = 0; kj < g.kw; ++kj, ++tap) ptrs[ox * ks + tap] = tap_source(g, x, zeros, q0 + ox, ki, kj);
+        }
+      }
+      float* out = y + q0 * g.oc;
+      isa.dwconv(size_t(g.c), size_t(g.ow), size_t(ks), ptrs, packed, out, size_t(g.oc), clamp);
+      if (post_pass) post(ep, residual ? residual + q0 * g.oc : nullptr, out, g.ow, g.oc, g.oc);
+    }
+  });
+}
+
+}  // namespace
+
+size_t conv_packed_floats(const ConvGeometry& g) {
+  const size_t ks = size_t(taps(g));
+  if (g.depthwise) return size_t(ceil_div(g.c, kPanel)) * kPanel * (1 + ks);
+  return size_t(ceil_div(g.oc, kPanel)) * kPanel * (1 + ks * size_t(g.c));
+}
+
+size_t conv_scratch_bytes(const ConvGeometry& g, const Isa& isa) {
+  const size_t ks = size_t(taps(g));
+  if (g.depthwise) return size_t(g.ow) * ks * sizeof(float*);
+  return size_t(kTilesPerBlock) * ks * size_t(isa.igemm_main.mr) * sizeof(float*);
+}
+
+void pack_conv_weights(const ConvGeometry& g, const float* weight, const float* bias, float* packed) {
+  const int64_t ks = taps(g);
+  memset(packed, 0, conv_packed_floats(g) * sizeof(float));
+  if (g.depthwise) {
+    for (int64_t ch = 0; ch < g.c; ++ch) {
+      float* block = packed + (ch / kPanel) * kPanel * (1 + ks);
+      const int64_t lane = ch % kPanel;
+      block[lane] = bias ? bias[ch] : 0.f;
+      for (int64_t t = 0; t < ks; ++t) block[kPanel * (1 + t) + lane] = weight[ch * ks + t];
+    }
+    return;
+  }
+  const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
+  for (int64_t o = 0; o < g.oc; ++o) {
+    float* panel = packed + (o / kPanel) * panel_floats;
+    const int64_t lane = o % kPanel;
+    panel[lane] = bias ? bias[o] : 0.f;
+    for (int64_t t = 0; t < ks; ++t) {
+      for (int64_t ci = 0; ci < g.c; ++ci) {
+        panel[kPanel * (1 + t * g.c + ci) + lane] = weight[(o * g.c + ci) * ks + t];
+      }
+    }
+  }
+}
+
+void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
+              const float* residual, float* y, const Epilogue& ep, RunContext& ctx) {
+  if (g.depthwise) {
+    run_dwconv(g, isa, x, packed, zeros, residual, y, ep, ctx);
+  } else {
+    run_igemm(g, isa, x, packed, zeros, residual, y, ep, ctx);
+  }
+}
+
+void apply_activation(Activation a, float* v, size_t n) {
+  switch (a) {
+    case Activation::Hardswish:
+      for (size_t i = 0; i < n; ++i) {
+        const float r = v[i] + 3.f;
+        v[i] = v[i] * (r < 0.f ? 0.f : (r > 6.f ? 6.f : r)) / 6.f;
+      }
+      break;
+    case Activation::Sigmoid:
+      for (size_t i = 0; i < n; ++i) v[i] = 1.f / (1.f + std::exp(-v[i]));
+      break;
+    case Activation::Tanh:
+      for (size_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
+      break;
+    case Activation::Gelu:
+      for (size_t i = 0; i < n; ++i) v[i] = 0.5f * v[i] * (1.f + std::erf(v[i] * 0.70710678118654752f));
+      break;
+    case Activation::Silu:
+      for (size_t i = 0; i < n; ++i) v[i] = v[i] / (1.f + std::exp(-v[i]));
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace cpu
+}  // namespace tern

@@ -1,0 +1,63 @@
+// Convolution, linear layers and depthwise convolution over NHWC float32
+// activations with packed weights (backends/cpu/ukernels/ukernels.h), split
+// over the method's threads.
+//
+//   ConvGeometry g = ...;                       // validated by the caller
+//   size_t scratch = conv_scratch_bytes(g, isa); // per thread, at init
+//   run_conv(g, isa, x, packed_weights, zeros, residual, y, epilogue, ctx);
+//
+// A linear layer is the 1x1 convolution of a [m, 1, 1, k] image. Every
+// output element is computed by the same microkernel call with the same
+// inputs whatever the thread count, so results do not depend on it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cpu/isa.h"
+#include "runtime/core/context.h"
+
+namespace tern {
+namespace cpu {
+
+struct ConvGeometry {
+  int64_t n, h, w, c;     // input  [n, h, w, c]
+  int64_t oh, ow, oc;     // output [n, oh, ow, oc]
+  int32_t kh, kw;         // kernel taps
+  int32_t sh, sw;         // stride
+  int32_t ph, pw;         // zero padding before (top, left)
+  int32_t dh, dw;         // dilation
+  bool depthwise;         // groups == c == oc: weights packed per channel
+};
+
+// What follows the convolution, in order: + bias (packed with the weights),
+// + residual (same shape as the output, or none), then the activation.
+enum class Activation : uint8_t { None, Clamp, Hardswish, Sigmoid, Tanh, Gelu, Silu };
+
+struct Epilogue {
+  Activation activation = Activation::None;
+  MinMax clamp = {-__builtin_inff(), __builtin_inff()};  // Activation::Clamp (also relu, relu6)
+};
+
+// Floats of packed weights: ceil(oc / 16) panels (or depthwise blocks).
+size_t conv_packed_floats(const ConvGeometry& g);
+
+// Per-thread scratch run_conv needs (row pointers).
+size_t conv_scratch_bytes(const ConvGeometry& g, const Isa& isa);
+
+// Packs canonical PyTorch weights [oc][c][kh][kw] (depthwise: [c][1][kh][kw])
+// and bias [oc] (nullptr: zeros) into `packed` (conv_packed_floats floats).
+// The exporter packs the same way (python/tern/backends/cpu/pack.py); this
+// one serves tests and repacking.
+void pack_conv_weights(const ConvGeometry& g, const float* weight, const float* bias, float* packed);
+
+// y = epilogue(conv(x) + bias + residual). `zeros` holds at least c zeros
+// (padding taps read it). residual may be nullptr.
+void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed,
+              const float* zeros, const float* residual, float* y, const Epilogue& ep, RunContext& ctx);
+
+// Applies a non-clamp activation in place to n floats.
+void apply_activation(Activation a, float* v, size_t n);
+
+}  // namespace cpu
+}  // namespace tern

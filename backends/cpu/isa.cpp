@@ -1,0 +1,82 @@
+// The one place that maps CPU features to microkernels (STYLE.md: no #if
+// ladders in kernel bodies).
+#include "backends/cpu/isa.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/core/cpu_info.h"
+#include "runtime/core/log.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+const Isa kScalar = {"scalar",
+                     {f32_igemm_ukernel__scalar_main, 4, 16},
+                     {f32_igemm_ukernel__scalar_tail, 4, 16},
+                     f32_dwconv_ukernel__scalar};
+
+#if defined(__x86_64__)
+const Isa kAvx2 = {"avx2",
+                   {f32_igemm_ukernel__avx2_main, 6, 16},
+                   {f32_igemm_ukernel__avx2_tail, 6, 16},
+                   f32_dwconv_ukernel__avx2};
+const Isa kAvx512 = {"avx512",
+                     {f32_igemm_ukernel__avx512_main, 8, 32},
+                     {f32_igemm_ukernel__avx512_tail, 8, 16},
+                     f32_dwconv_ukernel__avx512};
+#endif
+#if defined(__aarch64__)
+const Isa kNeon = {"neon",
+                   {f32_igemm_ukernel__neon_main, 6, 16},
+                   {f32_igemm_ukernel__neon_tail, 6, 16},
+                   f32_dwconv_ukernel__neon};
+#endif
+
+}  // namespace
+
+int supported_isas(const Isa** out, int max) {
+  const CpuFeatures& f = cpu_features();
+  int n = 0;
+  auto add = [&](const Isa* isa) {
+    if (n < max) out[n++] = isa;
+  };
+#if defined(__x86_64__)
+  if (f.avx512f) add(&kAvx512);
+  if (f.avx2_fma) add(&kAvx2);
+#endif
+#if defined(__aarch64__)
+  if (f.neon) add(&kNeon);
+#endif
+  (void)f;
+  add(&kScalar);
+  return n;
+}
+
+const Isa* find_isa(const char* name) {
+  const Isa* isas[4];
+  const int n = supported_isas(isas, 4);
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(isas[i]->name, name) == 0) return isas[i];
+  }
+  return nullptr;
+}
+
+const Isa* select_isa() {
+  const char* forced = getenv("TERN_CPU_ISA");
+  if (forced == nullptr || forced[0] == '\0') {
+    const Isa* best;
+    supported_isas(&best, 1);
+    return best;
+  }
+  const Isa* isa = find_isa(forced);
+  if (isa == nullptr) {
+    TERN_LOG_ERROR("TERN_CPU_ISA=%s: this build or this CPU cannot run it (scalar, avx2, avx512 on x86-64 "
+                   "with the CPU features; neon on aarch64)", forced);
+  }
+  return isa;
+}
+
+}  // namespace cpu
+}  // namespace tern

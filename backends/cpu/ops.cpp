@@ -1,0 +1,93 @@
+// The cpu backend's ops besides convolution: transposes at the layout
+// boundaries, NHWC pooling, elementwise ops. Plain loops over contiguous
+// channels, which the compiler vectorizes; each splits over the threads.
+#include <cstring>
+
+#include "backends/cpu/program.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+constexpr int64_t kMinElementsPerThread = 16384;
+
+float clamp(float v, MinMax m) { return v < m.min ? m.min : (v > m.max ? m.max : v); }
+
+// y[i] = ep(y[i]) for i < n.
+void activate(const Epilogue& ep, float* y, int64_t n) {
+  if (ep.activation == Activation::Clamp) {
+    for (int64_t i = 0; i < n; ++i) y[i] = clamp(y[i], ep.clamp);
+  } else if (ep.activation != Activation::None) {
+    apply_activation(ep.activation, y, size_t(n));
+  }
+}
+
+}  // namespace
+
+void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx) {
+  const int64_t outer = t.sizes[0] * t.sizes[1], inner = t.sizes[2] * t.sizes[3];
+  ctx.parallel_for(outer, kMinElementsPerThread / (inner + 1) + 1, [&](RunContext&, int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      const int64_t i0 = o / t.sizes[1], i1 = o % t.sizes[1];
+      const float* src = x + i0 * t.strides[0] + i1 * t.strides[1];
+      float* dst = y + o * inner;
+      for (int64_t i2 = 0; i2 < t.sizes[2]; ++i2) {
+        const float* s2 = src + i2 * t.strides[2];
+        for (int64_t i3 = 0; i3 < t.sizes[3]; ++i3) *dst++ = s2[i3 * t.strides[3]];
+      }
+    }
+  });
+}
+
+void run_pool(const PoolGeometry& g, const float* x, float* y, RunContext& ctx) {
+  const int64_t rows = g.n * g.oh;
+  ctx.parallel_for(rows, kMinElementsPerThread / (g.ow * g.c * g.kh * g.kw + 1) + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / g.oh, oy = r % g.oh;
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        float* out = y + (r * g.ow + ox) * g.c;
+        const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+        for (int64_t ch = 0; ch < g.c; ++ch) out[ch] = g.max ? -__builtin_inff() : 0.f;
+        int64_t count = 0;
+        for (int64_t iy = y0; iy < y0 + g.kh; ++iy) {
+          for (int64_t ix = x0; ix < x0 + g.kw; ++ix) {
+            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+            const float* in = x + ((b * g.h + iy) * g.w + ix) * g.c;
+            ++count;
+            if (g.max) {
+              // NaN wins, as in torch: v > m or v is NaN
+              for (int64_t ch = 0; ch < g.c; ++ch) out[ch] = (in[ch] > out[ch] || in[ch] != in[ch]) ? in[ch] : out[ch];
+            } else {
+              for (int64_t ch = 0; ch < g.c; ++ch) out[ch] += in[ch];
+            }
+          }
+        }
+        if (!g.max) {
+          const float scale = 1.f / float(g.count_padding ? int64_t(g.kh) * g.kw : (count ? count : 1));
+          for (int64_t ch = 0; ch < g.c; ++ch) out[ch] *= scale;
+        }
+      }
+    }
+  });
+}
+
+void run_binary(uint8_t kind, const float* a, const float* b, float* y, int64_t n, const Epilogue& ep, RunContext& ctx) {
+  ctx.parallel_for(n, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
+    switch (kind) {
+      case 0: for (int64_t i = i0; i < i1; ++i) y[i] = a[i] + b[i]; break;
+      case 1: for (int64_t i = i0; i < i1; ++i) y[i] = a[i] - b[i]; break;
+      default: for (int64_t i = i0; i < i1; ++i) y[i] = a[i] * b[i]; break;
+    }
+    activate(ep, y + i0, i1 - i0);
+  });
+}
+
+void run_unary(const float* x, float* y, int64_t n, const Epilogue& ep, RunContext& ctx) {
+  ctx.parallel_for(n, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
+    if (x != y) memmove(y + i0, x + i0, size_t(i1 - i0) * sizeof(float));
+    activate(ep, y + i0, i1 - i0);
+  });
+}
+
+}  // namespace cpu
+}  // namespace tern

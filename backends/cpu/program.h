@@ -1,0 +1,77 @@
+// A cpu backend delegate, ready to run: the payload (backends/cpu/schema/
+// cpu.fbs) checked and resolved once, at Method::load, into a list of ops
+// whose tensors are plain pointers into the delegate's arguments, its
+// workspace and the payload's weights.
+//
+//   Result<CpuProgram*> p = load_cpu_program(ctx, payload, args, *isa);  // checks everything
+//   run_cpu_program(*p, run_ctx);                                        // blind, no allocation
+//
+// Everything a file can get wrong (sizes, indices, offsets, shapes, storage
+// ranges) is checked by load_cpu_program; run_cpu_program trusts it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cpu/conv.h"
+#include "backends/cpu/isa.h"
+#include "runtime/core/context.h"
+#include "runtime/core/result.h"
+
+namespace tern {
+namespace cpu {
+
+struct Transpose4 {
+  int64_t sizes[4];    // of x
+  int64_t strides[4];  // of x, for y's axes in order: y[i0][i1][i2][i3] = x[sum i_k * strides[k]]
+};
+
+struct PoolGeometry {
+  int64_t n, h, w, c, oh, ow;
+  int32_t kh, kw, sh, sw, ph, pw;
+  bool max;            // else average
+  bool count_padding;  // average: divide by the full window
+};
+
+enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy };
+
+struct CpuOp {
+  CpuOpKind kind;
+  const char* nodes;  // the torch.export nodes it covers
+  const float* x;     // Binary: a
+  const float* x2;    // Conv: residual (or nullptr); Binary: b
+  const float* weights;
+  float* y;
+  int64_t numel;      // of y
+  uint8_t binary;     // BinaryKind
+  Epilogue ep;
+  ConvGeometry conv;
+  Transpose4 transpose;
+  PoolGeometry pool;
+};
+
+struct CpuProgram {
+  const Isa* isa;
+  CpuOp* ops;
+  size_t num_ops;
+  const float* zeros;  // padding taps read these (as many as the widest input)
+};
+
+// Checks and resolves `payload` against the delegate's args (inputs, outputs,
+// workspace). Allocates the program from ctx (persistent) and requests its
+// scratch. Fails with ctx.fail() naming the op or value.
+Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload,
+                                     Span<EValue* const> args, const Isa& isa);
+
+// Runs every op in order over ctx's threads.
+void run_cpu_program(const CpuProgram& p, RunContext& ctx);
+
+// The ops other than convolution (backends/cpu/ops.cpp).
+void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx);
+void run_pool(const PoolGeometry& g, const float* x, float* y, RunContext& ctx);
+void run_binary(uint8_t kind, const float* a, const float* b, float* y, int64_t n, const Epilogue& ep,
+                RunContext& ctx);
+void run_unary(const float* x, float* y, int64_t n, const Epilogue& ep, RunContext& ctx);
+
+}  // namespace cpu
+}  // namespace tern

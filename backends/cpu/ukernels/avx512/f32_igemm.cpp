@@ -1,0 +1,99 @@
+// AVX-512 microkernels (compiled with -mavx512f -mfma; isa.cpp calls them
+// only on CPUs that have AVX-512F):
+//   f32_igemm_ukernel__avx512_main  8x32: 8 rows x 2 panels, 16 accumulators
+//   f32_igemm_ukernel__avx512_tail  8x16: the last odd panel
+//   f32_dwconv_ukernel__avx512      16 channels per vector, tails masked
+// Per k step the 8x32 kernel loads 2 weight vectors and broadcasts 8 A
+// values into 16 FMAs: enough independent chains to fill two FMA pipes.
+#include <immintrin.h>
+
+#include "backends/cpu/ukernels/ukernels.h"
+
+// GCC 12 reports the "undefined" pass-through operand inside the
+// _mm512_{min,max}_ps builtins as maybe-uninitialized at -O3: a false alarm.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+constexpr size_t kMr = 8;
+
+inline __mmask16 tail_mask(size_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+
+template <int kPanels>
+void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
+           size_t panel_floats, float* c, size_t c_stride, MinMax mm) {
+  const float* w1 = w + panel_floats;
+  __m512 acc[kMr][kPanels];
+  for (int j = 0; j < kPanels; ++j) {
+    const __m512 bias = _mm512_loadu_ps(j == 0 ? w : w1);
+    for (size_t i = 0; i < kMr; ++i) acc[i][j] = bias;
+  }
+  w += kPanel;
+  w1 += kPanel;
+  for (size_t t = 0; t < ks; ++t) {
+    const float* ap[kMr];
+    for (size_t i = 0; i < kMr; ++i) ap[i] = a[t * kMr + i];
+    for (size_t k = 0; k < kc; ++k) {
+      const __m512 v0 = _mm512_loadu_ps(w);
+      w += kPanel;
+      if constexpr (kPanels == 2) {
+        const __m512 v1 = _mm512_loadu_ps(w1);
+        w1 += kPanel;
+        for (size_t i = 0; i < kMr; ++i) {
+          const __m512 ai = _mm512_set1_ps(ap[i][k]);
+          acc[i][0] = _mm512_fmadd_ps(ai, v0, acc[i][0]);
+          acc[i][1] = _mm512_fmadd_ps(ai, v1, acc[i][1]);
+        }
+      } else {
+        for (size_t i = 0; i < kMr; ++i) acc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(ap[i][k]), v0, acc[i][0]);
+      }
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
+  const __mmask16 m0 = tail_mask(nc);
+  const __mmask16 m1 = nc > 16 ? tail_mask(nc - 16) : __mmask16(0);
+  for (size_t i = 0; i < mr; ++i) {
+    _mm512_mask_storeu_ps(c + i * c_stride, m0, _mm512_min_ps(_mm512_max_ps(acc[i][0], lo), hi));
+    if constexpr (kPanels == 2) {
+      _mm512_mask_storeu_ps(c + i * c_stride + 16, m1, _mm512_min_ps(_mm512_max_ps(acc[i][1], lo), hi));
+    }
+  }
+}
+
+}  // namespace
+
+void f32_igemm_ukernel__avx512_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+                                    const float* w, size_t panel_floats, float* c, size_t c_stride,
+                                    MinMax clamp) {
+  igemm<2>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, clamp);
+}
+
+void f32_igemm_ukernel__avx512_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+                                    const float* w, size_t panel_floats, float* c, size_t c_stride,
+                                    MinMax clamp) {
+  igemm<1>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, clamp);
+}
+
+void f32_dwconv_ukernel__avx512(size_t channels, size_t pixels, size_t ks, const float* const* in,
+                                const float* w, float* out, size_t out_stride, MinMax mm) {
+  const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
+  for (size_t c0 = 0; c0 < channels; c0 += kPanel) {
+    const __mmask16 m = tail_mask(channels - c0);
+    const __m512 bias = _mm512_loadu_ps(w);
+    for (size_t p = 0; p < pixels; ++p) {
+      __m512 acc = bias;
+      const float* const* taps = in + p * ks;
+      for (size_t t = 0; t < ks; ++t) {
+        const __m512 x = _mm512_maskz_loadu_ps(m, taps[t] + c0);
+        acc = _mm512_fmadd_ps(x, _mm512_loadu_ps(w + kPanel * (1 + t)), acc);
+      }
+      _mm512_mask_storeu_ps(out + p * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
+    }
+    w += kPanel * (1 + ks);
+  }
+}
+
+}  // namespace cpu
+}  // namespace tern

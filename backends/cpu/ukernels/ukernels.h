@@ -1,0 +1,85 @@
+// The cpu backend's microkernels: the innermost loops, one family per
+// operation, one file per ISA (backends/cpu/ukernels/<isa>/), named
+// <dtype>_<op>_ukernel__<isa>_<tile> (e.g. f32_igemm_ukernel__avx512_8x32).
+// A scalar version of each family is always built and tested; isa.cpp picks
+// the set the running CPU supports (or TERN_CPU_ISA forces one).
+//
+// Weights are packed once, at export, in one layout for every ISA: panels of
+// kPanel = 16 output channels. A file packed on a laptop runs in place on an
+// AVX2, AVX-512, NEON or scalar machine.
+//
+//   packed GEMM / convolution weights, N outputs, ks taps of kc inputs:
+//     ceil(N / 16) panels; panel p = [16 bias][ks][kc][16 weights]
+//     (columns past N are zero; a panel is 16 * (1 + ks * kc) floats)
+//   packed depthwise weights, C channels, ks taps:
+//     ceil(C / 16) blocks; block b = [16 bias][ks][16 weights]
+//
+// Activations are NHWC inside the backend: a pixel's channels are contiguous.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern {
+namespace cpu {
+
+constexpr int kPanel = 16;
+
+// Outputs are clamped to [min, max]: relu is [0, +inf), relu6 [0, 6],
+// none (-inf, +inf).
+struct MinMax {
+  float min;
+  float max;
+};
+
+// Indirect GEMM (a GEMM whose A rows come through pointers, which makes a
+// convolution a GEMM without an im2col copy):
+//
+//   C[i][j] = clamp(bias[j] + sum_{t < ks} sum_{c < kc} A[t][i][c] * W[t][c][j])
+//
+//   i < mr <= MR rows (output pixels), j < nc <= NR columns (output channels)
+//   a: ks * MR row pointers, a[t * MR + i] -> kc floats; rows mr..MR-1 must
+//      point somewhere readable too (callers repeat the last row), and a
+//      padded tap points at zeros
+//   w: the first panel of packed weights; NR = 32 kernels read the next
+//      panel at w + panel_floats
+//   c: row i at c + i * c_stride (floats)
+using IgemmUkernel = void (*)(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+                              const float* w, size_t panel_floats, float* c, size_t c_stride,
+                              MinMax clamp);
+
+struct IgemmConfig {
+  IgemmUkernel ukernel;
+  int mr;  // rows per call
+  int nr;  // columns per call: 16 or 32 (one or two panels)
+};
+
+// Depthwise convolution of `pixels` output pixels, all C channels:
+//
+//   out[p][c] = clamp(bias[c] + sum_{t < ks} in[p][t][c] * w[t][c])
+//
+//   in: pixels * ks pointers, in[p * ks + t] -> the C channels of the input
+//       pixel tap t of output pixel p reads (zeros for padding)
+//   w: packed depthwise weights (above); out: pixel p at out + p * out_stride
+using DwconvUkernel = void (*)(size_t channels, size_t pixels, size_t ks, const float* const* in,
+                               const float* w, float* out, size_t out_stride, MinMax clamp);
+
+#define TERN_CPU_DECLARE_ISA(isa)                                                                   \
+  void f32_igemm_ukernel__##isa##_main(size_t, size_t, size_t, size_t, const float* const*,       \
+                                       const float*, size_t, float*, size_t, MinMax);              \
+  void f32_igemm_ukernel__##isa##_tail(size_t, size_t, size_t, size_t, const float* const*,       \
+                                       const float*, size_t, float*, size_t, MinMax);              \
+  void f32_dwconv_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, \
+                                 size_t, MinMax);
+
+// scalar: main 4x16, tail 4x16. avx2: main 6x16, tail 6x16. avx512: main
+// 8x32, tail 8x16. neon: main 6x16, tail 6x16.
+TERN_CPU_DECLARE_ISA(scalar)
+TERN_CPU_DECLARE_ISA(avx2)
+TERN_CPU_DECLARE_ISA(avx512)
+TERN_CPU_DECLARE_ISA(neon)
+
+#undef TERN_CPU_DECLARE_ISA
+
+}  // namespace cpu
+}  // namespace tern

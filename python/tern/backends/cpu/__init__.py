@@ -1,0 +1,152 @@
+"""The cpu backend's exporter side: which nodes it claims, and their payload.
+
+    import tern
+    from tern.backends.cpu import CpuPartitioner
+    program = tern.export(model, (x,), partitioners=[CpuPartitioner()])
+
+tern.export uses it by default. It claims float32 convolutions (2-d,
+general or depthwise), linear layers, residual adds, the activations it can
+fuse or run (relu, relu6/hardtanh/clamp, hardswish, sigmoid, tanh, gelu,
+silu), add/sub/mul of same-shaped tensors, pooling (max, average, global
+average) and the reshapes between them; compile.py turns each claimed
+subgraph into the backend's program (NHWC inside, fused, weights packed,
+workspace planned). What it does not claim runs on the portable kernels.
+The runtime side is backends/cpu/ (tern::register_cpu_backend()).
+"""
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Sequence
+
+from tern.backend import Lowered, Partitioner
+
+if TYPE_CHECKING:
+    import torch.fx
+
+_ELEMENTWISE = ("aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor")
+_RESHAPES = ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias")
+
+
+class CpuPartitioner(Partitioner):
+    backend = "cpu"
+
+    def supports(self, node: "torch.fx.Node") -> bool:
+        from tern.backends.cpu.compile import activation_of
+        from tern.ops import op_name
+
+        if node.target is operator.getitem:
+            return _is_pool_values(node)
+        if not _all_float32(node):
+            return False
+        name = op_name(node.target)
+        if name == "aten::convolution":
+            return _conv_ok(node)
+        if name in ("aten::addmm", "aten::mm"):
+            return _linear_ok(node)
+        if name in _ELEMENTWISE:
+            return _same_shape_operands(node)
+        if name in _RESHAPES:
+            return True
+        if name == "aten::mean.dim":
+            return _rank(node.args[0]) == 4 and sorted(d % 4 for d in node.args[1]) == [2, 3]
+        if name == "aten::adaptive_avg_pool2d":
+            return _rank(node.args[0]) == 4 and tuple(node.args[1]) in ((1, 1), (1,))
+        if name == "aten::avg_pool2d":
+            return _rank(node.args[0]) == 4 and _pool_ok(node, divisor_at=6)
+        if name == "aten::max_pool2d_with_indices":
+            return _rank(node.args[0]) == 4 and _pool_ok(node, dilation_at=4) and _only_values_used(node)
+        return activation_of(node) is not None
+
+    def keep(self, nodes: Sequence["torch.fx.Node"]) -> bool:
+        """Not a group of reshapes and getitems alone."""
+        from tern.ops import op_name
+
+        return any(n.target is not operator.getitem and op_name(n.target) not in _RESHAPES for n in nodes)
+
+    def preprocess(self, subgraph: "torch.fx.GraphModule") -> Lowered:
+        from tern.backends.cpu.compile import compile_subgraph
+        from tern.backends.cpu.payload import serialize
+
+        program = compile_subgraph(subgraph)
+        return Lowered(serialize(program), program.workspace_bytes)
+
+
+def _val(node: Any) -> Any:
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def _rank(node: Any) -> int:
+    v = _val(node)
+    return v.dim() if v is not None and hasattr(v, "dim") else -1
+
+
+def _all_float32(node: Any) -> bool:
+    """Every tensor it reads and writes is float32."""
+    import torch
+
+    vals = [_val(a) for a in node.all_input_nodes] + [_val(node)]
+    tensors = []
+    for v in vals:
+        tensors += list(v) if isinstance(v, (tuple, list)) else [v]
+    tensors = [t for t in tensors if isinstance(t, torch.Tensor)]
+    # max_pool's indices are int64: they are allowed, just never used
+    return bool(tensors) and all(t.dtype in (torch.float32, torch.int64) for t in tensors) and any(
+        t.dtype == torch.float32 for t in tensors)
+
+
+def _is_const(node: Any) -> bool:
+    return getattr(node, "op", None) == "get_attr"
+
+
+def _conv_ok(node: Any) -> bool:
+    x, w, b, stride, padding, dilation, transposed, _, groups = node.args
+    if transposed or _rank(x) != 4 or not _is_const(w) or (b is not None and not _is_const(b)):
+        return False
+    c, oc = _val(x).shape[1], _val(w).shape[0]
+    return groups == 1 or (groups == c == oc)
+
+
+def _linear_ok(node: Any) -> bool:
+    from tern.ops import op_name
+
+    if op_name(node.target) == "aten::mm":
+        x, w = node.args[:2]
+        return _rank(x) == 2 and _is_const(w)
+    b, x, w = node.args[:3]
+    beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
+    alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
+    return _rank(x) == 2 and _is_const(w) and _is_const(b) and _rank(b) == 1 and beta == 1 and alpha == 1
+
+
+def _same_shape_operands(node: Any) -> bool:
+    if len(node.args) != 2 or node.kwargs.get("alpha", 1) != 1:
+        return False
+    a, b = node.args
+    shape = tuple(_val(node).shape)
+    return all(hasattr(t, "meta") and tuple(_val(t).shape) == shape for t in (a, b))
+
+
+def _pool_ok(node: Any, dilation_at: int | None = None, divisor_at: int | None = None) -> bool:
+    args = list(node.args) + [None] * 8
+    kernel = tuple(args[1])
+    padding = tuple(args[3]) if args[3] else (0,)
+    pads = padding * (2 // len(padding))
+    kern = kernel * (2 // len(kernel))
+    ceil_mode = args[5] if dilation_at is not None else args[4]
+    if ceil_mode or any(2 * p > k for p, k in zip(pads, kern)):
+        return False
+    if dilation_at is not None and args[dilation_at] and any(d != 1 for d in args[dilation_at]):
+        return False
+    return divisor_at is None or args[divisor_at] is None
+
+
+def _only_values_used(node: Any) -> bool:
+    return all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
+
+
+def _is_pool_values(node: Any) -> bool:
+    from tern.ops import op_name
+
+    src = node.args[0]
+    return (getattr(src, "op", None) == "call_function" and op_name(src.target) == "aten::max_pool2d_with_indices"
+            and node.args[1] == 0)

@@ -1,0 +1,94 @@
+"""Writes a compiled cpu program as the backend's payload (the layout is in
+backends/cpu/schema/cpu.fbs; backends/cpu/program.cpp reads it):
+
+    "TCPU" | u32 version | u64 flatbuffer size | flatbuffer | pad to 64 | weights blob
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import flatbuffers
+
+from tern.backends.cpu.compile import Op, Program
+from tern.memory_plan import align
+from tern.serialize import offsets_vector
+
+VERSION = 1
+HEADER = struct.Struct("<4sIQ")
+
+
+def serialize(p: Program) -> bytes:
+    from tern.backends.cpu.fb import Op as FbOp
+    from tern.backends.cpu.fb import Program as FbProgram
+    from tern.backends.cpu.fb import Value as FbValue
+    from tern.backends.cpu.fb.Storage import Storage
+
+    b = flatbuffers.Builder(1024)
+    values = []
+    for v in p.values:
+        sizes = _ints(b, FbValue.StartSizesVector, b.PrependInt64, v.sizes)
+        FbValue.Start(b)
+        FbValue.AddSizes(b, sizes)
+        FbValue.AddStorage(b, getattr(Storage, v.storage))
+        FbValue.AddIndex(b, v.index)
+        FbValue.AddOffset(b, v.offset)
+        values.append(FbValue.End(b))
+    ops = []
+    for op in p.ops:
+        table, kind = _op_table(b, op)
+        nodes = b.CreateString(op.nodes)
+        FbOp.Start(b)
+        FbOp.AddKindType(b, kind)
+        FbOp.AddKind(b, table)
+        FbOp.AddNodes(b, nodes)
+        ops.append(FbOp.End(b))
+    values_vec, ops_vec = offsets_vector(b, values), offsets_vector(b, ops)
+    FbProgram.Start(b)
+    FbProgram.AddValues(b, values_vec)
+    FbProgram.AddOps(b, ops_vec)
+    FbProgram.AddNumInputs(b, p.num_inputs)
+    FbProgram.AddNumOutputs(b, p.num_outputs)
+    FbProgram.AddWorkspaceBytes(b, p.workspace_bytes)
+    b.Finish(FbProgram.End(b))
+    fb = bytes(b.Output())
+    head = HEADER.pack(b"TCPU", VERSION, len(fb)) + fb
+    return head + b"\0" * (align(len(head)) - len(head)) + p.weights
+
+
+def _ints(b: Any, start: Any, prepend: Any, items: Any) -> int:
+    start(b, len(items))
+    for x in reversed(list(items)):
+        prepend(int(x))
+    return b.EndVector()
+
+
+def _op_table(b: Any, op: Op) -> tuple[int, int]:
+    """The op's table and its OpKind."""
+    import importlib
+
+    from tern.backends.cpu.fb.Activation import Activation
+    from tern.backends.cpu.fb.BinaryKind import BinaryKind
+    from tern.backends.cpu.fb.OpKind import OpKind
+    from tern.backends.cpu.fb.PoolKind import PoolKind
+
+    f = op.fields
+    module = importlib.import_module(f"tern.backends.cpu.fb.{op.kind}")
+    lists = {k: _ints(b, getattr(module, f"Start{_camel(k)}Vector"), b.PrependInt32, f[k])
+             for k in ("kernel", "stride", "padding", "dilation", "perm") if k in f}
+    module.Start(b)
+    for key, value in f.items():
+        add = getattr(module, f"Add{_camel(key)}")
+        if key in lists:
+            add(b, lists[key])
+        elif key == "activation":
+            add(b, getattr(Activation, "None_" if value == "None" else value))
+        elif key == "kind":
+            add(b, getattr(PoolKind if op.kind == "Pool" else BinaryKind, value))
+        else:
+            add(b, value)
+    return module.End(b), getattr(OpKind, op.kind)
+
+
+def _camel(key: str) -> str:
+    return "".join(part.capitalize() for part in key.split("_"))

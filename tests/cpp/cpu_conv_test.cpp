@@ -1,0 +1,268 @@
+// The cpu backend's microkernels and its convolution driver
+// (backends/cpu/ukernels/, backends/cpu/conv.h), on every ISA this build and
+// CPU have, against references computed in double precision: sizes below,
+// at and above each tile, odd channel counts, padding, strides, dilation,
+// residuals and activations; and the same bits for 1, 2 and 3 threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/conv.h"
+#include "backends/cpu/isa.h"
+#include "runtime/core/thread_pool.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+std::vector<const Isa*> isas() {
+  const Isa* out[4];
+  int n = supported_isas(out, 4);
+  return std::vector<const Isa*>(out, out + n);
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+TEST(CpuIsa, test_scalar_is_always_there_and_best_comes_first) {
+  std::vector<const Isa*> all = isas();
+  ASSERT_FALSE(all.empty());
+  EXPECT_STREQ(all.back()->name, "scalar");
+  EXPECT_EQ(find_isa("scalar"), all.back());
+  EXPECT_EQ(find_isa("no-such-isa"), nullptr);
+  for (const Isa* isa : all) {
+    EXPECT_EQ(isa->igemm_main.mr, isa->igemm_tail.mr) << isa->name;
+    EXPECT_EQ(isa->igemm_tail.nr, kPanel) << isa->name;
+  }
+}
+
+TEST(CpuIsa, test_environment_variable_forces_an_isa) {
+  setenv("TERN_CPU_ISA", "scalar", 1);
+  EXPECT_STREQ(select_isa()->name, "scalar");
+  setenv("TERN_CPU_ISA", "not-an-isa", 1);
+  EXPECT_EQ(select_isa(), nullptr);
+  unsetenv("TERN_CPU_ISA");
+  EXPECT_EQ(select_isa(), isas().front());
+}
+
+// ---------------------------------------------------------------- igemm
+
+// C = clamp(bias + sum_t A_t W_t) for one call, in double.
+std::vector<double> ref_igemm(size_t mr, size_t nc, size_t kc, size_t ks, const std::vector<std::vector<float>>& rows,
+                              const std::vector<float>& packed, size_t panel_floats, MinMax mm) {
+  std::vector<double> c(mr * nc);
+  for (size_t i = 0; i < mr; ++i) {
+    for (size_t j = 0; j < nc; ++j) {
+      const float* panel = packed.data() + (j / kPanel) * panel_floats;
+      const size_t lane = j % kPanel;
+      double s = panel[lane];
+      for (size_t t = 0; t < ks; ++t) {
+        for (size_t k = 0; k < kc; ++k) s += double(rows[t * mr + i][k]) * panel[kPanel * (1 + t * kc + k) + lane];
+      }
+      c[i * nc + j] = std::min<double>(std::max<double>(s, mm.min), mm.max);
+    }
+  }
+  return c;
+}
+
+void check_igemm(const Isa& isa, const IgemmConfig& k, size_t mr, size_t nc, size_t kc, size_t ks, MinMax mm) {
+  const size_t MR = size_t(k.mr), panels = (size_t(k.nr) + kPanel - 1) / kPanel;
+  const size_t panel_floats = kPanel * (1 + ks * kc);
+  std::vector<float> packed = random_floats(panels * panel_floats, 7 + unsigned(kc * 31 + ks));
+  std::vector<std::vector<float>> rows;
+  std::vector<const float*> ptrs(ks * MR);
+  std::vector<float> zeros(kc, 0.f);
+  for (size_t t = 0; t < ks; ++t) {
+    for (size_t i = 0; i < MR; ++i) {
+      rows.push_back((i + t) % 5 == 4 ? zeros : random_floats(kc, unsigned(100 + t * 13 + i)));  // some padding taps
+    }
+  }
+  for (size_t t = 0; t < ks; ++t) {
+    for (size_t i = 0; i < MR; ++i) ptrs[t * MR + i] = rows[t * MR + std::min(i, mr - 1)].data();
+  }
+  std::vector<std::vector<float>> used;
+  for (size_t t = 0; t < ks; ++t) {
+    for (size_t i = 0; i < mr; ++i) used.push_back(rows[t * MR + i]);
+  }
+  const size_t ldc = nc + 3;
+  std::vector<float> c(mr * ldc + 8, 12345.f);
+  k.ukernel(mr, nc, kc, ks, ptrs.data(), packed.data(), panel_floats, c.data(), ldc, mm);
+  std::vector<double> want = ref_igemm(mr, nc, kc, ks, used, packed, panel_floats, mm);
+  for (size_t i = 0; i < mr; ++i) {
+    for (size_t j = 0; j < nc; ++j) {
+      ASSERT_NEAR(c[i * ldc + j], want[i * nc + j], 1e-4 * (1 + kc * ks) / 8)
+          << isa.name << " mr=" << mr << " nc=" << nc << " kc=" << kc << " ks=" << ks << " at " << i << "," << j;
+    }
+    for (size_t j = nc; j < ldc && i * ldc + j < c.size(); ++j) {
+      ASSERT_EQ(c[i * ldc + j], 12345.f) << isa.name << ": wrote past column " << nc;
+    }
+  }
+  for (size_t j = mr * ldc; j < c.size(); ++j) ASSERT_EQ(c[j], 12345.f) << isa.name << ": wrote past row " << mr;
+}
+
+TEST(CpuIgemm, test_every_isa_matches_reference_below_at_and_above_its_tile) {
+  const MinMax none = {-INFINITY, INFINITY}, relu6 = {0.f, 6.f};
+  for (const Isa* isa : isas()) {
+    for (const IgemmConfig* k : {&isa->igemm_main, &isa->igemm_tail}) {
+      for (size_t mr = 1; mr <= size_t(k->mr); ++mr) {
+        for (size_t nc : {size_t(1), size_t(7), size_t(16), size_t(k->nr) - 1, size_t(k->nr)}) {
+          if (nc == 0 || nc > size_t(k->nr)) continue;
+          for (size_t kc : {1, 3, 16, 37}) {
+            for (size_t ks : {1, 9}) check_igemm(*isa, *k, mr, nc, kc, ks, mr % 2 ? none : relu6);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- dwconv
+
+TEST(CpuDwconv, test_every_isa_matches_reference_for_odd_channel_counts) {
+  for (const Isa* isa : isas()) {
+    for (size_t channels : {1, 7, 8, 16, 17, 40}) {
+      for (size_t ks : {1, 9, 25}) {
+        const size_t pixels = 5, blocks = (channels + kPanel - 1) / kPanel;
+        std::vector<float> w = random_floats(blocks * kPanel * (1 + ks), unsigned(channels * 7 + ks));
+        std::vector<std::vector<float>> inputs;
+        std::vector<const float*> ptrs;
+        std::vector<float> zeros(channels, 0.f);
+        for (size_t p = 0; p < pixels; ++p) {
+          for (size_t t = 0; t < ks; ++t) {
+            inputs.push_back((p + t) % 4 == 3 ? zeros : random_floats(channels, unsigned(p * 100 + t)));
+          }
+        }
+        for (const auto& v : inputs) ptrs.push_back(v.data());
+        const size_t stride = channels + 5;
+        std::vector<float> out(pixels * stride, -7.f);
+        const MinMax mm = {-0.5f, 0.75f};
+        isa->dwconv(channels, pixels, ks, ptrs.data(), w.data(), out.data(), stride, mm);
+        for (size_t p = 0; p < pixels; ++p) {
+          for (size_t ch = 0; ch < channels; ++ch) {
+            const float* block = w.data() + (ch / kPanel) * kPanel * (1 + ks);
+            double s = block[ch % kPanel];
+            for (size_t t = 0; t < ks; ++t) s += double(ptrs[p * ks + t][ch]) * block[kPanel * (1 + t) + ch % kPanel];
+            s = std::min<double>(std::max<double>(s, mm.min), mm.max);
+            ASSERT_NEAR(out[p * stride + ch], s, 1e-5) << isa->name << " channels=" << channels << " ks=" << ks;
+          }
+          for (size_t ch = channels; ch < stride; ++ch) ASSERT_EQ(out[p * stride + ch], -7.f) << isa->name;
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- run_conv
+
+struct Case {
+  int64_t n, h, w, c, oc;
+  int32_t k, s, p, d;
+  bool depthwise, bias, residual;
+  Activation act;
+};
+
+// NHWC convolution + bias + residual + activation in double.
+std::vector<double> ref_conv(const ConvGeometry& g, const std::vector<float>& x, const std::vector<float>& wt,
+                             const std::vector<float>& bias, const float* residual, const Epilogue& ep) {
+  std::vector<double> y(size_t(g.n * g.oh * g.ow * g.oc));
+  const int64_t cg = g.depthwise ? 1 : g.c;
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox)
+        for (int64_t o = 0; o < g.oc; ++o) {
+          double s = bias.empty() ? 0.0 : bias[o];
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int32_t ki = 0; ki < g.kh; ++ki)
+              for (int32_t kj = 0; kj < g.kw; ++kj) {
+                const int64_t iy = oy * g.sh - g.ph + ki * g.dh, ix = ox * g.sw - g.pw + kj * g.dw;
+                if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+                const int64_t ch = g.depthwise ? o : ci;
+                s += double(x[((b * g.h + iy) * g.w + ix) * g.c + ch]) * wt[((o * cg + ci) * g.kh + ki) * g.kw + kj];
+              }
+          const size_t at = size_t(((b * g.oh + oy) * g.ow + ox) * g.oc + o);
+          if (residual) s += residual[at];
+          if (ep.activation == Activation::Clamp) s = std::min<double>(std::max<double>(s, ep.clamp.min), ep.clamp.max);
+          if (ep.activation == Activation::Hardswish) s = s * std::min(std::max(s + 3, 0.0), 6.0) / 6;
+          y[at] = s;
+        }
+  return y;
+}
+
+ConvGeometry geometry(const Case& cs) {
+  ConvGeometry g{};
+  g.n = cs.n, g.h = cs.h, g.w = cs.w, g.c = cs.c, g.oc = cs.depthwise ? cs.c : cs.oc;
+  g.kh = g.kw = cs.k, g.sh = g.sw = cs.s, g.ph = g.pw = cs.p, g.dh = g.dw = cs.d;
+  g.oh = (cs.h + 2 * cs.p - cs.d * (cs.k - 1) - 1) / cs.s + 1;
+  g.ow = (cs.w + 2 * cs.p - cs.d * (cs.k - 1) - 1) / cs.s + 1;
+  g.depthwise = cs.depthwise;
+  return g;
+}
+
+std::vector<float> run(const ConvGeometry& g, const Isa& isa, const std::vector<float>& x, const std::vector<float>& packed,
+                       const float* residual, const Epilogue& ep, int threads) {
+  static ThreadPool pool;
+  EXPECT_EQ(pool.reserve(3), Error::Ok);
+  const size_t per = (conv_scratch_bytes(g, isa) + 63) & ~size_t(63);
+  std::vector<uint8_t> scratch(per * threads + 64);
+  void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t(63));
+  std::vector<float> zeros(size_t(g.c), 0.f), y(size_t(g.n * g.oh * g.ow * g.oc), NAN);
+  RunContext ctx(nullptr, base, per, threads, per, threads > 1 ? &pool : nullptr);
+  run_conv(g, isa, x.data(), packed.data(), zeros.data(), residual, y.data(), ep, ctx);
+  return y;
+}
+
+TEST(CpuConv, test_every_isa_matches_reference_and_threads_give_the_same_bits) {
+  const Case cases[] = {
+      // n  h   w   c  oc  k  s  p  d  dw     bias   resid  act
+      {1, 8, 8, 3, 16, 3, 1, 1, 1, false, true, false, Activation::Clamp},      // first layer, relu6
+      {2, 9, 7, 5, 33, 3, 2, 1, 1, false, true, true, Activation::Clamp},       // stride 2 + residual + relu
+      {1, 14, 14, 24, 40, 1, 1, 0, 1, false, true, true, Activation::None},     // pointwise + residual
+      {1, 11, 13, 17, 17, 3, 1, 2, 2, false, false, false, Activation::Hardswish},  // dilation 2
+      {1, 16, 16, 3, 8, 7, 2, 3, 1, false, true, false, Activation::Clamp},     // 7x7 stem
+      {1, 17, 15, 40, 40, 3, 1, 1, 1, true, true, false, Activation::Clamp},    // depthwise
+      {2, 12, 12, 33, 33, 3, 2, 1, 1, true, true, true, Activation::None},      // depthwise s2 + residual
+      {1, 9, 9, 20, 20, 5, 1, 2, 1, true, false, false, Activation::Hardswish}, // depthwise 5x5
+      {5, 1, 1, 70, 45, 1, 1, 0, 1, false, true, false, Activation::None},      // linear, batch 5
+      {1, 24, 24, 32, 64, 1, 1, 0, 1, false, true, false, Activation::Clamp},   // splits over threads
+  };
+  for (const Case& cs : cases) {
+    const ConvGeometry g = geometry(cs);
+    const int64_t cg = cs.depthwise ? 1 : g.c;
+    std::vector<float> x = random_floats(size_t(g.n * g.h * g.w * g.c), 1);
+    std::vector<float> wt = random_floats(size_t(g.oc * cg * g.kh * g.kw), 2);
+    std::vector<float> bias = cs.bias ? random_floats(size_t(g.oc), 3) : std::vector<float>();
+    std::vector<float> res = random_floats(size_t(g.n * g.oh * g.ow * g.oc), 4);
+    std::vector<float> packed(conv_packed_floats(g));
+    pack_conv_weights(g, wt.data(), cs.bias ? bias.data() : nullptr, packed.data());
+    Epilogue ep;
+    ep.activation = cs.act;
+    if (cs.act == Activation::Clamp) ep.clamp = {0.f, cs.residual ? INFINITY : 6.f};
+    const float* residual = cs.residual ? res.data() : nullptr;
+    std::vector<double> want = ref_conv(g, x, wt, bias, residual, ep);
+    for (const Isa* isa : isas()) {
+      std::vector<float> one = run(g, *isa, x, packed, residual, ep, 1);
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(one[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << isa->name << " case c=" << cs.c << " k=" << cs.k
+                                                                        << " dw=" << cs.depthwise << " at " << i;
+      }
+      for (int threads : {2, 3}) {
+        std::vector<float> many = run(g, *isa, x, packed, residual, ep, threads);
+        ASSERT_EQ(0, memcmp(one.data(), many.data(), one.size() * sizeof(float)))
+            << isa->name << ": " << threads << " threads differ from 1, case c=" << cs.c << " k=" << cs.k;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cpu
+}  // namespace tern

@@ -1,0 +1,219 @@
+"""The cpu backend (python/tern/backends/cpu/, backends/cpu/): what it
+claims, how it compiles (layout, fusion, packing), and parity with PyTorch
+eager for each op it runs, on every ISA this machine has, with the same bits
+for 1, 2 and 3 threads."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import tern
+from tern.inspect import read_program
+
+ISAS = ["scalar", "avx2", "avx512"]
+
+
+def _payload_ops(path: Path) -> list[list[tuple[str, str]]]:
+    """For each delegate: (op kind, covered nodes) of its program."""
+    from tern.backends.cpu.fb.OpKind import OpKind
+    from tern.backends.cpu.fb.Program import Program
+
+    kinds = {v: k for k, v in vars(OpKind).items() if not k.startswith("_")}
+    data = Path(path).read_bytes()
+    info = read_program(data)
+    out = []
+    for d in info["methods"][0]["delegates"]:
+        seg = info["segments"][d["payload_segment"]]
+        payload = data[seg["offset"] : seg["offset"] + seg["size"]]
+        size = int.from_bytes(payload[8:16], "little")
+        prog = Program.GetRootAs(payload[16 : 16 + size], 0)
+        ops = [prog.Ops(i) for i in range(prog.OpsLength())]
+        out.append([(kinds[o.KindType()], o.Nodes().decode()) for o in ops])
+    return out
+
+
+def _check(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path, tol: float = 1e-4) -> Path:
+    """Exports with the cpu backend, runs with 1/2/3 threads (identical bits)
+    and compares with eager."""
+    model.eval()
+    with torch.no_grad():
+        ref = model(*args)
+    refs = [ref] if isinstance(ref, torch.Tensor) else list(ref)
+    path = tmp_path / "model.tern"
+    tern.export(model, args).save(path)
+    outs = tern.load(str(path), threads=1)(*args)
+    for threads in (2, 3):
+        for a, b in zip(tern.load(str(path), threads=threads)(*args), outs):
+            np.testing.assert_array_equal(a, b, err_msg=f"{threads} threads differ from 1")
+    assert len(outs) == len(refs)
+    for got, want in zip(outs, refs):
+        want = want.numpy()
+        assert got.shape == want.shape
+        err = float(np.max(np.abs(got - want))) if want.size else 0.0
+        assert err <= tol * max(1.0, float(np.max(np.abs(want)))), f"max abs error {err}"
+    return path
+
+
+class Conv(nn.Module):
+    def __init__(self, cin: int, cout: int, k: int, stride: int = 1, padding: int = 0, dilation: int = 1,
+                 groups: int = 1, bias: bool = True, act: Any = None) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, k, stride, padding, dilation, groups, bias)
+        self.act = act or nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.conv(x))
+
+
+CONVS = {
+    "3x3_pad1_relu": (Conv(3, 16, 3, padding=1, act=nn.ReLU()), (1, 3, 13, 11)),
+    "3x3_stride2_relu6": (Conv(8, 33, 3, stride=2, padding=1, act=nn.ReLU6()), (2, 8, 15, 16)),
+    "1x1_nobias": (Conv(24, 40, 1, bias=False), (1, 24, 9, 9)),
+    "7x7_stride2_pad3": (Conv(3, 20, 7, stride=2, padding=3), (1, 3, 32, 30)),
+    "3x3_dilation2_hardswish": (Conv(5, 17, 3, padding=2, dilation=2, act=nn.Hardswish()), (1, 5, 12, 12)),
+    "depthwise_3x3": (Conv(32, 32, 3, padding=1, groups=32, act=nn.ReLU6()), (1, 32, 14, 14)),
+    "depthwise_5x5_stride2": (Conv(20, 20, 5, stride=2, padding=2, groups=20), (1, 20, 17, 17)),
+    "sigmoid": (Conv(4, 8, 3, act=nn.Sigmoid()), (1, 4, 8, 8)),
+    "tanh": (Conv(4, 8, 1, act=nn.Tanh()), (1, 4, 8, 8)),
+    "gelu": (Conv(4, 8, 1, act=nn.GELU()), (1, 4, 8, 8)),
+    "silu": (Conv(4, 8, 1, act=nn.SiLU()), (1, 4, 8, 8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_convolution_matches_eager_as_one_fused_op(name: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model, shape = CONVS[name]
+    path = _check(model, (torch.randn(*shape),), tmp_path)
+    (ops,) = _payload_ops(path)
+    assert [k for k, _ in ops] == ["Transpose", "Conv", "Transpose"]  # NCHW in and out, one fused conv
+    if not isinstance(model.act, nn.Identity):
+        assert "+" in ops[1][1]  # the activation fused into the convolution
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(16, 16, 3, padding=1)
+        self.b = nn.Conv2d(16, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x))
+        return torch.relu(self.b(y) + y)
+
+
+def test_residual_add_and_relu_fuse_into_the_convolution(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _check(ResidualBlock(), (torch.randn(2, 16, 10, 10),), tmp_path)
+    (ops,) = _payload_ops(path)
+    assert [k for k, _ in ops] == ["Transpose", "Conv", "Conv", "Transpose"]
+    assert ops[2][1].startswith("convolution") and "add" in ops[2][1] and "relu" in ops[2][1]
+
+
+class Head(nn.Module):
+    """Pools, a flatten and linear layers: the end of most classifiers."""
+
+    def __init__(self, pool: nn.Module) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 24, 3, padding=1)
+        self.pool = pool
+        self.fc1 = nn.Linear(24, 40)
+        self.fc2 = nn.Linear(40, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.pool(torch.relu(self.conv(x)))
+        y = torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1)
+        return self.fc2(torch.relu(self.fc1(y)))
+
+
+@pytest.mark.parametrize("pool", ["max3s2p1", "avg2", "avg3p1_count_pad", "avg3p1_no_count_pad", "none"])
+def test_pooling_flatten_and_linear_layers_match_eager(pool: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    pools = {
+        "max3s2p1": nn.MaxPool2d(3, 2, 1),
+        "avg2": nn.AvgPool2d(2),
+        "avg3p1_count_pad": nn.AvgPool2d(3, 1, 1, count_include_pad=True),
+        "avg3p1_no_count_pad": nn.AvgPool2d(3, 1, 1, count_include_pad=False),
+        "none": nn.Identity(),
+    }
+    path = _check(Head(pools[pool]), (torch.randn(2, 3, 16, 16),), tmp_path)
+    (ops,) = _payload_ops(path)
+    kinds = [k for k, _ in ops]
+    assert kinds.count("Conv") == 3 and "Pool" in kinds and kinds[-1] == "Copy"
+
+
+class Elementwise(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(2, 8, 5, 5))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a = torch.sigmoid(x * y - self.w)  # mul, a constant operand, sub + sigmoid fused
+        return a + x, torch.nn.functional.silu(a.reshape(2, -1))
+
+
+def test_elementwise_ops_constants_and_reshapes_match_eager(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _check(Elementwise(), (torch.randn(2, 8, 5, 5), torch.randn(2, 8, 5, 5)), tmp_path)
+    (ops,) = _payload_ops(path)
+    assert [k for k, _ in ops].count("Binary") == 3  # mul, sub(+sigmoid), add
+    assert "Transpose" not in [k for k, _ in ops]  # no convolution: the graph's layout throughout
+
+
+def test_what_the_backend_does_not_take_runs_on_kernels(tmp_path: Path) -> None:
+    class Mixed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.relu(self.conv(x))
+            return torch.softmax(y.permute(0, 2, 3, 1), dim=-1)  # softmax and permute: kernels
+
+    torch.manual_seed(0)
+    path = _check(Mixed(), (torch.randn(1, 3, 6, 6),), tmp_path)
+    m = read_program(str(path))["methods"][0]
+    kernels = {m["operators"][i["op"]] for i in m["instructions"] if i["kind"] == "KernelCall"}
+    assert len(m["delegates"]) == 1 and {"aten::_softmax", "aten::permute"} <= kernels
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tern import _runtime  # noqa: F401  (the runtime reads TERN_CPU_ISA when a method loads)
+
+    torch.manual_seed(0)
+    model = ResidualBlock().eval()
+    x = torch.randn(1, 16, 9, 9)
+    path = tmp_path / "m.tern"
+    tern.export(model, (x,)).save(path)
+    monkeypatch.setenv("TERN_CPU_ISA", isa)
+    try:
+        m = tern.load(str(path), threads=2)
+    except ValueError as e:
+        assert "TERN_CPU_ISA" in str(e)
+        pytest.skip(f"this CPU has no {isa}")
+    with torch.no_grad():
+        np.testing.assert_allclose(m(x)[0], model(x).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_weights_are_packed_in_the_payload_and_used_in_place(tmp_path: Path) -> None:
+    """The payload carries the packed weights (no separate constants), and
+    re-export gives the same bytes."""
+    torch.manual_seed(0)
+    model = ResidualBlock().eval()
+    x = torch.randn(1, 16, 8, 8)
+    a, b = tern.export(model, (x,)), tern.export(model, (x,))
+    assert a.data == b.data and a.constant_bytes == 0
+    path = tmp_path / "m.tern"
+    a.save(path)
+    info = read_program(str(path))
+    (seg,) = info["segments"]
+    weights = 2 * 16 * (1 + 9 * 16)  # two 3x3 convs, 16 in, one panel of 16 out: bias, then 9 x 16 rows
+    assert seg["size"] >= 4 * weights and seg["offset"] % 64 == 0
