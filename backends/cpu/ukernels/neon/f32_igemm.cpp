@@ -1,0 +1,93 @@
+// NEON microkernels (aarch64, where Advanced SIMD is always there):
+//   f32_igemm_ukernel__neon_main / _tail  6x16: 6 rows x 4 q registers, 24
+//     accumulators + 4 weight vectors of the 32 q registers
+//   f32_dwconv_ukernel__neon              4 channels per vector, scalar tail
+#include <arm_neon.h>
+
+#include "backends/cpu/ukernels/ukernels.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+constexpr size_t kMr = 6;
+
+inline float32x4_t clamp(float32x4_t v, float32x4_t lo, float32x4_t hi) { return vminq_f32(vmaxq_f32(v, lo), hi); }
+
+// Stores the first n (<= 4) lanes of v.
+inline void store(float* p, float32x4_t v, size_t n) {
+  if (n >= 4) {
+    vst1q_f32(p, v);
+    return;
+  }
+  float tmp[4];
+  vst1q_f32(tmp, v);
+  for (size_t j = 0; j < n; ++j) p[j] = tmp[j];
+}
+
+void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, float* c,
+                size_t c_stride, MinMax mm) {
+  float32x4_t acc[kMr][4];
+  for (int q = 0; q < 4; ++q) {
+    const float32x4_t bias = vld1q_f32(w + 4 * q);
+    for (size_t i = 0; i < kMr; ++i) acc[i][q] = bias;
+  }
+  w += kPanel;
+  for (size_t t = 0; t < ks; ++t) {
+    const float* ap[kMr];
+    for (size_t i = 0; i < kMr; ++i) ap[i] = a[t * kMr + i];
+    for (size_t k = 0; k < kc; ++k) {
+      const float32x4_t v0 = vld1q_f32(w), v1 = vld1q_f32(w + 4), v2 = vld1q_f32(w + 8), v3 = vld1q_f32(w + 12);
+      w += kPanel;
+      for (size_t i = 0; i < kMr; ++i) {
+        const float32x4_t ai = vdupq_n_f32(ap[i][k]);
+        acc[i][0] = vfmaq_f32(acc[i][0], ai, v0);
+        acc[i][1] = vfmaq_f32(acc[i][1], ai, v1);
+        acc[i][2] = vfmaq_f32(acc[i][2], ai, v2);
+        acc[i][3] = vfmaq_f32(acc[i][3], ai, v3);
+      }
+    }
+  }
+  const float32x4_t lo = vdupq_n_f32(mm.min), hi = vdupq_n_f32(mm.max);
+  for (size_t i = 0; i < mr; ++i) {
+    for (size_t q = 0; q < 4 && 4 * q < nc; ++q) store(c + i * c_stride + 4 * q, clamp(acc[i][q], lo, hi), nc - 4 * q);
+  }
+}
+
+}  // namespace
+
+void f32_igemm_ukernel__neon_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+                                  const float* w, size_t, float* c, size_t c_stride, MinMax clamp) {
+  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, clamp);
+}
+
+void f32_igemm_ukernel__neon_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+                                  const float* w, size_t, float* c, size_t c_stride, MinMax clamp) {
+  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, clamp);
+}
+
+void f32_dwconv_ukernel__neon(size_t channels, size_t pixels, size_t ks, const float* const* in, const float* w,
+                              float* out, size_t out_stride, MinMax mm) {
+  const float32x4_t lo = vdupq_n_f32(mm.min), hi = vdupq_n_f32(mm.max);
+  for (size_t c0 = 0; c0 < channels; c0 += 4) {
+    const size_t n = channels - c0 < 4 ? channels - c0 : 4;
+    const float* wb = w + (c0 / kPanel) * kPanel * (1 + ks) + c0 % kPanel;  // this 4-lane quarter of its block
+    for (size_t p = 0; p < pixels; ++p) {
+      const float* const* taps = in + p * ks;
+      if (n == 4) {
+        float32x4_t acc = vld1q_f32(wb);
+        for (size_t t = 0; t < ks; ++t) acc = vfmaq_f32(acc, vld1q_f32(taps[t] + c0), vld1q_f32(wb + kPanel * (1 + t)));
+        vst1q_f32(out + p * out_stride + c0, clamp(acc, lo, hi));
+      } else {
+        for (size_t j = 0; j < n; ++j) {
+          float acc = wb[j];
+          for (size_t t = 0; t < ks; ++t) acc += taps[t][c0 + j] * wb[kPanel * (1 + t) + j];
+          out[p * out_stride + c0 + j] = acc < mm.min ? mm.min : (acc > mm.max ? mm.max : acc);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace tern
