@@ -1,6 +1,8 @@
 #include "tools/chrome_trace.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace tern {
@@ -37,9 +39,13 @@ const char* category(InstructionKind k) {
 
 }  // namespace
 
-ChromeTrace::ChromeTrace(Method& method, size_t runs) : method_(method), t0_(std::chrono::steady_clock::now()) {
-  events_.reserve(runs * (method.num_instructions() + 1));
-  method_.set_event_hook(&ChromeTrace::hook, this);
+// Room for this many backend steps per run on top of the instructions.
+constexpr size_t kStepsPerRun = 4096;
+
+ChromeTrace::ChromeTrace(Method& method, size_t runs)
+    : method_(method), t0_(std::chrono::steady_clock::now()), steps_{&ChromeTrace::step, this} {
+  events_.reserve(runs * (method.num_instructions() + 1 + kStepsPerRun));
+  method_.set_event_hook(&ChromeTrace::hook, this, &steps_);
 }
 
 ChromeTrace::~ChromeTrace() { method_.set_event_hook(nullptr, nullptr); }
@@ -60,15 +66,31 @@ void ChromeTrace::hook(void* self, size_t instruction, bool begin) {
     return;
   }
   const int64_t now = t.now_ns();
-  t.events_.push_back({now, now, static_cast<uint32_t>(instruction), t.runs_});
+  t.events_.push_back({now, now, static_cast<uint32_t>(instruction), t.runs_, nullptr});
   t.open_ = t.events_.size() - 1;
+}
+
+void ChromeTrace::step(void* self, const char* name, bool begin) {
+  ChromeTrace& t = *static_cast<ChromeTrace*>(self);
+  if (!begin) {
+    if (t.open_step_ != SIZE_MAX) t.events_[t.open_step_].end_ns = t.now_ns();
+    t.open_step_ = SIZE_MAX;
+    return;
+  }
+  if (t.events_.size() == t.events_.capacity() || t.open_ == SIZE_MAX) {
+    ++t.dropped_;
+    return;
+  }
+  const int64_t now = t.now_ns();
+  t.events_.push_back({now, now, t.events_[t.open_].instruction, t.runs_, name});
+  t.open_step_ = t.events_.size() - 1;
 }
 
 void ChromeTrace::begin_run() {
   run_start_ = events_.size();
   if (events_.size() < events_.capacity()) {
     const int64_t now = now_ns();
-    events_.push_back({now, now, kRun, runs_});
+    events_.push_back({now, now, kRun, runs_, nullptr});
   } else {
     ++dropped_;
     run_start_ = SIZE_MAX;
@@ -78,6 +100,47 @@ void ChromeTrace::begin_run() {
 void ChromeTrace::end_run() {
   if (run_start_ != SIZE_MAX) events_[run_start_].end_ns = now_ns();
   ++runs_;
+}
+
+void ChromeTrace::print_profile(FILE* out) const {
+  struct Row {
+    std::string name;
+    double ms = 0;
+    size_t count = 0;
+  };
+  std::vector<Row> rows, steps;
+  auto add = [](std::vector<Row>& v, const std::string& name, double ms) {
+    auto it = std::find_if(v.begin(), v.end(), [&](const Row& r) { return r.name == name; });
+    if (it == v.end()) it = v.insert(v.end(), Row{name});
+    it->ms += ms;
+    it->count++;
+  };
+  double total = 0;
+  for (const Event& e : events_) {
+    const double ms = (e.end_ns - e.begin_ns) / 1e6;
+    if (e.instruction == kRun) {
+      total += ms;
+    } else if (e.step != nullptr) {
+      const char* colon = strchr(e.step, ':');
+      add(rows, std::string(method_.instruction_op(e.instruction)) + " " + std::string(e.step, colon ? colon - e.step : strlen(e.step)), ms);
+      add(steps, e.step, ms);
+    } else if (method_.instruction_kind(e.instruction) != InstructionKind::BackendCall) {
+      add(rows, method_.instruction_op(e.instruction)[0] ? method_.instruction_op(e.instruction) : "move", ms);
+    }
+  }
+  const double per_run = runs_ ? total / runs_ : 0;
+  auto by_time = [](const Row& a, const Row& b) { return a.ms > b.ms; };
+  std::sort(rows.begin(), rows.end(), by_time);
+  std::sort(steps.begin(), steps.end(), by_time);
+  fprintf(out, "profile over %u runs (%.3f ms a run): time per op, kernels by ATen op, backend steps by kind\n", runs_, per_run);
+  for (const Row& r : rows) {
+    fprintf(out, "  %-44s %5zu x  %9.3f ms  %5.1f%%\n", r.name.c_str(), runs_ ? r.count / runs_ : r.count,
+            runs_ ? r.ms / runs_ : r.ms, total > 0 ? 100 * r.ms / total : 0.0);
+  }
+  if (!steps.empty()) fprintf(out, "slowest backend steps (ms a run):\n");
+  for (size_t i = 0; i < steps.size() && i < 12; ++i) {
+    fprintf(out, "  %9.3f  %s\n", runs_ ? steps[i].ms / runs_ : steps[i].ms, steps[i].name.c_str());
+  }
 }
 
 bool ChromeTrace::write(const char* path, const char* process_name) const {
@@ -90,11 +153,11 @@ bool ChromeTrace::write(const char* path, const char* process_name) const {
           method_.name(), method_.threads(), method_.threads() == 1 ? "" : "s");
   for (const Event& e : events_) {
     const bool run = e.instruction == kRun;
-    const char* name = run ? method_.name() : method_.instruction_op(e.instruction);
+    const char* name = run ? method_.name() : e.step ? e.step : method_.instruction_op(e.instruction);
+    const char* cat = run ? "run" : e.step ? "backend step" : category(method_.instruction_kind(e.instruction));
     fprintf(f, ",\n{\"name\": %s, \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f, "
             "\"args\": {\"run\": %u",
-            json_string(name[0] ? name : "move").c_str(), run ? "run" : category(method_.instruction_kind(e.instruction)),
-            e.begin_ns / 1e3, (e.end_ns - e.begin_ns) / 1e3, e.run);
+            json_string(name[0] ? name : "move").c_str(), cat, e.begin_ns / 1e3, (e.end_ns - e.begin_ns) / 1e3, e.run);
     if (!run) {
       fprintf(f, ", \"instruction\": %u, \"node\": %s", e.instruction,
               json_string(method_.instruction_node(e.instruction)).c_str());

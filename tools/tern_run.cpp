@@ -10,7 +10,8 @@
 // [0, 4), bools random), with a fixed seed. --threads defaults to the number
 // of physical cores. --trace writes the timed runs as a Chrome trace (one
 // event per instruction and backend call, with node names) that Perfetto
-// opens; --profile times each instruction alone and prints a table by op.
+// opens; --profile prints the time per op (kernels by ATen op, a backend's
+// steps by kind, and its slowest steps by the nodes they cover) over 10 runs.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -237,23 +238,18 @@ int time_runs(const Options& o, tern::Module& module, tern::Method& method, tern
   return 0;
 }
 
-// --profile: each instruction alone, 5 times, summed by op.
-void print_profile(tern::Method& method) {
-  struct Row { double ms; size_t count; const char* op; };
-  std::vector<Row> rows;
-  double total = 0;
-  for (size_t i = 0; i < method.num_instructions(); ++i) {
-    auto s = std::chrono::steady_clock::now();
-    for (int k = 0; k < 5; ++k) (void)method.execute_instruction(i);
-    double ms = ms_since(s) / 5;
-    total += ms;
-    auto row = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return strcmp(r.op, method.instruction_op(i)) == 0; });
-    if (row == rows.end()) rows.push_back({ms, 1, method.instruction_op(i)});
-    else { row->ms += ms; row->count++; }
+// --profile: 10 more runs, timed op by op (and each backend's steps), summed.
+int print_profile(const Options& o, tern::Module& module, tern::Method& method, tern::Span<const tern::Tensor> in) {
+  constexpr int kRuns = 10;
+  tern::ChromeTrace trace(method, kRuns);
+  for (int i = 0; i < kRuns; ++i) {
+    trace.begin_run();
+    auto r = module.run(o.method, in);
+    trace.end_run();
+    if (!r.ok()) return 1;
   }
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
-  printf("profile (each instruction alone, mean of 5):\n");
-  for (const Row& r : rows) printf("  %-44s %4zu x  %9.3f ms  %5.1f%%\n", r.op, r.count, r.ms, 100 * r.ms / total);
+  trace.print_profile(stdout);
+  return 0;
 }
 
 }  // namespace
@@ -286,6 +282,6 @@ int main(int argc, char** argv) {
   printf("load: %.2f ms\n", load_ms);
   printf("latency over %d runs (%d warm-up): median %.3f ms, p90 %.3f ms\n", o.iterations, o.warmup,
          percentile(times, 0.5), percentile(times, 0.9));
-  if (o.profile) print_profile(*method);
+  if (o.profile) return print_profile(o, module, *method, in);
   return 0;
 }

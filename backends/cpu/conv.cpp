@@ -43,13 +43,35 @@ void post(const Epilogue& ep, const float* residual, float* y, int64_t rows, int
   }
 }
 
-// The input pixel tap (ki, kj) of output pixel q reads, or `zeros`.
-const float* tap_source(const ConvGeometry& g, const float* x, const float* zeros, int64_t q, int32_t ki,
-                        int32_t kj) {
-  const int64_t ox = q % g.ow, oy = (q / g.ow) % g.oh, b = q / (g.ow * g.oh);
-  const int64_t iy = oy * g.sh - g.ph + int64_t(ki) * g.dh, ix = ox * g.sw - g.pw + int64_t(kj) * g.dw;
-  if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) return zeros;
-  return x + ((b * g.h + iy) * g.w + ix) * g.c;
+// An output pixel's place: image b, row oy, column ox.
+struct Pixel {
+  int64_t b, oy, ox;
+};
+
+Pixel pixel_of(const ConvGeometry& g, int64_t q) { return {q / (g.oh * g.ow), (q / g.ow) % g.oh, q % g.ow}; }
+
+void next_pixel(const ConvGeometry& g, Pixel* p) {
+  if (++p->ox == g.ow) {
+    p->ox = 0;
+    if (++p->oy == g.oh) p->oy = 0, ++p->b;
+  }
+}
+
+// The ks tap pointers of output pixel p, every `stride`-th entry of out:
+// the input pixel each tap reads, or `zeros` where it falls in the padding.
+// No division: pointers are rebuilt often enough that it would show.
+void tap_pointers(const ConvGeometry& g, const float* x, const float* zeros, const Pixel& p, const float** out,
+                  int64_t stride) {
+  const int64_t iy0 = p.oy * g.sh - g.ph, ix0 = p.ox * g.sw - g.pw;
+  const float* image = x + p.b * g.h * g.w * g.c;
+  for (int32_t ki = 0; ki < g.kh; ++ki) {
+    const int64_t iy = iy0 + int64_t(ki) * g.dh;
+    const bool row_in = iy >= 0 && iy < g.h;
+    for (int32_t kj = 0; kj < g.kw; ++kj, out += stride) {
+      const int64_t ix = ix0 + int64_t(kj) * g.dw;
+      *out = row_in && ix >= 0 && ix < g.w ? image + (iy * g.w + ix) * g.c : zeros;
+    }
+  }
 }
 
 // Row pointers of the tiles of block mb: ptrs[tile][t * mr + i]; rows past
@@ -57,14 +79,18 @@ const float* tap_source(const ConvGeometry& g, const float* x, const float* zero
 void block_pointers(const ConvGeometry& g, int mr, const float* x, const float* zeros, int64_t mb,
                     const float** ptrs) {
   const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
+  const int64_t first = mb * kTilesPerBlock * mr;
+  Pixel p = pixel_of(g, first < pixels ? first : pixels - 1);
   for (int64_t tile = 0; tile < kTilesPerBlock; ++tile) {
-    const int64_t q0 = (mb * kTilesPerBlock + tile) * mr;
+    const int64_t q0 = first + tile * mr;
     if (q0 >= pixels) break;
     const float** tp = ptrs + tile * ks * mr;
     for (int i = 0; i < mr; ++i) {
-      const int64_t q = q0 + i < pixels ? q0 + i : pixels - 1;
-      for (int32_t ki = 0, t = 0; ki < g.kh; ++ki) {
-        for (int32_t kj = 0; kj < g.kw; ++kj, ++t) tp[t * mr + i] = tap_source(g, x, zeros, q, ki, kj);
+      if (q0 + i < pixels) {
+        tap_pointers(g, x, zeros, p, tp + i, mr);
+        if (q0 + i + 1 < pixels) next_pixel(g, &p);
+      } else {
+        for (int64_t t = 0; t < ks; ++t) tp[t * mr + i] = tp[t * mr + i - 1];  // repeat the last row
       }
     }
   }
@@ -113,11 +139,7 @@ void run_dwconv(const ConvGeometry& g, const Isa& isa, const float* x, const flo
     const float** ptrs = static_cast<const float**>(t.scratch());
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t q0 = r * g.ow;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        for (int32_t ki = 0, tap = 0; ki < g.kh; ++ki) {
-          for (int32_t kj = 0; kj < g.kw; ++kj, ++tap) ptrs[ox * ks + tap] = tap_source(g, x, zeros, q0 + ox, ki, kj);
-        }
-      }
+      for (Pixel p = {r / g.oh, r % g.oh, 0}; p.ox < g.ow; ++p.ox) tap_pointers(g, x, zeros, p, ptrs + p.ox * ks, 1);
       float* out = y + q0 * g.oc;
       isa.dwconv(size_t(g.c), size_t(g.ow), size_t(ks), ptrs, packed, out, size_t(g.oc), clamp);
       if (post_pass) post(ep, residual ? residual + q0 * g.oc : nullptr, out, g.ow, g.oc, g.oc);

@@ -1,6 +1,7 @@
 #include "backends/cpu/program.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "backends/cpu/schema/cpu_generated.h"
@@ -188,7 +189,22 @@ struct Loader {
   Error prepare_transpose(uint32_t oi, const fb::Transpose& t, CpuOp* op);
   Error prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
+  Error make_label(const fb::Op& o, CpuOp* op);
 };
+
+// "Conv: convolution_3+relu_2" (kind, then the nodes it covers), kept for the
+// method's life: what profiles and traces show.
+Error Loader::make_label(const fb::Op& o, CpuOp* op) {
+  static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy"};
+  const int k = static_cast<int>(o.kind_type());
+  const char* kind = k > 0 && k <= 6 ? kKinds[k] : kKinds[0];
+  const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
+  char* label = static_cast<char*>(ctx.allocate(n));
+  if (label == nullptr) return Error::OutOfMemory;
+  snprintf(label, n, op->nodes[0] ? "%s: %s" : "%s%s", kind, op->nodes);
+  op->label = label;
+  return Error::Ok;
+}
 
 Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *r = nullptr;
@@ -317,6 +333,7 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
   const fb::Op& o = *prog->ops()->Get(oi);
   *op = CpuOp();
   op->nodes = o.nodes() ? o.nodes()->c_str() : "";
+  TERN_CHECK_OK(make_label(o, op));
   if (o.kind() == nullptr) return ctx.fail(Error::InvalidProgram, "op %u: kind %d without a table", oi, int(o.kind_type()));
   switch (o.kind_type()) {
     case fb::OpKind::Conv: return prepare_conv(oi, *o.kind_as_Conv(), op);
@@ -353,6 +370,7 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
 void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
   for (size_t i = 0; i < p.num_ops; ++i) {
     const CpuOp& op = p.ops[i];
+    ctx.begin_step(op.label);
     switch (op.kind) {
       case CpuOpKind::Conv: run_conv(op.conv, *p.isa, op.x, op.weights, p.zeros, op.x2, op.y, op.ep, ctx); break;
       case CpuOpKind::Transpose: run_transpose(op.transpose, op.x, op.y, ctx); break;
@@ -363,6 +381,7 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
         if (op.x != op.y) memmove(op.y, op.x, size_t(op.numel) * sizeof(float));
         break;
     }
+    ctx.end_step(op.label);
   }
 }
 

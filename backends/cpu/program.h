@@ -37,7 +37,8 @@ enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy };
 
 struct CpuOp {
   CpuOpKind kind;
-  const char* nodes;  // the torch.export nodes it covers
+  const char* nodes;  // the torch.export nodes it covers ("convolution_3+relu_2"), or ""
+  const char* label;  // what profiles call it: the nodes, else the op kind
   const float* x;     // Binary: a
   const float* x2;    // Conv: residual (or nullptr); Binary: b
   const float* weights;

@@ -11,6 +11,7 @@
 // Both live on the executor's stack for one call; neither allocates.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -95,15 +96,22 @@ class PrepareContext {
   char message_[320] = {};
 };
 
+// Receives the named steps a backend reports inside one backend call (its
+// fused ops), when a profiler asked for them (Method::set_event_hook).
+struct StepSink {
+  void (*fn)(void* user, const char* name, bool begin);
+  void* user;
+};
+
 // Given to run. Cheap to copy; the executor builds one per instruction.
 //
 // Threads: run() is called once, on the thread that called execute(), as
-// thread 0 of thread_count(). It splits its own work with parallel() or
-// parallel_for(), whose body runs once per thread index with that index's
-// context (its own scratch). The split depends only on thread_count(), never
-// on scheduling, so a kernel whose per-item work does not depend on the split
-// gives the same bits for any thread count. With one thread, both call the
-// body inline.
+// thread 0 of thread_count(). It splits its own work with parallel() (the
+// body once per thread index) or parallel_for() (ranges handed out to the
+// threads as they come free), each call with its thread's context (its own
+// scratch). A kernel whose result for an item does not depend on how the
+// items were split gives the same bits for any thread count. With one
+// thread, both call the body inline.
 class RunContext {
  public:
   // scratch: thread_count blocks of scratch_stride bytes, one per thread
@@ -125,6 +133,17 @@ class RunContext {
   int thread_index() const { return thread_index_; }
   int thread_count() const { return thread_count_; }
 
+  // Steps of a backend call, for profiles: no-ops (one branch) unless a
+  // profiler is listening. Call from the thread that called run, around
+  // each named step; `name` must outlive the method (e.g. from the payload).
+  void begin_step(const char* name) const {
+    if (steps_ != nullptr) steps_->fn(steps_->user, name, true);
+  }
+  void end_step(const char* name) const {
+    if (steps_ != nullptr) steps_->fn(steps_->user, name, false);
+  }
+  void set_steps(const StepSink* steps) { steps_ = steps; }
+
   // Calls body(ctx_t) for t = 0 .. thread_count() - 1, with ctx_t's
   // thread_index() == t, and returns when all have returned. Inside the
   // body, thread_count() is still the method's count and nested calls run
@@ -135,9 +154,14 @@ class RunContext {
                   const_cast<void*>(static_cast<const void*>(&body)), thread_count_);
   }
 
-  // Splits [0, n) into contiguous ranges of at least `grain` items (the last
-  // may be shorter), at most one per thread, and calls body(ctx_t, begin, end)
-  // for each (range t on thread index t). Nothing is called when n <= 0.
+  // Splits [0, n) into contiguous ranges of `grain` items or more (fewer
+  // only when n is) and calls body(ctx_t, begin, end) once for each range,
+  // over the threads: a thread takes the next range when it is done with
+  // one, so a thread that starts late or runs slowly holds back little. The
+  // ranges depend only on n, grain and thread_count(); which thread runs
+  // which range does not, so a body's results for a range must not depend on
+  // ctx_t.thread_index() (use it for scratch only). Nothing is called when
+  // n <= 0; with one thread, one call covers [0, n).
   template <typename F>
   void parallel_for(int64_t n, int64_t grain, const F& body) {
     if (n <= 0) return;
@@ -146,21 +170,25 @@ class RunContext {
       body(*this, int64_t(0), n);
       return;
     }
-    const int64_t per = (n + chunks - 1) / chunks;
-    auto range = [&](RunContext& c) {
-      const int64_t begin = per * c.thread_index_;
-      const int64_t end = begin + per < n ? begin + per : n;
-      if (begin < end) body(c, begin, end);
+    std::atomic<int64_t> next{0};
+    auto task = [&](RunContext& c) {
+      for (int64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+        body(c, k * n / chunks, (k + 1) * n / chunks);  // sizes differ by at most one
+      }
     };
-    parallel_impl([](RunContext& c, void* f) { (*static_cast<decltype(range)*>(f))(c); }, &range,
-                  static_cast<int>(chunks));
+    parallel_impl([](RunContext& c, void* f) { (*static_cast<decltype(task)*>(f))(c); }, &task,
+                  thread_count_ < chunks ? thread_count_ : static_cast<int>(chunks));
   }
 
-  // How many ranges parallel_for(n, grain, ...) makes.
+  // How many ranges parallel_for(n, grain, ...) makes: up to
+  // kRangesPerThread per thread, none under `grain` items (but the last).
+  static constexpr int kRangesPerThread = 4;
   int64_t split_count(int64_t n, int64_t grain) const {
+    if (thread_count_ == 1 || n <= 0) return n > 0 ? 1 : 0;
     if (grain < 1) grain = 1;
-    const int64_t by_grain = (n + grain - 1) / grain;
-    return by_grain < thread_count_ ? by_grain : thread_count_;
+    const int64_t by_grain = n / grain > 1 ? n / grain : 1;  // every range >= grain
+    const int64_t most = int64_t(thread_count_) * kRangesPerThread;
+    return by_grain < most ? by_grain : most;
   }
 
  private:
@@ -174,6 +202,7 @@ class RunContext {
   size_t scratch_stride_;
   ThreadPool* pool_;
   int thread_count_;
+  const StepSink* steps_ = nullptr;
   int thread_index_ = 0;
   int scratch_index_ = 0;  // whose scratch: thread_index_, or the parent's when nested
   bool nested_ = false;    // inside a parallel body: further regions run inline

@@ -48,6 +48,7 @@ Error Method::execute_instruction(size_t i) {
     case Instr::Kind::BackendCall: {
       const Delegate& d = delegates_[in.a];
       RunContext ctx(nullptr, scratch_, scratch_bytes_, threads_, scratch_stride_, pool_);
+      if (hook_ != nullptr) ctx.set_steps(steps_);
       Error e = d.backend->execute(ctx, d.handle, d.args);
       if (e != Error::Ok) {
         TERN_LOG_ERROR("method '%s' instruction %zu (backend %s, delegate %u) failed: %s", name_, i,
@@ -123,6 +124,7 @@ Method& Method::operator=(Method&& other) noexcept {
   num_delegates_ = other.num_delegates_;
   hook_ = other.hook_;
   hook_user_ = other.hook_user_;
+  steps_ = other.steps_;
   other.num_delegates_ = 0;  // the delegates are this method's now
   return *this;
 }

@@ -94,10 +94,14 @@ class Method {
   // default) turns it off; execute() then takes a loop without the hook, so
   // tracing off costs nothing. The hook must not allocate if the
   // application wants execute() allocation-free.
+  // `steps`, when given, also receives the named steps backends report
+  // inside a backend call (their fused ops), between that instruction's
+  // begin and end.
   using EventHook = void (*)(void* user, size_t instruction, bool begin);
-  void set_event_hook(EventHook hook, void* user) {
+  void set_event_hook(EventHook hook, void* user, const StepSink* steps = nullptr) {
     hook_ = hook;
     hook_user_ = user;
+    steps_ = hook ? steps : nullptr;
   }
 
   struct Instr;     // a bound instruction (method.cpp)
@@ -137,6 +141,7 @@ class Method {
   size_t num_delegates_ = 0;
   EventHook hook_ = nullptr;
   void* hook_user_ = nullptr;
+  const StepSink* steps_ = nullptr;
 };
 
 }  // namespace tern

@@ -95,7 +95,7 @@ struct Scratch {
   void* base() { return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(bytes.data()) + 63) & ~uintptr_t(63)); }
 };
 
-TEST(RunContext, test_parallel_for_covers_the_range_once_in_at_most_thread_count_pieces) {
+TEST(RunContext, test_parallel_for_covers_the_range_once_in_ranges_of_at_least_the_grain) {
   ThreadPool pool;
   ASSERT_EQ(pool.reserve(3), Error::Ok);
   for (int threads : {1, 2, 3}) {
@@ -103,18 +103,22 @@ TEST(RunContext, test_parallel_for_covers_the_range_once_in_at_most_thread_count
     for (int64_t n : {0, 1, 2, 5, 100, 1001}) {
       for (int64_t grain : {1, 7, 1000}) {
         std::vector<std::atomic<int>> hits(n);
-        std::atomic<int> pieces{0};
+        std::atomic<int> pieces{0}, short_pieces{0};
         ctx.parallel_for(n, grain, [&](RunContext& c, int64_t b, int64_t e) {
           EXPECT_LT(b, e);
           EXPECT_LT(c.thread_index(), threads);
           pieces++;
+          if (e - b < grain && e - b != n) short_pieces++;
           for (int64_t i = b; i < e; ++i) hits[i]++;
         });
         for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "item " << i;
-        EXPECT_EQ(pieces.load(), n == 0 ? 0 : ctx.split_count(n, grain));
-        EXPECT_LE(pieces.load(), threads);
-        if (n >= grain * threads) {
-          EXPECT_EQ(pieces.load(), threads) << "n " << n << " grain " << grain;
+        EXPECT_EQ(pieces.load(), ctx.split_count(n, grain));
+        EXPECT_EQ(short_pieces.load(), 0) << "a range under the grain, n " << n << " grain " << grain;
+        EXPECT_LE(pieces.load(), threads * RunContext::kRangesPerThread);
+        if (threads == 1) {
+          EXPECT_LE(pieces.load(), 1);
+        } else if (n >= grain * threads) {
+          EXPECT_GE(pieces.load(), threads) << "n " << n << " grain " << grain;
         }
       }
     }

@@ -82,3 +82,22 @@ def test_unwritable_trace_path_fails_with_its_name(model: Path, tmp_path: Path) 
     target = tmp_path / "missing_dir" / "t.json"
     r = _run(str(model), "--iterations", "1", "--trace", str(target))
     assert r.returncode == 1 and str(target) in r.stderr
+
+
+def test_trace_and_profile_show_the_cpu_backends_fused_ops(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = tmp_path / "cpu.tern"
+    tern.export(Small().eval(), (torch.randn(1, 3, 16, 16),)).save(path)  # the cpu backend
+    out = tmp_path / "trace.json"
+    r = _run(str(path), "--iterations", "2", "--warmup", "0", "--trace", str(out), "--profile")
+    assert r.returncode == 0, r.stderr
+    events = json.loads(out.read_text())["traceEvents"]
+    calls = [e for e in events if e.get("cat") == "backend"]
+    steps = [e for e in events if e.get("cat") == "backend step"]
+    assert len(calls) == 2 and calls[0]["name"] == "cpu"
+    names = {e["name"] for e in steps}
+    assert any(n.startswith("Conv: convolution") and "relu" in n for n in names), names  # conv + relu, fused
+    for s in steps:
+        call = next(c for c in calls if c["args"]["run"] == s["args"]["run"])
+        assert call["ts"] <= s["ts"] and s["ts"] + s["dur"] <= call["ts"] + call["dur"] + 1e-3
+    assert "cpu Conv" in r.stdout and "slowest backend steps" in r.stdout

@@ -76,20 +76,55 @@ void f32_igemm_ukernel__avx512_tail(size_t mr, size_t nc, size_t kc, size_t ks, 
   igemm<1>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, clamp);
 }
 
+namespace {
+
+// One block of 16 channels over all pixels, kKs taps (0: ks at run time).
+// With kKs known, the block's weights stay in registers across pixels and
+// two pixels go at once (independent FMA chains).
+template <size_t kKs>
+void dwconv_block(size_t c0, __mmask16 m, size_t pixels, size_t ks, const float* const* in, const float* w,
+                  float* out, size_t out_stride, __m512 lo, __m512 hi) {
+  constexpr size_t kMaxKs = kKs ? kKs : 1;
+  __m512 wr[kMaxKs];
+  if constexpr (kKs > 0) {
+    for (size_t t = 0; t < kKs; ++t) wr[t] = _mm512_loadu_ps(w + kPanel * (1 + t));
+    ks = kKs;
+  }
+  const __m512 bias = _mm512_loadu_ps(w);
+  size_t p = 0;
+  for (; kKs > 0 && p + 2 <= pixels; p += 2) {
+    __m512 a0 = bias, a1 = bias;
+    const float* const* t0 = in + p * ks;
+    const float* const* t1 = t0 + ks;
+    for (size_t t = 0; t < kMaxKs; ++t) {
+      a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, t0[t] + c0), wr[t], a0);
+      a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, t1[t] + c0), wr[t], a1);
+    }
+    _mm512_mask_storeu_ps(out + p * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(a0, lo), hi));
+    _mm512_mask_storeu_ps(out + (p + 1) * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(a1, lo), hi));
+  }
+  for (; p < pixels; ++p) {
+    __m512 acc = bias;
+    const float* const* taps = in + p * ks;
+    for (size_t t = 0; t < ks; ++t) {
+      const __m512 wt = kKs > 0 ? wr[t < kMaxKs ? t : 0] : _mm512_loadu_ps(w + kPanel * (1 + t));
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, taps[t] + c0), wt, acc);
+    }
+    _mm512_mask_storeu_ps(out + p * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
+  }
+}
+
+}  // namespace
+
 void f32_dwconv_ukernel__avx512(size_t channels, size_t pixels, size_t ks, const float* const* in,
                                 const float* w, float* out, size_t out_stride, MinMax mm) {
   const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
   for (size_t c0 = 0; c0 < channels; c0 += kPanel) {
     const __mmask16 m = tail_mask(channels - c0);
-    const __m512 bias = _mm512_loadu_ps(w);
-    for (size_t p = 0; p < pixels; ++p) {
-      __m512 acc = bias;
-      const float* const* taps = in + p * ks;
-      for (size_t t = 0; t < ks; ++t) {
-        const __m512 x = _mm512_maskz_loadu_ps(m, taps[t] + c0);
-        acc = _mm512_fmadd_ps(x, _mm512_loadu_ps(w + kPanel * (1 + t)), acc);
-      }
-      _mm512_mask_storeu_ps(out + p * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
+    switch (ks) {
+      case 9: dwconv_block<9>(c0, m, pixels, ks, in, w, out, out_stride, lo, hi); break;
+      case 25: dwconv_block<25>(c0, m, pixels, ks, in, w, out, out_stride, lo, hi); break;
+      default: dwconv_block<0>(c0, m, pixels, ks, in, w, out, out_stride, lo, hi); break;
     }
     w += kPanel * (1 + ks);
   }
