@@ -1,6 +1,5 @@
 #include "backends/cpu/conv.h"
 
-#include <cmath>
 #include <cstring>
 
 namespace tern {
@@ -38,7 +37,7 @@ void post(const Epilogue& ep, const float* residual, float* y, int64_t rows, int
     if (ep.activation == Activation::Clamp) {
       for (int64_t j = 0; j < cols; ++j) row[j] = row[j] < ep.clamp.min ? ep.clamp.min : (row[j] > ep.clamp.max ? ep.clamp.max : row[j]);
     } else if (ep.activation != Activation::None) {
-      apply_activation(ep.activation, row, static_cast<size_t>(cols));
+      apply_activation(ep, row, static_cast<size_t>(cols));
     }
   }
 }
@@ -195,28 +194,20 @@ void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float
   }
 }
 
-void apply_activation(Activation a, float* v, size_t n) {
-  switch (a) {
+void apply_activation(const Epilogue& ep, float* v, size_t n) {
+  const VactUkernel vact = ep.vact ? ep.vact : f32_vact_ukernel__scalar;
+  switch (ep.activation) {
     case Activation::Hardswish:
       for (size_t i = 0; i < n; ++i) {
         const float r = v[i] + 3.f;
         v[i] = v[i] * (r < 0.f ? 0.f : (r > 6.f ? 6.f : r)) / 6.f;
       }
       break;
-    case Activation::Sigmoid:
-      for (size_t i = 0; i < n; ++i) v[i] = 1.f / (1.f + std::exp(-v[i]));
-      break;
-    case Activation::Tanh:
-      for (size_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
-      break;
-    case Activation::Gelu:
-      for (size_t i = 0; i < n; ++i) v[i] = 0.5f * v[i] * (1.f + std::erf(v[i] * 0.70710678118654752f));
-      break;
-    case Activation::Silu:
-      for (size_t i = 0; i < n; ++i) v[i] = v[i] / (1.f + std::exp(-v[i]));
-      break;
-    default:
-      break;
+    case Activation::Sigmoid: vact(0, v, n); break;
+    case Activation::Tanh: vact(1, v, n); break;
+    case Activation::Gelu: vact(2, v, n); break;
+    case Activation::Silu: vact(3, v, n); break;
+    default: break;
   }
 }
 

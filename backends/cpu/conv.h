@@ -37,6 +37,7 @@ enum class Activation : uint8_t { None, Clamp, Hardswish, Sigmoid, Tanh, Gelu, S
 struct Epilogue {
   Activation activation = Activation::None;
   MinMax clamp = {-__builtin_inff(), __builtin_inff()};  // Activation::Clamp (also relu, relu6)
+  VactUkernel vact = nullptr;  // the ISA's sigmoid/tanh/gelu/silu (nullptr: the scalar one)
 };
 
 // Floats of packed weights: ceil(oc / 16) panels (or depthwise blocks).
@@ -56,8 +57,8 @@ void pack_conv_weights(const ConvGeometry& g, const float* weight, const float* 
 void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed,
               const float* zeros, const float* residual, float* y, const Epilogue& ep, RunContext& ctx);
 
-// Applies a non-clamp activation in place to n floats.
-void apply_activation(Activation a, float* v, size_t n);
+// Applies ep's activation (not a clamp) in place to n floats.
+void apply_activation(const Epilogue& ep, float* v, size_t n);
 
 }  // namespace cpu
 }  // namespace tern

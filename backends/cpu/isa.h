@@ -19,6 +19,7 @@ struct Isa {
   IgemmConfig igemm_main;  // the widest tile
   IgemmConfig igemm_tail;  // one panel, for the last odd panel
   DwconvUkernel dwconv;
+  VactUkernel vact;
 };
 
 // The ISAs this build has and this CPU runs, best first (scalar last).

@@ -18,7 +18,7 @@ void activate(const Epilogue& ep, float* y, int64_t n) {
   if (ep.activation == Activation::Clamp) {
     for (int64_t i = 0; i < n; ++i) y[i] = clamp(y[i], ep.clamp);
   } else if (ep.activation != Activation::None) {
-    apply_activation(ep.activation, y, size_t(n));
+    apply_activation(ep, y, size_t(n));
   }
 }
 
@@ -71,21 +71,48 @@ void run_pool(const PoolGeometry& g, const float* x, float* y, RunContext& ctx) 
   });
 }
 
-void run_binary(uint8_t kind, const float* a, const float* b, float* y, int64_t n, const Epilogue& ep, RunContext& ctx) {
-  ctx.parallel_for(n, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
-    switch (kind) {
-      case 0: for (int64_t i = i0; i < i1; ++i) y[i] = a[i] + b[i]; break;
-      case 1: for (int64_t i = i0; i < i1; ++i) y[i] = a[i] - b[i]; break;
-      default: for (int64_t i = i0; i < i1; ++i) y[i] = a[i] * b[i]; break;
+namespace {
+
+template <typename Op>
+void binary_range(const CpuOp& o, int64_t i0, int64_t i1, Op f) {
+  const float* a = o.x;
+  const float* b = o.x2;
+  float* y = o.y;
+  if (o.b_inner == 0) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = f(a[i], b[i]);
+    return;
+  }
+  // broadcast b: runs of b_inner consecutive elements of y read b from the
+  // start of their block's row, so the inner loop stays contiguous
+  for (int64_t i = i0; i < i1;) {
+    const int64_t within = i % o.b_inner, row = o.b_block ? i / o.b_block * o.b_inner : 0;
+    const int64_t end = i - within + o.b_inner < i1 ? i - within + o.b_inner : i1;
+    const float* br = b + row + within;  // b for element i, then onwards within this run
+    for (int64_t j = 0; i < end; ++i, ++j) y[i] = f(a[i], br[j]);
+  }
+}
+
+}  // namespace
+
+void run_binary(const CpuOp& o, RunContext& ctx) {
+  ctx.parallel_for(o.numel, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
+    switch (o.binary) {
+      case 0: binary_range(o, i0, i1, [](float a, float b) { return a + b; }); break;
+      case 1: binary_range(o, i0, i1, [](float a, float b) { return a - b; }); break;
+      default: binary_range(o, i0, i1, [](float a, float b) { return a * b; }); break;
     }
-    activate(ep, y + i0, i1 - i0);
+    activate(o.ep, o.y + i0, i1 - i0);
   });
 }
 
-void run_unary(const float* x, float* y, int64_t n, const Epilogue& ep, RunContext& ctx) {
-  ctx.parallel_for(n, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
-    if (x != y) memmove(y + i0, x + i0, size_t(i1 - i0) * sizeof(float));
-    activate(ep, y + i0, i1 - i0);
+void run_unary(const CpuOp& o, RunContext& ctx) {
+  ctx.parallel_for(o.numel, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
+    if (o.scale != 1.f || o.shift != 0.f) {
+      for (int64_t i = i0; i < i1; ++i) o.y[i] = o.x[i] * o.scale + o.shift;
+    } else if (o.x != o.y) {
+      memmove(o.y + i0, o.x + i0, size_t(i1 - i0) * sizeof(float));
+    }
+    activate(o.ep, o.y + i0, i1 - i0);
   });
 }
 

@@ -176,6 +176,7 @@ struct Loader {
     }
     ep->activation = static_cast<Activation>(a);
     ep->clamp = {lo, hi};
+    ep->vact = isa.vact;
     return Error::Ok;
   }
 
@@ -190,6 +191,7 @@ struct Loader {
   Error prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error make_label(const fb::Op& o, CpuOp* op);
+  Error check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block);
 };
 
 // "Conv: convolution_3+relu_2" (kind, then the nodes it covers), kept for the
@@ -307,11 +309,16 @@ Error Loader::prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op) {
     TERN_CHECK_OK(epilogue(oi, b->activation(), b->min(), b->max(), &op->ep));
     op->kind = CpuOpKind::Binary;
     op->binary = uint8_t(b->kind());
+    op->b_inner = b->b_inner();
+    op->b_block = b->b_block();
   } else if (const fb::Unary* u = o.kind_as_Unary()) {
     TERN_CHECK_OK(value(oi, u->x(), 0, false, &x));
     TERN_CHECK_OK(value(oi, u->y(), 0, true, &y));
     TERN_CHECK_OK(epilogue(oi, u->activation(), u->min(), u->max(), &op->ep));
     op->kind = CpuOpKind::Unary;
+    op->scale = u->scale();
+    op->shift = u->shift();
+    if (!std::isfinite(op->scale) || !std::isfinite(op->shift)) return ctx.fail(Error::InvalidProgram, "op %u: bad scale or shift", oi);
   } else {
     const fb::Copy* c = o.kind_as_Copy();
     TERN_CHECK_OK(value(oi, c->x(), 0, false, &x));
@@ -319,13 +326,27 @@ Error Loader::prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op) {
     op->kind = CpuOpKind::Copy;
   }
   const bool copy = op->kind == CpuOpKind::Copy;
-  for (const ValueInfo* v : {x, x2}) {
+  const bool broadcast = op->kind == CpuOpKind::Binary && op->b_inner != 0;
+  if (broadcast) TERN_CHECK_OK(check_broadcast(oi, *x2, *y, op->b_inner, op->b_block));
+  for (const ValueInfo* v : {x, broadcast ? nullptr : x2}) {
     if (v == nullptr) continue;
     if (v->numel != y->numel || (!copy && (v->rank != y->rank || memcmp(v->sizes, y->sizes, sizeof(int64_t) * y->rank) != 0))) {
       return ctx.fail(Error::InvalidProgram, "op %u (%s): operand sizes differ from the output's", oi, op->nodes);
     }
   }
   op->x = x->data, op->x2 = x2 ? x2->data : nullptr, op->y = y->data, op->numel = y->numel;
+  return Error::Ok;
+}
+
+// b has exactly the elements y's broadcast reads: b_inner per block, one
+// block per b_block elements of y (or one block when b_block is 0).
+Error Loader::check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block) {
+  const bool ok = inner > 0 && block >= 0 && y.numel % inner == 0 &&
+                  (block == 0 ? b.numel == inner : (block % inner == 0 && y.numel % block == 0 && b.numel == inner * (y.numel / block)));
+  if (!ok) {
+    return ctx.fail(Error::InvalidProgram, "op %u: b (%lld elements) does not broadcast to y (%lld) with inner %lld, block %lld",
+                    oi, (long long)b.numel, (long long)y.numel, (long long)inner, (long long)block);
+  }
   return Error::Ok;
 }
 
@@ -375,8 +396,8 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::Conv: run_conv(op.conv, *p.isa, op.x, op.weights, p.zeros, op.x2, op.y, op.ep, ctx); break;
       case CpuOpKind::Transpose: run_transpose(op.transpose, op.x, op.y, ctx); break;
       case CpuOpKind::Pool: run_pool(op.pool, op.x, op.y, ctx); break;
-      case CpuOpKind::Binary: run_binary(op.binary, op.x, op.x2, op.y, op.numel, op.ep, ctx); break;
-      case CpuOpKind::Unary: run_unary(op.x, op.y, op.numel, op.ep, ctx); break;
+      case CpuOpKind::Binary: run_binary(op, ctx); break;
+      case CpuOpKind::Unary: run_unary(op, ctx); break;
       case CpuOpKind::Copy:
         if (op.x != op.y) memmove(op.y, op.x, size_t(op.numel) * sizeof(float));
         break;

@@ -45,6 +45,8 @@ struct CpuOp {
   float* y;
   int64_t numel;      // of y
   uint8_t binary;     // BinaryKind
+  int64_t b_inner, b_block;  // Binary: how b broadcasts (cpu.fbs)
+  float scale, shift;        // Unary: y = ep(x * scale + shift)
   Epilogue ep;
   ConvGeometry conv;
   Transpose4 transpose;
@@ -70,9 +72,8 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx);
 // The ops other than convolution (backends/cpu/ops.cpp).
 void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx);
 void run_pool(const PoolGeometry& g, const float* x, float* y, RunContext& ctx);
-void run_binary(uint8_t kind, const float* a, const float* b, float* y, int64_t n, const Epilogue& ep,
-                RunContext& ctx);
-void run_unary(const float* x, float* y, int64_t n, const Epilogue& ep, RunContext& ctx);
+void run_binary(const CpuOp& op, RunContext& ctx);
+void run_unary(const CpuOp& op, RunContext& ctx);
 
 }  // namespace cpu
 }  // namespace tern

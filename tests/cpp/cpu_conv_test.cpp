@@ -161,6 +161,32 @@ TEST(CpuDwconv, test_every_isa_matches_reference_for_odd_channel_counts) {
   }
 }
 
+// ---------------------------------------------------------------- activations
+
+TEST(CpuVact, test_every_isa_matches_libm_over_the_whole_float_range) {
+  std::vector<float> xs;
+  for (float x = -100.f; x <= 100.f; x += 0.0371f) xs.push_back(x);
+  for (float x : {0.f, -0.f, 1e-30f, -1e-30f, 1e-6f, 87.f, 88.f, 89.f, -87.f, -104.f, 1e30f, -1e30f}) xs.push_back(x);
+  auto want = [](int kind, double x) {
+    switch (kind) {
+      case 0: return 1 / (1 + std::exp(-x));
+      case 1: return std::tanh(x);
+      case 2: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+      default: return x / (1 + std::exp(-x));
+    }
+  };
+  for (const Isa* isa : isas()) {
+    for (int kind = 0; kind < 4; ++kind) {
+      std::vector<float> v = xs;
+      isa->vact(kind, v.data(), v.size());
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const double w = want(kind, xs[i]);
+        ASSERT_NEAR(v[i], w, 2e-6 * (1 + std::fabs(w))) << isa->name << " kind " << kind << " x=" << xs[i];
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- run_conv
 
 struct Case {

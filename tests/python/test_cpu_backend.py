@@ -167,6 +167,51 @@ def test_elementwise_ops_constants_and_reshapes_match_eager(tmp_path: Path) -> N
     assert "Transpose" not in [k for k, _ in ops]  # no convolution: the graph's layout throughout
 
 
+class SqueezeExcite(nn.Module):
+    """mobilenet_v3 / efficientnet's gate: a per-channel [n, c, 1, 1] scale
+    (a broadcast mul in NHWC), hardsigmoid as x + 3, clamp, / 6 (scalar ops)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 24, 1)
+        self.fc1 = nn.Conv2d(24, 6, 1)
+        self.fc2 = nn.Conv2d(6, 24, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = nn.functional.silu(self.conv(x))
+        s = nn.functional.adaptive_avg_pool2d(y, 1)
+        s = nn.functional.hardsigmoid(self.fc2(torch.relu(self.fc1(s))))
+        return y * s - 0.5 * y
+
+
+def test_squeeze_excite_gate_broadcasts_per_channel(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _check(SqueezeExcite(), (torch.randn(2, 8, 9, 7),), tmp_path)
+    m = read_program(str(path))["methods"][0]
+    assert not [i for i in m["instructions"] if i["kind"] == "KernelCall"]  # all of it on the backend
+    (ops,) = _payload_ops(path)
+    assert [k for k, _ in ops].count("Binary") >= 2 and [k for k, _ in ops].count("Unary") >= 1
+
+
+class BiasAndScale(nn.Module):
+    """Broadcasts over the last dims in the graph's layout: a bias [d] over
+    [b, s, d], a [s, d] table, a scalar tensor; and arithmetic with numbers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(16))
+        self.table = nn.Parameter(torch.randn(5, 16))
+
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        y = torch.tanh((x + self.bias) * self.table) / 3.0 + 1.5
+        return torch.nn.functional.gelu(y * s - 2.0)
+
+
+def test_last_dim_bias_scalar_tensor_and_number_arithmetic_match_eager(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    _check(BiasAndScale(), (torch.randn(3, 5, 16), torch.randn(())), tmp_path)
+
+
 def test_what_the_backend_does_not_take_runs_on_kernels(tmp_path: Path) -> None:
     class Mixed(nn.Module):
         def __init__(self) -> None:

@@ -64,13 +64,18 @@ struct IgemmConfig {
 using DwconvUkernel = void (*)(size_t channels, size_t pixels, size_t ks, const float* const* in,
                                const float* w, float* out, size_t out_stride, MinMax clamp);
 
+// Activations in place: kind 0 sigmoid, 1 tanh, 2 gelu (erf form), 3 silu;
+// v[i] = f(v[i]) for i < n. Accurate to about 2e-7 (ukernels/common/f32_vact.h).
+using VactUkernel = void (*)(int kind, float* v, size_t n);
+
 #define TERN_CPU_DECLARE_ISA(isa)                                                                   \
   void f32_igemm_ukernel__##isa##_main(size_t, size_t, size_t, size_t, const float* const*,       \
                                        const float*, size_t, float*, size_t, MinMax);              \
   void f32_igemm_ukernel__##isa##_tail(size_t, size_t, size_t, size_t, const float* const*,       \
                                        const float*, size_t, float*, size_t, MinMax);              \
   void f32_dwconv_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, \
-                                 size_t, MinMax);
+                                 size_t, MinMax);                                                  \
+  void f32_vact_ukernel__##isa(int, float*, size_t);
 
 // scalar: main 4x16, tail 4x16. avx2: main 6x16, tail 6x16. avx512: main
 // 8x32, tail 8x16. neon: main 6x16, tail 6x16.

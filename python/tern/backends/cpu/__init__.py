@@ -7,7 +7,8 @@
 tern.export uses it by default. It claims float32 convolutions (2-d,
 general or depthwise), linear layers, residual adds, the activations it can
 fuse or run (relu, relu6/hardtanh/clamp, hardswish, sigmoid, tanh, gelu,
-silu), add/sub/mul of same-shaped tensors, pooling (max, average, global
+silu), add/sub/mul of tensors (same shape, a scalar, a per-channel gate, a
+bias over the last dims), add/sub/mul/div by a number, pooling (max, average, global
 average) and the reshapes between them; compile.py turns each claimed
 subgraph into the backend's program (NHWC inside, fused, weights packed,
 workspace planned). What it does not claim runs on the portable kernels.
@@ -44,7 +45,11 @@ class CpuPartitioner(Partitioner):
         if name in ("aten::addmm", "aten::mm"):
             return _linear_ok(node)
         if name in _ELEMENTWISE:
-            return _same_shape_operands(node)
+            return _binary_ok(node)
+        if name in ("aten::add.Scalar", "aten::sub.Scalar", "aten::mul.Scalar", "aten::div.Scalar"):
+            from tern.backends.cpu.compile import affine_of
+
+            return affine_of(node) is not None
         if name in _RESHAPES:
             return True
         if name == "aten::mean.dim":
@@ -118,12 +123,24 @@ def _linear_ok(node: Any) -> bool:
     return _rank(x) == 2 and _is_const(w) and _is_const(b) and _rank(b) == 1 and beta == 1 and alpha == 1
 
 
-def _same_shape_operands(node: Any) -> bool:
-    if len(node.args) != 2 or node.kwargs.get("alpha", 1) != 1:
+def _binary_ok(node: Any) -> bool:
+    """Both operands tensors; one of the output's shape, the other the same
+    or broadcast in a way the backend runs (compile.broadcast_of) in either
+    layout it may pick; sub only with the full-size operand first."""
+    from tern.backends.cpu.compile import broadcast_of
+    from tern.ops import op_name
+
+    if len(node.args) != 2 or node.kwargs.get("alpha", 1) != 1 or not all(hasattr(t, "meta") for t in node.args):
         return False
-    a, b = node.args
-    shape = tuple(_val(node).shape)
-    return all(hasattr(t, "meta") and tuple(_val(t).shape) == shape for t in (a, b))
+    out = tuple(_val(node).shape)
+    a, b = (tuple(_val(t).shape) for t in node.args)
+    if a != out:
+        if op_name(node.target) == "aten::sub.Tensor" or b != out:
+            return False
+        a, b = b, a
+    # a 4-d op may run in either layout, but always can in NHWC (compile.py
+    # picks NHWC when the graph's layout cannot broadcast b)
+    return broadcast_of(out, b, True) is not None if len(out) == 4 else broadcast_of(out, b, False) is not None
 
 
 def _pool_ok(node: Any, dilation_at: int | None = None, divisor_at: int | None = None) -> bool:

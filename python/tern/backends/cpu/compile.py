@@ -46,6 +46,49 @@ _ACTIVATIONS = {
 }
 
 
+# x op number as y = x * scale + shift: op -> (scale, shift) of the number s
+# and alpha a.
+_AFFINE = {
+    "aten::add.Scalar": lambda s, a: (1.0, s * a),
+    "aten::sub.Scalar": lambda s, a: (1.0, -s * a),
+    "aten::mul.Scalar": lambda s, a: (s, 0.0),
+    "aten::div.Scalar": lambda s, a: (1.0 / s, 0.0),
+}
+
+
+def affine_of(node: "torch.fx.Node") -> tuple[float, float] | None:
+    """(scale, shift) of an op.Scalar node with a finite nonzero number, else None."""
+    name = op_name(node.target) if node.op == "call_function" else ""
+    if name not in _AFFINE or len(node.args) < 2 or not isinstance(node.args[1], (int, float)):
+        return None
+    s = float(node.args[1])
+    alpha = float(node.kwargs.get("alpha", node.args[2] if len(node.args) > 2 else 1))
+    if not math.isfinite(s) or (name == "aten::div.Scalar" and s == 0.0):
+        return None
+    return _AFFINE[name](s, alpha)
+
+
+def broadcast_of(out: tuple[int, ...], b: tuple[int, ...], nhwc: bool) -> tuple[int, int] | None:
+    """(b_inner, b_block) of b broadcast to `out` (cpu.fbs Binary), in the
+    layout the op runs in, or None if this broadcast is not supported.
+    (0, 0): same shape."""
+    if b == out:
+        return (0, 0)
+    b = (1,) * (len(out) - len(b)) + tuple(b)
+    total = math.prod(out)
+    if math.prod(b) == 1:
+        return (1, 0)
+    if nhwc and len(out) == 4 and b[2:] == (1, 1) and b[1] == out[1] and b[0] in (1, out[0]):
+        c = out[1]  # a per-channel gate: NHWC [n, 1, 1, c] over [n, h, w, c]
+        return (c, total // out[0] if b[0] > 1 and out[0] > 1 else 0)
+    if not nhwc:
+        # b equals out's trailing dims, 1 before them: [d] or [1, s, d] over [b, s, d]
+        k = next((i for i, s in enumerate(b) if s != 1), len(b))
+        if b[k:] == out[k:]:
+            return (math.prod(b), 0)
+    return None
+
+
 def activation_of(node: "torch.fx.Node") -> tuple[str, float, float] | None:
     """The activation a call node computes, or None (hardtanh and scalar
     clamp are clamps)."""
@@ -216,7 +259,7 @@ class _Compiler:
             self._linear(node)
         elif name in ("aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor"):
             self._binary(node)
-        elif activation_of(node) is not None:
+        elif activation_of(node) is not None or name in _AFFINE:
             self._unary(node)
         elif name in ("aten::mean.dim", "aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::max_pool2d_with_indices"):
             self._pool(node)
@@ -286,23 +329,38 @@ class _Compiler:
 
     def _binary(self, node: Any) -> None:
         a, b = node.args[:2]
-        nhwc = len(_shape(node)) == 4 and (self._get(a)[1] == NHWC or self._get(b)[1] == NHWC)
-        av, bv = (self._nhwc(a), self._nhwc(b)) if nhwc else (self._plain(a), self._plain(b))
+        out = _shape(node)
+        kind = {"aten::add.Tensor": "Add", "aten::sub.Tensor": "Sub", "aten::mul.Tensor": "Mul"}[op_name(node.target)]
+        if _shape(a) != out:  # the full-size operand first (add and mul commute; supports() checked sub)
+            a, b = b, a
+        nhwc = len(out) == 4 and (self._get(a)[1] == NHWC or self._get(b)[1] == NHWC
+                                  or broadcast_of(out, _shape(b), False) is None)  # a per-channel gate: NHWC
+        inner, block = broadcast_of(out, _shape(b), nhwc) or (0, 0)
+        av = self._nhwc(a) if nhwc else self._plain(a)
+        bv = (self._nhwc(b) if len(_shape(b)) == 4 else self._plain(b)) if nhwc else self._plain(b)
         fused = [node]
         last, act = self._fuse_activation(node, fused)
         y = self._workspace(self.p.values[av].sizes)
-        kind = {"aten::add.Tensor": "Add", "aten::sub.Tensor": "Sub", "aten::mul.Tensor": "Mul"}[op_name(node.target)]
-        self._op("Binary", {"a": av, "b": bv, "y": y, "kind": kind, **self._epilogue(act)}, fused, [av, bv], [y])
+        fields = {"a": av, "b": bv, "y": y, "kind": kind, **self._epilogue(act), "b_inner": inner, "b_block": block}
+        self._op("Binary", fields, fused, [av, bv], [y])
         self.done.update(fused)
         self.env[last] = (y, NHWC if nhwc else PLAIN)
 
     def _unary(self, node: Any) -> None:
+        """An activation, or x * scale + shift and the activation after it."""
         xv, layout = self._get(node.args[0])
         y = self._workspace(self.p.values[xv].sizes)
-        act = activation_of(node)
-        assert act is not None
-        self._op("Unary", {"x": xv, "y": y, **self._epilogue(act)}, [node], [xv], [y])
-        self.env[node] = (y, layout)
+        affine = affine_of(node)
+        fused = [node]
+        if affine is None:
+            last, act = node, activation_of(node)
+            assert act is not None
+        else:
+            last, act = self._fuse_activation(node, fused)
+        scale, shift = affine or (1.0, 0.0)
+        self._op("Unary", {"x": xv, "y": y, **self._epilogue(act), "scale": scale, "shift": shift}, fused, [xv], [y])
+        self.done.update(fused)
+        self.env[last] = (y, layout)
 
     def _pool(self, node: Any) -> None:
         name = op_name(node.target)

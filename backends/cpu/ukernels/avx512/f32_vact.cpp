@@ -1,0 +1,12 @@
+// f32_vact_ukernel__avx512: sigmoid, tanh, gelu and silu over arrays
+// (ukernels/common/f32_vact.h), vectorized by the compiler for this file's ISA.
+#include "backends/cpu/ukernels/common/f32_vact.h"
+#include "backends/cpu/ukernels/ukernels.h"
+
+namespace tern {
+namespace cpu {
+
+void f32_vact_ukernel__avx512(int kind, float* v, size_t n) { vact::apply(kind, v, n); }
+
+}  // namespace cpu
+}  // namespace tern
