@@ -116,5 +116,67 @@ void run_unary(const CpuOp& o, RunContext& ctx) {
   });
 }
 
+void run_layer_norm(const CpuOp& o, RunContext& ctx) {
+  const int64_t rows = o.numel / o.inner, d = o.inner;
+  ctx.parallel_for(rows, kMinElementsPerThread / d + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* x = o.x + r * d;
+      float* y = o.y + r * d;
+      float sum = 0.f;
+      for (int64_t i = 0; i < d; ++i) sum += x[i];
+      const float mean = sum / float(d);
+      float var = 0.f;
+      for (int64_t i = 0; i < d; ++i) var += (x[i] - mean) * (x[i] - mean);
+      const float rstd = 1.f / __builtin_sqrtf(var / float(d) + o.eps);
+      for (int64_t i = 0; i < d; ++i) {
+        const float v = (x[i] - mean) * rstd;
+        y[i] = (o.weights ? v * o.weights[i] : v) + (o.bias ? o.bias[i] : 0.f);
+      }
+    }
+  });
+}
+
+void run_softmax(const CpuOp& o, const Isa& isa, RunContext& ctx) {
+  const int64_t rows = o.numel / o.inner, d = o.inner;
+  ctx.parallel_for(rows, kMinElementsPerThread / d + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* x = o.x + r * d;
+      float* y = o.y + r * d;
+      float mx = -__builtin_inff();
+      for (int64_t i = 0; i < d; ++i) mx = x[i] > mx ? x[i] : mx;
+      for (int64_t i = 0; i < d; ++i) y[i] = x[i] - mx;
+      isa.vact(4, y, size_t(d));  // exp
+      float sum = 0.f;
+      for (int64_t i = 0; i < d; ++i) sum += y[i];
+      const float inv = 1.f / sum;
+      for (int64_t i = 0; i < d; ++i) y[i] *= inv;
+    }
+  });
+}
+
+void run_matmul(const CpuOp& o, const Isa& isa, RunContext& ctx) {
+  const int64_t panels = (o.n + kPanel - 1) / kPanel, panel_floats = kPanel * (1 + o.k);
+  // b [batch][k][n] -> [batch][panel][16 zeros (bias)][k][16], columns past n zero
+  ctx.parallel_for(o.batch * panels, 1, [&](RunContext&, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t bt = u / panels, p = u % panels, j0 = p * kPanel, cols = o.n - j0 < kPanel ? o.n - j0 : kPanel;
+      float* dst = o.packed + u * panel_floats;
+      const float* src = o.x2 + bt * o.k * o.n + j0;
+      memset(dst, 0, sizeof(float) * kPanel);
+      for (int64_t kk = 0; kk < o.k; ++kk) {
+        float* row = dst + kPanel * (1 + kk);
+        for (int64_t j = 0; j < kPanel; ++j) row[j] = j < cols ? src[kk * o.n + j] : 0.f;
+      }
+    }
+  });
+  ConvGeometry g{};
+  g.n = o.m, g.h = g.w = g.oh = g.ow = 1, g.c = o.k, g.oc = o.n, g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
+  const Epilogue ep;
+  for (int64_t bt = 0; bt < o.batch; ++bt) {
+    run_conv(g, isa, o.x + bt * o.m * o.k, o.packed + bt * panels * panel_floats, o.x /* no padding taps */,
+             nullptr, o.y + bt * o.m * o.n, ep, ctx);
+  }
+}
+
 }  // namespace cpu
 }  // namespace tern

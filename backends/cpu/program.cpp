@@ -189,6 +189,8 @@ struct Loader {
   Error prepare_pool(uint32_t oi, const fb::Pool& p, CpuOp* op);
   Error prepare_transpose(uint32_t oi, const fb::Transpose& t, CpuOp* op);
   Error prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op);
+  Error prepare_rows(uint32_t oi, const fb::Op& o, CpuOp* op);
+  Error prepare_matmul(uint32_t oi, const fb::MatMul& mm, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error make_label(const fb::Op& o, CpuOp* op);
   Error check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block);
@@ -197,9 +199,10 @@ struct Loader {
 // "Conv: convolution_3+relu_2" (kind, then the nodes it covers), kept for the
 // method's life: what profiles and traces show.
 Error Loader::make_label(const fb::Op& o, CpuOp* op) {
-  static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy"};
+  static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy", "LayerNorm",
+                                       "Softmax", "MatMul"};
   const int k = static_cast<int>(o.kind_type());
-  const char* kind = k > 0 && k <= 6 ? kKinds[k] : kKinds[0];
+  const char* kind = k > 0 && k <= 9 ? kKinds[k] : kKinds[0];
   const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
   char* label = static_cast<char*>(ctx.allocate(n));
   if (label == nullptr) return Error::OutOfMemory;
@@ -338,6 +341,56 @@ Error Loader::prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op) {
   return Error::Ok;
 }
 
+// LayerNorm and Softmax: x and y of the same sizes, made of rows of `inner`.
+Error Loader::prepare_rows(uint32_t oi, const fb::Op& o, CpuOp* op) {
+  const fb::LayerNorm* ln = o.kind_as_LayerNorm();
+  const fb::Softmax* sm = o.kind_as_Softmax();
+  const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *b = nullptr;
+  TERN_CHECK_OK(value(oi, ln ? ln->x() : sm->x(), 0, false, &x));
+  TERN_CHECK_OK(value(oi, ln ? ln->y() : sm->y(), 0, true, &y));
+  op->inner = ln ? ln->inner() : sm->inner();
+  if (x->numel != y->numel || op->inner < 1 || y->numel % op->inner != 0) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): rows of %lld do not fit %lld elements", oi, op->nodes,
+                    (long long)op->inner, (long long)y->numel);
+  }
+  if (ln) {
+    if (ln->weight() >= 0) TERN_CHECK_OK(value(oi, ln->weight(), 0, false, &w));
+    if (ln->bias() >= 0) TERN_CHECK_OK(value(oi, ln->bias(), 0, false, &b));
+    if ((w && w->numel != op->inner) || (b && b->numel != op->inner) || !(ln->eps() >= 0.f) || !std::isfinite(ln->eps())) {
+      return ctx.fail(Error::InvalidProgram, "op %u: layer norm weight, bias or eps do not fit", oi);
+    }
+    op->eps = ln->eps();
+  }
+  op->kind = ln ? CpuOpKind::LayerNorm : CpuOpKind::Softmax;
+  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  op->weights = w ? w->data : nullptr, op->bias = b ? b->data : nullptr;
+  return Error::Ok;
+}
+
+Error Loader::prepare_matmul(uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
+  const ValueInfo *a = nullptr, *b = nullptr, *y = nullptr, *p = nullptr;
+  TERN_CHECK_OK(value(oi, mm.a(), 0, false, &a));
+  TERN_CHECK_OK(value(oi, mm.b(), 0, false, &b));
+  TERN_CHECK_OK(value(oi, mm.y(), 0, true, &y));
+  TERN_CHECK_OK(value(oi, mm.packed(), 0, true, &p));
+  const int64_t bt = mm.batch(), m = mm.m(), k = mm.k(), n = mm.n();
+  const int64_t limit = int64_t(1) << 24;
+  const bool sane = bt >= 1 && m >= 1 && k >= 1 && n >= 1 && bt < limit && m < limit && k < limit && n < limit;
+  const int64_t panels = (n + kPanel - 1) / kPanel;
+  if (!sane || a->numel != bt * m * k || b->numel != bt * k * n || y->numel != bt * m * n ||
+      p->numel < bt * panels * kPanel * (1 + k)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): matmul sizes do not fit its values", oi, op->nodes);
+  }
+  op->kind = CpuOpKind::MatMul;
+  op->x = a->data, op->x2 = b->data, op->y = y->data, op->packed = p->data, op->numel = y->numel;
+  op->batch = bt, op->m = m, op->k = k, op->n = n;
+  ConvGeometry g{};
+  g.n = m, g.h = g.w = g.oh = g.ow = 1, g.c = k, g.oc = n, g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
+  const size_t s = conv_scratch_bytes(g, isa);
+  if (s > scratch) scratch = s;
+  return Error::Ok;
+}
+
 // b has exactly the elements y's broadcast reads: b_inner per block, one
 // block per b_block elements of y (or one block when b_block is 0).
 Error Loader::check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block) {
@@ -363,6 +416,9 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
     case fb::OpKind::Binary:
     case fb::OpKind::Unary:
     case fb::OpKind::Copy: return prepare_elementwise(oi, o, op);
+    case fb::OpKind::LayerNorm:
+    case fb::OpKind::Softmax: return prepare_rows(oi, o, op);
+    case fb::OpKind::MatMul: return prepare_matmul(oi, *o.kind_as_MatMul(), op);
     default: return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   }
 }
@@ -401,6 +457,9 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::Copy:
         if (op.x != op.y) memmove(op.y, op.x, size_t(op.numel) * sizeof(float));
         break;
+      case CpuOpKind::LayerNorm: run_layer_norm(op, ctx); break;
+      case CpuOpKind::Softmax: run_softmax(op, *p.isa, ctx); break;
+      case CpuOpKind::MatMul: run_matmul(op, *p.isa, ctx); break;
     }
     ctx.end_step(op.label);
   }

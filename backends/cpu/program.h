@@ -33,7 +33,7 @@ struct PoolGeometry {
   bool count_padding;  // average: divide by the full window
 };
 
-enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy };
+enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul };
 
 struct CpuOp {
   CpuOpKind kind;
@@ -47,6 +47,11 @@ struct CpuOp {
   uint8_t binary;     // BinaryKind
   int64_t b_inner, b_block;  // Binary: how b broadcasts (cpu.fbs)
   float scale, shift;        // Unary: y = ep(x * scale + shift)
+  const float* bias;         // LayerNorm (weight in `weights`), or nullptr
+  int64_t inner;             // LayerNorm, Softmax: row length
+  float eps;                 // LayerNorm
+  int64_t batch, m, k, n;    // MatMul
+  float* packed;             // MatMul: b packed at run time (workspace)
   Epilogue ep;
   ConvGeometry conv;
   Transpose4 transpose;
@@ -74,6 +79,9 @@ void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ct
 void run_pool(const PoolGeometry& g, const float* x, float* y, RunContext& ctx);
 void run_binary(const CpuOp& op, RunContext& ctx);
 void run_unary(const CpuOp& op, RunContext& ctx);
+void run_layer_norm(const CpuOp& op, RunContext& ctx);
+void run_softmax(const CpuOp& op, const Isa& isa, RunContext& ctx);
+void run_matmul(const CpuOp& op, const Isa& isa, RunContext& ctx);
 
 }  // namespace cpu
 }  // namespace tern

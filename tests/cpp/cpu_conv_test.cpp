@@ -172,15 +172,20 @@ TEST(CpuVact, test_every_isa_matches_libm_over_the_whole_float_range) {
       case 0: return 1 / (1 + std::exp(-x));
       case 1: return std::tanh(x);
       case 2: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-      default: return x / (1 + std::exp(-x));
+      case 3: return x / (1 + std::exp(-x));
+      default: return x <= 88 ? std::exp(x) : std::exp(88.0);  // exp saturates at exp(88)
     }
   };
   for (const Isa* isa : isas()) {
-    for (int kind = 0; kind < 4; ++kind) {
+    for (int kind = 0; kind < 5; ++kind) {
       std::vector<float> v = xs;
       isa->vact(kind, v.data(), v.size());
       for (size_t i = 0; i < xs.size(); ++i) {
         const double w = want(kind, xs[i]);
+        if (kind == 4) {
+          ASSERT_NEAR(v[i], w, 3e-7 * w + 1e-37) << isa->name << " exp x=" << xs[i];
+          continue;
+        }
         ASSERT_NEAR(v[i], w, 2e-6 * (1 + std::fabs(w))) << isa->name << " kind " << kind << " x=" << xs[i];
       }
     }

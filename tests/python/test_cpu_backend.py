@@ -220,13 +220,13 @@ def test_what_the_backend_does_not_take_runs_on_kernels(tmp_path: Path) -> None:
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             y = torch.relu(self.conv(x))
-            return torch.softmax(y.permute(0, 2, 3, 1), dim=-1)  # softmax and permute: kernels
+            return torch.softmax(y, dim=1).amax(dim=2)  # softmax over a dim not last, amax: kernels
 
     torch.manual_seed(0)
     path = _check(Mixed(), (torch.randn(1, 3, 6, 6),), tmp_path)
     m = read_program(str(path))["methods"][0]
     kernels = {m["operators"][i["op"]] for i in m["instructions"] if i["kind"] == "KernelCall"}
-    assert len(m["delegates"]) == 1 and {"aten::_softmax", "aten::permute"} <= kernels
+    assert len(m["delegates"]) == 1 and {"aten::_softmax", "aten::amax"} <= kernels
 
 
 @pytest.mark.parametrize("isa", ISAS)
@@ -262,3 +262,36 @@ def test_weights_are_packed_in_the_payload_and_used_in_place(tmp_path: Path) -> 
     (seg,) = info["segments"]
     weights = 2 * 16 * (1 + 9 * 16)  # two 3x3 convs, 16 in, one panel of 16 out: bias, then 9 x 16 rows
     assert seg["size"] >= 4 * weights and seg["offset"] % 64 == 0
+
+
+class Attention(nn.Module):
+    """Scaled dot-product attention spelled out: bmm, softmax, permutes,
+    layer norm with and without affine parameters."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(32, 96)
+        self.ln = nn.LayerNorm(32)
+        self.ln_plain = nn.LayerNorm(32, elementwise_affine=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln(x)).reshape(b, s, 3, 4, 8).permute(2, 0, 3, 1, 4).reshape(3, b * 4, s, 8)
+        att = torch.softmax(torch.bmm(q, k.transpose(1, 2)) * 8**-0.5, dim=-1)
+        y = torch.bmm(att, v).reshape(b, 4, s, 8).permute(0, 2, 1, 3).reshape(b, s, d)
+        return self.ln_plain(x + y)
+
+
+def test_attention_pieces_match_eager(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _check(Attention(), (torch.randn(2, 9, 32),), tmp_path)
+    kinds = {k for ops in _payload_ops(path) for k, _ in ops}
+    assert {"LayerNorm", "Softmax", "MatMul", "Transpose"} <= kinds, kinds
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_transformer_encoder_layer_matches_eager(activation: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True, activation=activation)
+    path = _check(layer, (torch.randn(2, 7, 32),), tmp_path)
+    assert read_program(str(path))["methods"][0]["delegates"]

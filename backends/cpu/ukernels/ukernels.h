@@ -64,7 +64,7 @@ struct IgemmConfig {
 using DwconvUkernel = void (*)(size_t channels, size_t pixels, size_t ks, const float* const* in,
                                const float* w, float* out, size_t out_stride, MinMax clamp);
 
-// Activations in place: kind 0 sigmoid, 1 tanh, 2 gelu (erf form), 3 silu;
+// Activations in place: kind 0 sigmoid, 1 tanh, 2 gelu (erf form), 3 silu, 4 exp;
 // v[i] = f(v[i]) for i < n. Accurate to about 2e-7 (ukernels/common/f32_vact.h).
 using VactUkernel = void (*)(int kind, float* v, size_t n);
 

@@ -3,7 +3,7 @@
 // no calls into libm, no branches in the loops. exp is computed by range
 // reduction (x = n ln2 + r, |r| <= ln2 / 2) and a degree-6 polynomial for
 // e^r, then 2^n built in the exponent bits: relative error under 2e-7 on
-// [-87, 88], where inputs are clamped. erf is Abramowitz & Stegun 7.1.26
+// [-87, 88]; below that range 0, above it exp(88). erf is Abramowitz & Stegun 7.1.26
 // (absolute error under 1.5e-7).
 #pragma once
 
@@ -15,8 +15,8 @@ namespace tern {
 namespace cpu {
 namespace vact {
 
-inline float exp_approx(float x) {
-  x = x < -87.f ? -87.f : (x > 88.f ? 88.f : x);
+inline float exp_approx(float in) {
+  const float x = in < -87.f ? -87.f : (in > 88.f ? 88.f : in);
   // n = round(x / ln2) by the 1.5 * 2^23 trick: adds and subtracts only, so
   // it vectorizes (floorf does not without -fno-trapping-math)
   const float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;
@@ -30,7 +30,7 @@ inline float exp_approx(float x) {
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
   float scale;
   memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
+  return in < -87.f ? 0.f : p * scale;  // below -87 the result is under 1.7e-38: 0 (exp(-inf) = 0)
 }
 
 inline float sigmoid(float x) { return 1.f / (1.f + exp_approx(-x)); }
@@ -48,13 +48,14 @@ inline float erf_approx(float x) {
   return x < 0.f ? -y : y;
 }
 
-// kind: 0 sigmoid, 1 tanh, 2 gelu (erf), 3 silu. v[i] = f(v[i]), i < n.
+// kind: 0 sigmoid, 1 tanh, 2 gelu (erf), 3 silu, 4 exp. v[i] = f(v[i]), i < n.
 inline void apply(int kind, float* v, size_t n) {
   switch (kind) {
     case 0: for (size_t i = 0; i < n; ++i) v[i] = sigmoid(v[i]); break;
     case 1: for (size_t i = 0; i < n; ++i) v[i] = tanh_approx(v[i]); break;
     case 2: for (size_t i = 0; i < n; ++i) v[i] = 0.5f * v[i] * (1.f + erf_approx(v[i] * 0.70710678118654752f)); break;
-    default: for (size_t i = 0; i < n; ++i) v[i] = v[i] * sigmoid(v[i]); break;
+    case 3: for (size_t i = 0; i < n; ++i) v[i] = v[i] * sigmoid(v[i]); break;
+    default: for (size_t i = 0; i < n; ++i) v[i] = exp_approx(v[i]); break;
   }
 }
 

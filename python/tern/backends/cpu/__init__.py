@@ -8,7 +8,8 @@ tern.export uses it by default. It claims float32 convolutions (2-d,
 general or depthwise), linear layers, residual adds, the activations it can
 fuse or run (relu, relu6/hardtanh/clamp, hardswish, sigmoid, tanh, gelu,
 silu), add/sub/mul of tensors (same shape, a scalar, a per-channel gate, a
-bias over the last dims), add/sub/mul/div by a number, pooling (max, average, global
+bias over the last dims), add/sub/mul/div by a number, layer norm and
+softmax over the last dim, batched matmul, permutes, pooling (max, average, global
 average) and the reshapes between them; compile.py turns each claimed
 subgraph into the backend's program (NHWC inside, fused, weights packed,
 workspace planned). What it does not claim runs on the portable kernels.
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 _ELEMENTWISE = ("aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor")
 _RESHAPES = ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias")
+_SHAPE_ONLY = _RESHAPES + ("aten::expand", "aten::permute")
 
 
 class CpuPartitioner(Partitioner):
@@ -36,7 +38,7 @@ class CpuPartitioner(Partitioner):
         from tern.ops import op_name
 
         if node.target is operator.getitem:
-            return _is_pool_values(node)
+            return _is_first_of(node, ("aten::max_pool2d_with_indices", "aten::native_layer_norm"))
         if not _all_float32(node):
             return False
         name = op_name(node.target)
@@ -52,6 +54,19 @@ class CpuPartitioner(Partitioner):
             return affine_of(node) is not None
         if name in _RESHAPES:
             return True
+        if name == "aten::expand":
+            return tuple(_val(node).shape) == tuple(_val(node.args[0]).shape)  # a no-op
+        if name == "aten::permute":
+            return 1 <= _rank(node) <= 4
+        if name == "aten::native_layer_norm":
+            x, shape, w, b = node.args[:4]
+            return (_only_values_used(node) and all(a is None or _is_const(a) for a in (w, b))
+                    and tuple(_val(x).shape[-len(shape):]) == tuple(shape))
+        if name == "aten::_softmax":
+            dim, half = node.args[1], node.args[2] if len(node.args) > 2 else False
+            return not half and dim % _rank(node) == _rank(node) - 1
+        if name == "aten::bmm":
+            return _rank(node.args[0]) == 3 and _rank(node.args[1]) == 3
         if name == "aten::mean.dim":
             return _rank(node.args[0]) == 4 and sorted(d % 4 for d in node.args[1]) == [2, 3]
         if name == "aten::adaptive_avg_pool2d":
@@ -66,7 +81,7 @@ class CpuPartitioner(Partitioner):
         """Not a group of reshapes and getitems alone."""
         from tern.ops import op_name
 
-        return any(n.target is not operator.getitem and op_name(n.target) not in _RESHAPES for n in nodes)
+        return any(n.target is not operator.getitem and op_name(n.target) not in _SHAPE_ONLY for n in nodes)
 
     def preprocess(self, subgraph: "torch.fx.GraphModule") -> Lowered:
         from tern.backends.cpu.compile import compile_subgraph
@@ -161,9 +176,10 @@ def _only_values_used(node: Any) -> bool:
     return all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
 
 
-def _is_pool_values(node: Any) -> bool:
+def _is_first_of(node: Any, ops: tuple[str, ...]) -> bool:
+    """A getitem of the first result of one of `ops` (max pool's values,
+    layer norm's output: their other results go unused)."""
     from tern.ops import op_name
 
     src = node.args[0]
-    return (getattr(src, "op", None) == "call_function" and op_name(src.target) == "aten::max_pool2d_with_indices"
-            and node.args[1] == 0)
+    return getattr(src, "op", None) == "call_function" and op_name(src.target) in ops and node.args[1] == 0

@@ -263,8 +263,19 @@ class _Compiler:
             self._unary(node)
         elif name in ("aten::mean.dim", "aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::max_pool2d_with_indices"):
             self._pool(node)
-        elif name in ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias"):
-            self.env[node] = (self._alias(self._plain(node.args[0]), _shape(node)), PLAIN)
+        elif name in ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias", "aten::expand"):
+            self.env[node] = (self._alias(self._plain(node.args[0]), _shape(node)), PLAIN)  # expand: only identities
+        elif name == "aten::permute":
+            self._permute(node)
+        elif name == "aten::native_layer_norm":
+            self._layer_norm(node)
+        elif name == "aten::_softmax":
+            x = self._plain(node.args[0])
+            y = self._workspace(_shape(node))
+            self._op("Softmax", {"x": x, "y": y, "inner": _shape(node)[-1]}, [node], [x], [y])
+            self.env[node] = (y, PLAIN)
+        elif name == "aten::bmm":
+            self._matmul(node)
         else:
             raise ExportError(f"cpu backend: node {node.name} ({name}) was claimed but has no lowering")
 
@@ -388,6 +399,35 @@ class _Compiler:
         y = self._workspace((n, oh, ow, c))
         self._op("Pool", {"x": xv, "y": y, **fields}, [node], [xv], [y])
         self.env[node] = (y, NHWC) if keep else (self._alias(y, (n, c)), PLAIN)
+
+    def _permute(self, node: Any) -> None:
+        x = self._plain(node.args[0])
+        perm = tuple(int(d) % len(_shape(node)) for d in node.args[1])
+        y = self._workspace(_shape(node))
+        self._op("Transpose", {"x": x, "y": y, "perm": perm}, [node], [x], [y])
+        self.env[node] = (y, PLAIN)
+
+    def _layer_norm(self, node: Any) -> None:
+        x, shape, w, b, eps = node.args[:5]
+        xv = self._plain(x)
+        inner = math.prod(shape)
+        wv = self._weights(self._const(w).reshape(-1)) if w is not None else -1
+        bv = self._weights(self._const(b).reshape(-1)) if b is not None else -1
+        y = self._workspace(_shape(x))
+        fields = {"x": xv, "y": y, "weight": wv, "bias": bv, "inner": inner, "eps": float(eps)}
+        self._op("LayerNorm", fields, [node], [v for v in (xv, wv, bv) if v >= 0], [y])
+        self.env[node] = (y, PLAIN)  # its getitem 0 (the only use) reads it
+
+    def _matmul(self, node: Any) -> None:
+        a, b = node.args[:2]
+        batch, m, k = _shape(a)
+        n = _shape(b)[2]
+        av, bv = self._plain(a), self._plain(b)
+        packed = self._workspace((batch * ((n + 15) // 16) * 16 * (1 + k),))
+        y = self._workspace((batch, m, n))
+        fields = {"a": av, "b": bv, "y": y, "packed": packed, "batch": batch, "m": m, "k": k, "n": n}
+        self._op("MatMul", fields, [node], [av, bv, packed], [y, packed])
+        self.env[node] = (y, PLAIN)
 
     def _output(self, node: Any) -> None:
         j = self.p.num_outputs
