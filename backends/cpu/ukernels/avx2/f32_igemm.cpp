@@ -38,18 +38,25 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
     acc[i][1] = _mm256_loadu_ps(w + 8);
   }
   w += kPanel;
+  auto step = [&](const float* const* ap, size_t k, const float* wk) {
+    const __m256 v0 = _mm256_loadu_ps(wk), v1 = _mm256_loadu_ps(wk + 8);
+    for (size_t i = 0; i < kMr; ++i) {
+      const __m256 ai = _mm256_broadcast_ss(ap[i] + k);
+      acc[i][0] = _mm256_fmadd_ps(ai, v0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, v1, acc[i][1]);
+    }
+  };
   for (size_t t = 0; t < ks; ++t) {
     const float* ap[kMr];
     for (size_t i = 0; i < kMr; ++i) ap[i] = a[t * kMr + i];
-    for (size_t k = 0; k < kc; ++k) {
-      const __m256 v0 = _mm256_loadu_ps(w), v1 = _mm256_loadu_ps(w + 8);
-      w += kPanel;
-      for (size_t i = 0; i < kMr; ++i) {
-        const __m256 ai = _mm256_broadcast_ss(ap[i] + k);
-        acc[i][0] = _mm256_fmadd_ps(ai, v0, acc[i][0]);
-        acc[i][1] = _mm256_fmadd_ps(ai, v1, acc[i][1]);
-      }
+    size_t k = 0;
+    for (; k + 4 <= kc; k += 4, w += 4 * kPanel) {  // unrolled: pointers advance once per 4 steps
+      step(ap, k, w);
+      step(ap, k + 1, w + kPanel);
+      step(ap, k + 2, w + 2 * kPanel);
+      step(ap, k + 3, w + 3 * kPanel);
     }
+    for (; k < kc; ++k, w += kPanel) step(ap, k, w);
   }
   const __m256 lo = _mm256_set1_ps(mm.min), hi = _mm256_set1_ps(mm.max);
   for (size_t i = 0; i < mr; ++i) {

@@ -32,24 +32,33 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, co
   }
   w += kPanel;
   w1 += kPanel;
+  // one k step: 1 or 2 weight vectors, kMr broadcasts, kMr * kPanels FMAs
+  auto step = [&](const float* const* ap, size_t k, const float* wk, const float* wk1) {
+    const __m512 v0 = _mm512_loadu_ps(wk);
+    if constexpr (kPanels == 2) {
+      const __m512 v1 = _mm512_loadu_ps(wk1);
+      for (size_t i = 0; i < kMr; ++i) {
+        const __m512 ai = _mm512_set1_ps(ap[i][k]);
+        acc[i][0] = _mm512_fmadd_ps(ai, v0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(ai, v1, acc[i][1]);
+      }
+    } else {
+      (void)wk1;
+      for (size_t i = 0; i < kMr; ++i) acc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(ap[i][k]), v0, acc[i][0]);
+    }
+  };
   for (size_t t = 0; t < ks; ++t) {
     const float* ap[kMr];
     for (size_t i = 0; i < kMr; ++i) ap[i] = a[t * kMr + i];
-    for (size_t k = 0; k < kc; ++k) {
-      const __m512 v0 = _mm512_loadu_ps(w);
-      w += kPanel;
-      if constexpr (kPanels == 2) {
-        const __m512 v1 = _mm512_loadu_ps(w1);
-        w1 += kPanel;
-        for (size_t i = 0; i < kMr; ++i) {
-          const __m512 ai = _mm512_set1_ps(ap[i][k]);
-          acc[i][0] = _mm512_fmadd_ps(ai, v0, acc[i][0]);
-          acc[i][1] = _mm512_fmadd_ps(ai, v1, acc[i][1]);
-        }
-      } else {
-        for (size_t i = 0; i < kMr; ++i) acc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(ap[i][k]), v0, acc[i][0]);
-      }
+    size_t k = 0;
+    // unrolled by 4: the row pointers advance once per 4 steps, not each step
+    for (; k + 4 <= kc; k += 4, w += 4 * kPanel, w1 += 4 * kPanel) {
+      step(ap, k, w, w1);
+      step(ap, k + 1, w + kPanel, w1 + kPanel);
+      step(ap, k + 2, w + 2 * kPanel, w1 + 2 * kPanel);
+      step(ap, k + 3, w + 3 * kPanel, w1 + 3 * kPanel);
     }
+    for (; k < kc; ++k, w += kPanel, w1 += kPanel) step(ap, k, w, w1);
   }
   const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
   const __mmask16 m0 = tail_mask(nc);

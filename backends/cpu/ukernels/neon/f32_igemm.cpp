@@ -33,20 +33,27 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
     for (size_t i = 0; i < kMr; ++i) acc[i][q] = bias;
   }
   w += kPanel;
+  auto step = [&](const float* const* ap, size_t k, const float* wk) {
+    const float32x4_t v0 = vld1q_f32(wk), v1 = vld1q_f32(wk + 4), v2 = vld1q_f32(wk + 8), v3 = vld1q_f32(wk + 12);
+    for (size_t i = 0; i < kMr; ++i) {
+      const float32x4_t ai = vdupq_n_f32(ap[i][k]);
+      acc[i][0] = vfmaq_f32(acc[i][0], ai, v0);
+      acc[i][1] = vfmaq_f32(acc[i][1], ai, v1);
+      acc[i][2] = vfmaq_f32(acc[i][2], ai, v2);
+      acc[i][3] = vfmaq_f32(acc[i][3], ai, v3);
+    }
+  };
   for (size_t t = 0; t < ks; ++t) {
     const float* ap[kMr];
     for (size_t i = 0; i < kMr; ++i) ap[i] = a[t * kMr + i];
-    for (size_t k = 0; k < kc; ++k) {
-      const float32x4_t v0 = vld1q_f32(w), v1 = vld1q_f32(w + 4), v2 = vld1q_f32(w + 8), v3 = vld1q_f32(w + 12);
-      w += kPanel;
-      for (size_t i = 0; i < kMr; ++i) {
-        const float32x4_t ai = vdupq_n_f32(ap[i][k]);
-        acc[i][0] = vfmaq_f32(acc[i][0], ai, v0);
-        acc[i][1] = vfmaq_f32(acc[i][1], ai, v1);
-        acc[i][2] = vfmaq_f32(acc[i][2], ai, v2);
-        acc[i][3] = vfmaq_f32(acc[i][3], ai, v3);
-      }
+    size_t k = 0;
+    for (; k + 4 <= kc; k += 4, w += 4 * kPanel) {  // unrolled: pointers advance once per 4 steps
+      step(ap, k, w);
+      step(ap, k + 1, w + kPanel);
+      step(ap, k + 2, w + 2 * kPanel);
+      step(ap, k + 3, w + 3 * kPanel);
     }
+    for (; k < kc; ++k, w += kPanel) step(ap, k, w);
   }
   const float32x4_t lo = vdupq_n_f32(mm.min), hi = vdupq_n_f32(mm.max);
   for (size_t i = 0; i < mr; ++i) {
