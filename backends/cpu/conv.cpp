@@ -128,6 +128,44 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
   });
 }
 
+// Output columns [lo, hi) whose taps all fall inside the input horizontally.
+void interior_columns(const ConvGeometry& g, int64_t* lo, int64_t* hi) {
+  *lo = (g.pw + g.sw - 1) / g.sw;
+  const int64_t last = g.w - 1 - int64_t(g.kw - 1) * g.dw + g.pw;  // ox * sw <= last
+  *hi = last < 0 ? 0 : last / g.sw + 1;
+  if (*hi > g.ow) *hi = g.ow;
+  if (*lo > *hi) *lo = *hi;
+}
+
+// One output row of a depthwise convolution: the interior columns through
+// the row microkernel, the edge columns through per-pixel tap pointers.
+void dwconv_row(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
+                int64_t r, float* out, MinMax clamp, const float** ptrs) {
+  const int64_t b = r / g.oh, oy = r % g.oh, ks = taps(g);
+  int64_t lo, hi;
+  interior_columns(g, &lo, &hi);
+  if (hi > lo) {
+    const float* rows[1024];  // kh <= 1024 (kh * kw checked at load)
+    size_t ki0 = size_t(g.kh), ki1 = 0;
+    for (int32_t ki = 0; ki < g.kh; ++ki) {
+      const int64_t iy = oy * g.sh - g.ph + int64_t(ki) * g.dh;
+      if (iy < 0 || iy >= g.h) continue;
+      ki0 = size_t(ki) < ki0 ? size_t(ki) : ki0;
+      ki1 = size_t(ki) + 1;
+      rows[ki] = x + ((b * g.h + iy) * g.w + lo * g.sw - g.pw) * g.c;
+    }
+    if (ki0 >= ki1) ki0 = ki1 = 0;  // every row in the padding: bias only
+    isa.dwconv_rows(size_t(g.c), size_t(hi - lo), size_t(g.kh), size_t(g.kw), ki0, ki1, rows, size_t(g.sw * g.c),
+                    size_t(g.dw * g.c), packed, out + lo * g.oc, size_t(g.oc), clamp);
+  }
+  const int64_t edges[2][2] = {{0, lo}, {hi, g.ow}};
+  for (const auto& e : edges) {
+    if (e[0] >= e[1]) continue;
+    for (Pixel p = {b, oy, e[0]}; p.ox < e[1]; ++p.ox) tap_pointers(g, x, zeros, p, ptrs + (p.ox - e[0]) * ks, 1);
+    isa.dwconv(size_t(g.c), size_t(e[1] - e[0]), size_t(ks), ptrs, packed, out + e[0] * g.oc, size_t(g.oc), clamp);
+  }
+}
+
 void run_dwconv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
                 const float* residual, float* y, const Epilogue& ep, RunContext& ctx) {
   const int64_t rows = g.n * g.oh, ks = taps(g);
@@ -137,11 +175,9 @@ void run_dwconv(const ConvGeometry& g, const Isa& isa, const float* x, const flo
   ctx.parallel_for(rows, kMinFlopsPerThread / row_flops + 1, [&](RunContext& t, int64_t r0, int64_t r1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t q0 = r * g.ow;
-      for (Pixel p = {r / g.oh, r % g.oh, 0}; p.ox < g.ow; ++p.ox) tap_pointers(g, x, zeros, p, ptrs + p.ox * ks, 1);
-      float* out = y + q0 * g.oc;
-      isa.dwconv(size_t(g.c), size_t(g.ow), size_t(ks), ptrs, packed, out, size_t(g.oc), clamp);
-      if (post_pass) post(ep, residual ? residual + q0 * g.oc : nullptr, out, g.ow, g.oc, g.oc);
+      float* out = y + r * g.ow * g.oc;
+      dwconv_row(g, isa, x, packed, zeros, r, out, clamp, ptrs);
+      if (post_pass) post(ep, residual ? residual + r * g.ow * g.oc : nullptr, out, g.ow, g.oc, g.oc);
     }
   });
 }

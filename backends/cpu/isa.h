@@ -18,7 +18,8 @@ struct Isa {
   const char* name;        // "avx512"
   IgemmConfig igemm_main;  // the widest tile
   IgemmConfig igemm_tail;  // one panel, for the last odd panel
-  DwconvUkernel dwconv;
+  DwconvUkernel dwconv;           // any pixel, through per-pixel tap pointers
+  DwconvRowsUkernel dwconv_rows;  // a row's interior pixels
   VactUkernel vact;
 };
 

@@ -262,6 +262,8 @@ TEST(CpuConv, test_every_isa_matches_reference_and_threads_give_the_same_bits) {
       {1, 17, 15, 40, 40, 3, 1, 1, 1, true, true, false, Activation::Clamp},    // depthwise
       {2, 12, 12, 33, 33, 3, 2, 1, 1, true, true, true, Activation::None},      // depthwise s2 + residual
       {1, 9, 9, 20, 20, 5, 1, 2, 1, true, false, false, Activation::Hardswish}, // depthwise 5x5
+      {1, 13, 12, 24, 24, 3, 1, 2, 2, true, true, false, Activation::Clamp},    // depthwise dilated
+      {2, 3, 2, 18, 18, 5, 1, 2, 1, true, true, false, Activation::None},       // depthwise, no interior column
       {5, 1, 1, 70, 45, 1, 1, 0, 1, false, true, false, Activation::None},      // linear, batch 5
       {1, 24, 24, 32, 64, 1, 1, 0, 1, false, true, false, Activation::Clamp},   // splits over threads
   };

@@ -64,6 +64,13 @@ struct IgemmConfig {
 using DwconvUkernel = void (*)(size_t channels, size_t pixels, size_t ks, const float* const* in,
                                const float* w, float* out, size_t out_stride, MinMax clamp);
 
+// Depthwise convolution of one output row's interior pixels, without
+// per-pixel pointers (ukernels/common/f32_dwconv_rows.h): tap (ki, kj) of
+// pixel p reads rows[ki] + p * step + kj * dil, for ki in [ki0, ki1).
+using DwconvRowsUkernel = void (*)(size_t channels, size_t pixels, size_t kh, size_t kw, size_t ki0, size_t ki1,
+                                   const float* const* rows, size_t step, size_t dil, const float* w, float* out,
+                                   size_t out_stride, MinMax clamp);
+
 // Activations in place: kind 0 sigmoid, 1 tanh, 2 gelu (erf form), 3 silu, 4 exp;
 // v[i] = f(v[i]) for i < n. Accurate to about 2e-7 (ukernels/common/f32_vact.h).
 using VactUkernel = void (*)(int kind, float* v, size_t n);
@@ -75,7 +82,9 @@ using VactUkernel = void (*)(int kind, float* v, size_t n);
                                        const float*, size_t, float*, size_t, MinMax);              \
   void f32_dwconv_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, \
                                  size_t, MinMax);                                                  \
-  void f32_vact_ukernel__##isa(int, float*, size_t);
+  void f32_vact_ukernel__##isa(int, float*, size_t);                                                \
+  void f32_dwconv_rows_ukernel__##isa(size_t, size_t, size_t, size_t, size_t, size_t, const float* const*,  \
+                                      size_t, size_t, const float*, float*, size_t, MinMax);
 
 // scalar: main 4x16, tail 4x16. avx2: main 6x16, tail 6x16. avx512: main
 // 8x32, tail 8x16. neon: main 6x16, tail 6x16.
