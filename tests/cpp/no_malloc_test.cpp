@@ -11,8 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "backends/cpu/register.h"
 #include "extension/module.h"
 #include "extension/npy.h"
 #include "kernels/portable/register.h"
@@ -349,37 +352,47 @@ TEST(NoMalloc, test_execute_error_path_does_not_allocate) {
   EXPECT_EQ(allocations, 0u);
 }
 
-// The same rule on a real exported model that uses most portable kernels
-// (convolution with scratch, pooling, norms, embedding, softmax, where...):
-// Module::forward, the application's path, allocates nothing either, with
-// one thread or several (the pool's workers started at load).
-class NoMallocThreads : public ::testing::TestWithParam<int> {};
+// The same rule on real exported models, Module::forward (the
+// application's path), with one thread or several (the pool's workers
+// started at load): kitchen_sink uses most portable kernels (convolution
+// with scratch, pooling, norms, embedding, softmax, where...), cpu_block
+// runs on the cpu backend (fused convolutions, depthwise, pools, linear).
+class NoMallocModels : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
-TEST_P(NoMallocThreads, test_module_forward_on_exported_model_never_allocates) {
+TEST_P(NoMallocModels, test_module_forward_on_exported_model_never_allocates) {
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
-  const std::string dir = std::string(TERN_TEST_DATA_DIR) + "/v1/";
+  ASSERT_EQ(register_cpu_backend(), Error::Ok);
+  const std::string stem = std::string(TERN_TEST_DATA_DIR) + "/" + std::get<0>(GetParam());
+  const int threads = std::get<1>(GetParam());
   Module module;
-  ASSERT_EQ(module.load((dir + "kitchen_sink.tern").c_str(), Module::Options{Module::LoadMode::Mmap, GetParam()}),
-            Error::Ok) << last_error_message();
-  ASSERT_EQ(module.method()->threads(), GetParam());
-  NpyArray image, tokens;
-  ASSERT_EQ(read_npy((dir + "kitchen_sink.input0.npy").c_str(), &image), Error::Ok);
-  ASSERT_EQ(read_npy((dir + "kitchen_sink.input1.npy").c_str(), &tokens), Error::Ok);
-  Tensor inputs[] = {image.tensor(), tokens.tensor()};
-  ASSERT_TRUE(module.forward(inputs).ok()) << last_error_message();  // warm up
+  ASSERT_EQ(module.load((stem + ".tern").c_str(), Module::Options{Module::LoadMode::Mmap, threads}), Error::Ok)
+      << last_error_message();
+  ASSERT_EQ(module.method()->threads(), threads);
+  std::vector<NpyArray> arrays;
+  for (int i = 0;; ++i) {
+    NpyArray a;
+    if (read_npy((stem + ".input" + std::to_string(i) + ".npy").c_str(), &a) != Error::Ok) break;
+    arrays.push_back(std::move(a));
+  }
+  ASSERT_FALSE(arrays.empty());
+  std::vector<Tensor> inputs;
+  for (NpyArray& a : arrays) inputs.push_back(a.tensor());
+  ASSERT_TRUE(module.forward({inputs.data(), inputs.size()}).ok()) << last_error_message();  // warm up
 
   size_t allocations;
   bool all_ok = true;
   {
     AllocationCounter c;
-    for (int i = 0; i < 20; ++i) all_ok = module.forward(inputs).ok() && all_ok;
+    for (int i = 0; i < 20; ++i) all_ok = module.forward({inputs.data(), inputs.size()}).ok() && all_ok;
     allocations = c.stop();
   }
   EXPECT_TRUE(all_ok);
   EXPECT_EQ(allocations, 0u) << "Module::forward allocated";
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, NoMallocThreads, ::testing::Values(1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Models, NoMallocModels,
+                         ::testing::Combine(::testing::Values("v1/kitchen_sink", "v1_1/cpu_block"),
+                                            ::testing::Values(1, 2, 3)));
 
 }  // namespace
 }  // namespace tern
