@@ -106,11 +106,15 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
   const int64_t unit_flops = kTilesPerBlock * mr * main.nr * ks * g.c;
   const MinMax clamp = kernel_clamp(ep, residual);
   const bool post_pass = needs_post(ep, residual);
+  const bool group_major = g.oc > pixels;
   ctx.parallel_for(blocks * groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
     int64_t built = -1;
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t mb = u / groups, col0 = (u % groups) * main.nr;
+      // weights bigger than the activations (a linear layer over few rows):
+      // consecutive units share a weight panel, so it is read from memory once
+      const int64_t mb = group_major ? u % blocks : u / groups;
+      const int64_t col0 = (group_major ? u / blocks : u % groups) * main.nr;
       if (mb != built) block_pointers(g, mr, x, zeros, built = mb, ptrs);
       const int64_t nc = g.oc - col0 < main.nr ? g.oc - col0 : main.nr;
       const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;

@@ -63,5 +63,22 @@ TEST(OpCompare, RejectsNonBoolOutAndWrongShape) {
             Error::InvalidProgram);
 }
 
+TEST(OpLogicalAnd, TruthOfEachSideBroadcastAndAnyDtype) {
+  // torch.logical_and(tensor([[0., 2., nan]]).T, tensor([1., 0.])): nonzero (NaN too) is true
+  KernelHarness h;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EValue* out = h.empty_of(ScalarType::Bool, {3, 2});
+  ASSERT_EQ(h.call("aten::logical_and", {h.tensor<float>({3, 1}, {0.f, 2.f, nan}), h.tensor<float>({2}, {1.f, 0.f}), out}),
+            Error::Ok);
+  EXPECT_EQ(h.values<uint8_t>(out), (std::vector<uint8_t>{0, 0, 1, 0, 1, 0}));
+  EValue* out2 = h.empty_of(ScalarType::Bool, {3});
+  ASSERT_EQ(h.call("aten::logical_or", {h.tensor<int64_t>({3}, {0, 0, 5}), h.bool_tensor({3}, {0, 1, 0}), out2}),
+            Error::Ok);
+  EXPECT_EQ(h.values<uint8_t>(out2), (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(h.prepare_only("aten::logical_and", {h.tensor<float>({2}, {1, 2}), h.tensor<float>({2}, {1, 2}),
+                                                 h.empty<float>({2})}),
+            Error::InvalidProgram);  // out must be bool
+}
+
 }  // namespace
 }  // namespace tern
