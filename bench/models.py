@@ -111,7 +111,7 @@ MODELS: dict[str, ModelSpec] = {
     ]
 }
 
-QUICK = ["mobilenet_v2", "gru_audio"]
+QUICK = ["mobilenet_v2", "decoder_4x512"]
 
 
 def build(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:

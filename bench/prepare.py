@@ -1,6 +1,6 @@
 """Each runtime's model file, made from the same module, weights and input.
 
-    artifacts = prepare_model("resnet18", work_dir, cache_dir, et_python, log)
+    artifacts = prepare_model("resnet18", work_dir, cache_dir, et_python, log, lower_timeout=1800)
     artifacts.files["ort"]        # path of the .onnx file, or None
     artifacts.status["ort"]       # "ok" or "unsupported: ..."
 
@@ -100,7 +100,8 @@ def _cache_key(name: str, module: torch.nn.Module, inputs: tuple[torch.Tensor, .
     return h.hexdigest()[:16]
 
 
-def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | None, log: Log) -> Artifacts:
+def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | None, log: Log,
+                  lower_timeout: float = 1800) -> Artifacts:
     module, inputs = build(name)
     cache = cache_root / f"{name}-{_cache_key(name, module, inputs)}"
     cache.mkdir(parents=True, exist_ok=True)
@@ -114,7 +115,7 @@ def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | 
     _prepare_tern(art, module, inputs, work_dir, log)
     _prepare_torch(art, module, cache)
     _prepare_onnx(art, module, inputs, cache, log)
-    _prepare_executorch(art, module, inputs, cache, et_python, log)
+    _prepare_executorch(art, module, inputs, cache, et_python, log, lower_timeout)
     return art
 
 
@@ -179,37 +180,53 @@ def _prepare_onnx(art: Artifacts, module, inputs, cache: Path, log: Log) -> None
     log(f"  ort: {art.status['ort']} ({art.notes.get('ort', '')}, {time.perf_counter() - t0:.1f} s)")
 
 
-def _prepare_executorch(art: Artifacts, module, inputs, cache: Path, et_python: str | None, log: Log) -> None:
-    runtimes = ["et_xnnpack", "et_portable"]
-    if all(_cached(art, cache, rt) for rt in runtimes):
+def _prepare_executorch(art: Artifacts, module, inputs, cache: Path, et_python: str | None, log: Log,
+                        timeout: float) -> None:
+    runtimes = [rt for rt in ("et_xnnpack", "et_portable") if not _cached(art, cache, rt)]
+    if not runtimes:
         return
     if et_python is None:
         for rt in runtimes:
             art.files[rt], art.status[rt] = None, "not run: no ExecuTorch environment"
         return
     program = cache / "model.pt2"
-    try:
-        torch.export.save(torch.export.export(module, inputs), str(program))
-    except Exception as e:  # noqa: BLE001
-        for rt in runtimes:
-            art.files[rt], art.status[rt] = None, f"unsupported: torch.export: {first_line(e)}"
-            _remember(art, cache, rt, "")
-        return
-    t0 = time.perf_counter()
-    log(f"  executorch: lowering (XNNPACK and portable) in {et_python} ...")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    cmd = [et_python, str(BENCH / "et_lower.py"), str(program),
-           "--xnnpack", str(cache / "et_xnnpack.pte"), "--portable", str(cache / "et_portable.pte")]
-    with open(cache / "et_lower.log", "w") as err:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env, timeout=3600)
-    lines = proc.stdout.strip().splitlines()
-    result = json.loads(lines[-1]) if proc.returncode == 0 and lines else {}
+    if not program.exists():
+        try:
+            torch.export.save(torch.export.export(module, inputs), str(program))
+        except Exception as e:  # noqa: BLE001
+            for rt in runtimes:
+                art.files[rt], art.status[rt] = None, f"unsupported: torch.export: {first_line(e)}"
+                _remember(art, cache, rt, "")
+            return
     for rt in runtimes:
-        r = result.get(rt, {"status": f"error: et_lower.py exited {proc.returncode} (see {cache / 'et_lower.log'})"})
-        art.status[rt] = r["status"]
-        art.notes[rt] = "XnnpackPartitioner() (fp32)" if rt == "et_xnnpack" else "no partitioner (portable kernels)"
-        art.files[rt] = cache / f"{rt}.pte" if r["status"] == "ok" else None
-        if r["status"] == "ok" or r["status"].startswith("unsupported"):
-            _remember(art, cache, rt, f"{rt}.pte")
-        log(f"  {rt}: {r['status']}")
-    log(f"  executorch: lowered in {time.perf_counter() - t0:.0f} s")
+        _lower(art, rt, program, cache, et_python, log, timeout)
+
+
+def _lower(art: Artifacts, rt: str, program: Path, cache: Path, et_python: str, log: Log, timeout: float) -> None:
+    """One ExecuTorch flavor (et_lower.py in the ExecuTorch environment)."""
+    flavor = rt.removeprefix("et_")
+    out = cache / f"{rt}.pte"
+    art.notes[rt] = "XnnpackPartitioner() (fp32)" if flavor == "xnnpack" else "no partitioner (portable kernels)"
+    log(f"  {rt}: lowering in the ExecuTorch environment (at most {timeout:.0f} s) ...")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    cmd = [et_python, str(BENCH / "et_lower.py"), str(program), f"--{flavor}", str(out)]
+    t0 = time.perf_counter()
+    with open(cache / f"{rt}.log", "w") as err:
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc = None
+    lines = proc.stdout.strip().splitlines() if proc else []
+    if proc is None:
+        # Kept in the cache like an unsupported model, so the next run does not wait again;
+        # delete cache/<rt>.json to retry.
+        status = f"too slow to lower: more than {timeout:.0f} s"
+    elif proc.returncode == 0 and lines:
+        status = json.loads(lines[-1])[rt]["status"]
+    else:
+        status = f"error: et_lower.py exited {proc.returncode} (see {cache / f'{rt}.log'})"
+    art.status[rt] = status
+    art.files[rt] = out if status == "ok" else None
+    if not status.startswith("error"):
+        _remember(art, cache, rt, out.name)
+    log(f"  {rt}: {status} ({time.perf_counter() - t0:.0f} s)")

@@ -315,6 +315,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-ms", type=float, default=60000, help="runtimes slower than this per run are not timed")
     p.add_argument("--pause-ms", type=float, default=50, help="pause between two runtimes' turns")
     p.add_argument("--load-timeout", type=float, default=900, help="seconds a worker may take to load and run once")
+    p.add_argument("--lower-timeout", type=float, default=900,
+                   help="seconds ExecuTorch may take to lower one model (a model that takes longer is recorded "
+                        "as unsupported, in the cache too)")
     p.add_argument("--atol", type=float, default=1e-5, help="output check: |out - eager| <= atol + rtol * max|eager|")
     p.add_argument("--rtol", type=float, default=1e-3)
     p.add_argument("--et-python", default=str(ROOT / ".venv-executorch" / "bin" / "python"),
@@ -363,7 +366,7 @@ def main() -> int:
         arts = []
         for i, name in enumerate(args.models):
             log(f"[{i + 1}/{len(args.models)}] {name}: exporting ...")
-            arts.append(prepare_model(name, work, Path(args.cache_dir), args.et_python, log))
+            arts.append(prepare_model(name, work, Path(args.cache_dir), args.et_python, log, args.lower_timeout))
         for i, art in enumerate(arts):
             entry = {"description": MODELS[art.name].description, "input_shapes": art.input_shapes,
                      "export": {rt: {"status": art.status.get(rt), "note": art.notes.get(rt)} for rt in RUNTIMES},
