@@ -40,6 +40,18 @@ def _torchvision(name: str) -> Callable[[], nn.Module]:
     return make
 
 
+def _redraw_layers(encoder: nn.TransformerEncoder) -> None:
+    """nn.TransformerEncoder deep-copies one layer, so every layer starts with
+    the same weights, which a runtime that stores identical constants once
+    would store once: draw each layer's weights anew (their usual init)."""
+    for layer in encoder.layers:
+        for m in layer.modules():
+            if isinstance(m, nn.MultiheadAttention):
+                m._reset_parameters()
+            elif isinstance(m, nn.Linear):
+                m.reset_parameters()
+
+
 class BertEncoder(nn.Module):
     """BERT-base-sized encoder over float embeddings: 12 post-norm layers,
     d_model 768, 12 heads, feed-forward 3072, GELU. x: [1, 128, 768]."""
@@ -48,6 +60,7 @@ class BertEncoder(nn.Module):
         super().__init__()
         layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+        _redraw_layers(self.encoder)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.encoder(x)
@@ -65,6 +78,7 @@ class Decoder(nn.Module):
         layer = nn.TransformerEncoderLayer(d, 8, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
                                            norm_first=True)
         self.layers = nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+        _redraw_layers(self.layers)
         self.norm = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab)
         # A float mask (0 on and below the diagonal, -inf above): a constant

@@ -46,6 +46,8 @@ def _short(status: str) -> str:
         return "unsupported"
     if status.startswith("wrong output"):
         return "**wrong output**"
+    if status.startswith("too slow to time"):
+        return "too slow (" + status.split("takes ")[-1] + "/run)" if "takes " in status else "too slow"
     if status.startswith("too slow"):
         return "too slow"
     if status.startswith("skipped"):
