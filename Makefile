@@ -7,7 +7,8 @@
 #   make test     every C++ (ctest) and Python (pytest) test, and test-aarch64
 #   make test-aarch64    the architecture-dependent C++ tests built for aarch64, run under qemu
 #   make test-sanitize   the C++ tests under ASan + UBSan (slower; not in `make test`)
-#   make bench    latency against PyTorch eager
+#   make bench    Tern side by side with PyTorch, ONNX Runtime, ExecuTorch (bench/README.md);
+#                 BENCH_ARGS=--quick for a smoke test
 #   make size     stripped sizes: full and selective (mobilenet_v2) tern-run, the core alone
 
 SHELL := /bin/bash
@@ -70,9 +71,12 @@ test-sanitize: setup
 	$(VENV_BIN)/cmake --build build-asan -j $(JOBS)
 	$(VENV_BIN)/ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
-# Latency against PyTorch eager, side by side (bench/README.md).
+# Side by side with PyTorch eager, ONNX Runtime and ExecuTorch, in its own
+# environments (scripts/setup_bench_env.sh); results in bench/results/ (bench/README.md).
+BENCH_ARGS ?=
 bench: build python
-	$(PY) bench/bench_models.py
+	@bash scripts/setup_bench_env.sh
+	.venv-bench/bin/python bench/run.py $(BENCH_ARGS)
 
 # Stripped binary sizes: -Os builds in build-size-*/, a table (scripts/size_report.sh).
 size: setup

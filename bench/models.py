@@ -1,0 +1,172 @@
+"""The models of `make bench`: random weights from fixed seeds, batch 1.
+
+    from models import MODELS, build
+    module, inputs = build("resnet18")      # eval mode; inputs: a tuple of tensors
+
+Every model is built the same way each time (seed 0 for the weights, seed 1
+for the input), so every runtime, in every process, sees the same weights and
+the same input. Needs torch (and torchvision for the vision models); the
+ExecuTorch environment never imports this file (it loads the saved
+torch.export program instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    description: str
+    make: Callable[[], nn.Module]
+    inputs: Callable[[], tuple[torch.Tensor, ...]]
+
+
+def _image() -> tuple[torch.Tensor, ...]:
+    return (torch.randn(1, 3, 224, 224),)
+
+
+def _torchvision(name: str) -> Callable[[], nn.Module]:
+    def make() -> nn.Module:
+        import torchvision
+
+        return getattr(torchvision.models, name)(weights=None)
+
+    return make
+
+
+def _redraw_layers(encoder: nn.TransformerEncoder) -> None:
+    """nn.TransformerEncoder deep-copies one layer, so every layer starts with
+    the same weights, which a runtime that stores identical constants once
+    would store once: draw each layer's weights anew (their usual init)."""
+    for layer in encoder.layers:
+        for m in layer.modules():
+            if isinstance(m, nn.MultiheadAttention):
+                m._reset_parameters()
+            elif isinstance(m, nn.Linear):
+                m.reset_parameters()
+
+
+class BertEncoder(nn.Module):
+    """BERT-base-sized encoder over float embeddings: 12 post-norm layers,
+    d_model 768, 12 heads, feed-forward 3072, GELU. x: [1, 128, 768]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+        _redraw_layers(self.encoder)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x)
+
+
+class Decoder(nn.Module):
+    """Decoder-only language model: token ids [1, 128] -> logits [1, 128, vocab].
+    Token + learned position embeddings, 4 pre-norm layers 512 wide (8 heads,
+    feed-forward 2048, GELU) under a causal mask, final norm, linear head."""
+
+    def __init__(self, vocab: int = 8192, seq: int = 128, d: int = 512, layers: int = 4) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, d)
+        self.positions = nn.Parameter(torch.randn(1, seq, d) * 0.02)
+        layer = nn.TransformerEncoderLayer(d, 8, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.layers = nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+        _redraw_layers(self.layers)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+        # A float mask (0 on and below the diagonal, -inf above): a constant
+        # of the exported graph, the same for every runtime.
+        self.register_buffer("causal", nn.Transformer.generate_square_subsequent_mask(seq))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        h = self.tokens(ids) + self.positions
+        # is_causal=True states what the mask is (else TransformerEncoder
+        # compares it with a causal mask at run time: data-dependent, no export).
+        h = self.layers(h, mask=self.causal, is_causal=True)
+        return self.head(self.norm(h))
+
+
+class GruAudio(nn.Module):
+    """Audio frame classifier: 2-layer GRU (hidden 256) over 80-band mel
+    frames [1, 100, 80], a linear head to 35 classes per frame."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(80, 256, num_layers=2, batch_first=True)
+        self.head = nn.Linear(256, 35)
+
+    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+        h, _ = self.gru(mel)
+        return self.head(h)
+
+
+MODELS: dict[str, ModelSpec] = {
+    s.name: s
+    for s in [
+        ModelSpec("mobilenet_v2", "torchvision, 1x3x224x224", _torchvision("mobilenet_v2"), _image),
+        ModelSpec("mobilenet_v3_large", "torchvision, 1x3x224x224", _torchvision("mobilenet_v3_large"), _image),
+        ModelSpec("resnet18", "torchvision, 1x3x224x224", _torchvision("resnet18"), _image),
+        ModelSpec("resnet50", "torchvision, 1x3x224x224", _torchvision("resnet50"), _image),
+        ModelSpec("efficientnet_b0", "torchvision, 1x3x224x224", _torchvision("efficientnet_b0"), _image),
+        ModelSpec("vit_b_16", "torchvision, 1x3x224x224", _torchvision("vit_b_16"), _image),
+        ModelSpec("bert_encoder", "12 layers, d 768, 12 heads, ffn 3072; float embeddings 1x128x768",
+                  BertEncoder, lambda: (torch.randn(1, 128, 768),)),
+        ModelSpec("decoder_4x512", "4 pre-norm layers, d 512, 8 heads, causal; token ids 1x128, vocab 8192",
+                  Decoder, lambda: (torch.randint(0, 8192, (1, 128)),)),
+        ModelSpec("gru_audio", "2-layer GRU, hidden 256, over mel 1x100x80; linear head to 35",
+                  GruAudio, lambda: (torch.randn(1, 100, 80),)),
+    ]
+}
+
+QUICK = ["mobilenet_v2", "decoder_4x512"]
+
+
+def build(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The model (eval mode, weights from seed 0) and its input (seed 1)."""
+    spec = MODELS[name]
+    torch.manual_seed(0)
+    module = spec.make().eval()
+    torch.manual_seed(1)
+    inputs = spec.inputs()
+    _make_outputs_informative(module, inputs)
+    return module, inputs
+
+
+def _make_outputs_informative(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
+    """Random-weight models can give outputs that say nothing about the layers
+    before them, and then an output check passes whatever a runtime computed:
+    torchvision initializes some heads to zero (ViT: every output is 0), and
+    batch norms with fresh statistics let activations shrink layer by layer
+    (random mobilenet_v2 outputs are ~1e-15). So: zero Linear weights are
+    drawn from N(0, 0.02), and every batch norm's statistics are set from
+    the bench input (one forward in train mode, cumulative average), which
+    keeps activations near unit scale through the network."""
+    torch.manual_seed(2)
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, nn.Linear) and not m.weight.any():
+                m.weight.normal_(0.0, 0.02)
+        norms = [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+        if not norms:
+            return
+        for m in norms:
+            m.reset_running_stats()
+            m.momentum = None  # cumulative average: after one batch, that batch's statistics
+            m.train()
+        module(*inputs)
+        for m in norms:
+            m.eval()
+
+
+def build_empty(name: str) -> nn.Module:
+    """The model's structure on the meta device (no weights), for loading a
+    state dict into with assign=True."""
+    with torch.device("meta"):
+        return MODELS[name].make().eval()

@@ -1,0 +1,232 @@
+"""Each runtime's model file, made from the same module, weights and input.
+
+    artifacts = prepare_model("resnet18", work_dir, cache_dir, et_python, log, lower_timeout=1800)
+    artifacts.files["ort"]        # path of the .onnx file, or None
+    artifacts.status["ort"]       # "ok" or "unsupported: ..."
+
+How each runtime gets its model (also written into the results):
+  tern         tern.export(module, inputs) -> .tern, fresh in every run
+               (export_tern below: the one place to switch the cpu backend on)
+  torch        the module's state_dict (torch.save); the worker builds the
+               structure on the meta device and loads it (mmap, assign=True)
+  ort          torch.onnx.export(dynamo=True) -> .onnx (the TorchScript
+               exporter, dynamo=False, only if that fails)
+  et_xnnpack   torch.export.save here (torch 2.14.1) -> torch.export.load in
+  et_portable  the ExecuTorch environment (torch 2.13.0 + executorch 1.5.1) ->
+               to_edge_transform_and_lower with XnnpackPartitioner() / without
+               a partitioner -> .to_executorch() -> .pte (bench/et_lower.py)
+
+Everything but the .tern file is cached under cache_dir, keyed by a hash of
+the weights, the input, the model definitions, the lowering code and the
+pinned bench requirements, so a second run skips the slow lowering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+from models import build  # noqa: E402
+
+Log = Callable[[str], None]
+
+# The files whose change invalidates cached exports; bump _EXPORT_VERSION when
+# the export calls in this file change.
+_KEY_FILES = ["models.py", "et_lower.py", "requirements-peers.txt", "requirements-executorch.txt"]
+_EXPORT_VERSION = "1"
+
+
+@dataclass
+class Artifacts:
+    name: str
+    inputs: Path  # .npz, keys in0, in1, ...
+    reference: Path  # .npz of PyTorch eager's outputs, out0, out1, ...
+    input_shapes: list[list[int]]
+    files: dict[str, Path | None] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+# ---- Tern's export call: the one place to switch the cpu backend on --------
+def export_tern(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], path: Path) -> str:
+    """Exports to a .tern file; returns a note on how. When the optimized cpu
+    backend lands, turn it on here (e.g. tern.export(module, inputs,
+    partitioners=[...])) and say so in the returned note."""
+    import tern
+
+    tern.export(module, inputs).save(str(path))
+    return "tern.export(module, inputs), portable kernels"
+# -----------------------------------------------------------------------------
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of an error; where it ends with ':' (Tern's "N
+    operator(s) have no kernel:"), with the operators named below it."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    head = lines[0]
+    if head.endswith(":"):
+        ops = sorted({ln.split()[0] for ln in lines[1:] if ln.startswith("aten::")})
+        head += " " + ", ".join(ops) if ops else ""
+    return head[:300]
+
+
+def _cache_key(name: str, module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> str:
+    h = hashlib.sha256(f"{name} {_EXPORT_VERSION}".encode())
+    for k, v in module.state_dict().items():
+        h.update(k.encode())
+        h.update(v.detach().contiguous().numpy().tobytes())
+    for x in inputs:
+        h.update(x.numpy().tobytes())
+    for f in _KEY_FILES:
+        p = BENCH / f
+        if p.exists():
+            h.update(p.read_bytes())
+    h.update(torch.__version__.encode())
+    return h.hexdigest()[:16]
+
+
+def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | None, log: Log,
+                  lower_timeout: float = 1800) -> Artifacts:
+    module, inputs = build(name)
+    cache = cache_root / f"{name}-{_cache_key(name, module, inputs)}"
+    cache.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad():
+        out = module(*inputs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    art = Artifacts(name, cache / "inputs.npz", cache / "reference.npz", [list(x.shape) for x in inputs])
+    np.savez(art.inputs, **{f"in{i}": x.numpy() for i, x in enumerate(inputs)})
+    np.savez(art.reference, **{f"out{i}": y.numpy() for i, y in enumerate(outs)})
+
+    _prepare_tern(art, module, inputs, work_dir, log)
+    _prepare_torch(art, module, cache)
+    _prepare_onnx(art, module, inputs, cache, log)
+    _prepare_executorch(art, module, inputs, cache, et_python, log, lower_timeout)
+    return art
+
+
+def _prepare_tern(art: Artifacts, module, inputs, work_dir: Path, log: Log) -> None:
+    import tern
+
+    path = work_dir / f"{art.name}.tern"
+    t0 = time.perf_counter()
+    try:
+        art.notes["tern"] = export_tern(module, inputs, path)
+    except tern.ExportError as e:
+        art.files["tern"], art.status["tern"] = None, f"unsupported: {first_line(e)}"
+        log(f"  tern: {art.status['tern']}")
+        return
+    art.files["tern"], art.status["tern"] = path, "ok"
+    log(f"  tern: exported in {time.perf_counter() - t0:.1f} s")
+
+
+def _prepare_torch(art: Artifacts, module, cache: Path) -> None:
+    path = cache / "state_dict.pt"
+    if not path.exists():
+        torch.save(module.state_dict(), path)
+    art.files["torch"], art.status["torch"] = path, "ok"
+
+
+def _cached(art: Artifacts, cache: Path, runtime: str) -> bool:
+    """Takes the status of an earlier run's export from cache/<runtime>.json."""
+    meta = cache / f"{runtime}.json"
+    if not meta.exists():
+        return False
+    m = json.loads(meta.read_text())
+    art.status[runtime], art.notes[runtime] = m["status"], m.get("note", "")
+    art.files[runtime] = cache / m["file"] if m["status"] == "ok" else None
+    return True
+
+
+def _remember(art: Artifacts, cache: Path, runtime: str, file: str) -> None:
+    meta = {"status": art.status[runtime], "note": art.notes.get(runtime, ""), "file": file}
+    (cache / f"{runtime}.json").write_text(json.dumps(meta))
+
+
+def _prepare_onnx(art: Artifacts, module, inputs, cache: Path, log: Log) -> None:
+    if _cached(art, cache, "ort"):
+        return
+    path = cache / "model.onnx"
+    t0 = time.perf_counter()
+    errors = []
+    for dynamo in (True, False):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(module, inputs, str(path), dynamo=dynamo, external_data=False, verbose=False)
+            art.status["ort"] = "ok"
+            art.notes["ort"] = f"torch.onnx.export(dynamo={dynamo})"
+            break
+        except Exception as e:  # noqa: BLE001 - any exporter failure
+            errors.append(first_line(e))
+    else:
+        art.status["ort"] = f"unsupported: {errors[0]}"
+    art.files["ort"] = path if art.status["ort"] == "ok" else None
+    _remember(art, cache, "ort", path.name)
+    log(f"  ort: {art.status['ort']} ({art.notes.get('ort', '')}, {time.perf_counter() - t0:.1f} s)")
+
+
+def _prepare_executorch(art: Artifacts, module, inputs, cache: Path, et_python: str | None, log: Log,
+                        timeout: float) -> None:
+    runtimes = [rt for rt in ("et_xnnpack", "et_portable") if not _cached(art, cache, rt)]
+    if not runtimes:
+        return
+    if et_python is None:
+        for rt in runtimes:
+            art.files[rt], art.status[rt] = None, "not run: no ExecuTorch environment"
+        return
+    program = cache / "model.pt2"
+    if not program.exists():
+        try:
+            torch.export.save(torch.export.export(module, inputs), str(program))
+        except Exception as e:  # noqa: BLE001
+            for rt in runtimes:
+                art.files[rt], art.status[rt] = None, f"unsupported: torch.export: {first_line(e)}"
+                _remember(art, cache, rt, "")
+            return
+    for rt in runtimes:
+        _lower(art, rt, program, cache, et_python, log, timeout)
+
+
+def _lower(art: Artifacts, rt: str, program: Path, cache: Path, et_python: str, log: Log, timeout: float) -> None:
+    """One ExecuTorch flavor (et_lower.py in the ExecuTorch environment)."""
+    flavor = rt.removeprefix("et_")
+    out = cache / f"{rt}.pte"
+    art.notes[rt] = "XnnpackPartitioner() (fp32)" if flavor == "xnnpack" else "no partitioner (portable kernels)"
+    log(f"  {rt}: lowering in the ExecuTorch environment (at most {timeout:.0f} s) ...")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    cmd = [et_python, str(BENCH / "et_lower.py"), str(program), f"--{flavor}", str(out)]
+    t0 = time.perf_counter()
+    with open(cache / f"{rt}.log", "w") as err:
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc = None
+    lines = proc.stdout.strip().splitlines() if proc else []
+    if proc is None:
+        # Kept in the cache like an unsupported model, so the next run does not wait again;
+        # delete cache/<rt>.json to retry.
+        status = f"too slow to lower: more than {timeout:.0f} s"
+    elif proc.returncode == 0 and lines:
+        status = json.loads(lines[-1])[rt]["status"]
+    else:
+        status = f"error: et_lower.py exited {proc.returncode} (see {cache / f'{rt}.log'})"
+    art.status[rt] = status
+    art.files[rt] = out if status == "ok" else None
+    if not status.startswith("error"):
+        _remember(art, cache, rt, out.name)
+    log(f"  {rt}: {status} ({time.perf_counter() - t0:.0f} s)")
