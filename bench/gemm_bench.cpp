@@ -1,36 +1,35 @@
-// gemm_bench: GFLOP/s of Tern's f32 GEMM (C = A x B, row-major) at a few
-// large sizes, with 1 and 2 threads (or the counts given on the command line).
+// gemm_bench: GFLOP/s of Tern's f32 GEMMs (C = A x B) at a few large sizes,
+// with 1 and 2 threads (or the counts given on the command line):
+//   - "cpu": the cpu backend's, a 1x1 convolution of a [1, m, 1, k] image into
+//     n channels (how it runs linear layers and pointwise convolutions), its
+//     weights packed once beforehand as the exporter packs them, on the ISA
+//     this CPU runs best (TERN_CPU_ISA forces one);
+//   - "portable": the portable kernels' blocked GEMM (kernels/portable), for
+//     reference.
 //
 //   build/bench/gemm_bench [threads...]     # default: 1 2
-//   -> {"gemm": "portable", "results": [{"m": 512, "n": 512, "k": 512, "threads": 1,
-//       "gflops": 30.1, "ms": 8.9}, ...]}
+//   -> {"gemm": "cpu backend, avx512", "results": [{"gemm": "cpu", "m": 512, "n": 512,
+//       "k": 512, "threads": 1, "gflops": 130.1, "ms": 2.06}, ...]}
 //
 // Sizes: square 512^3 and 1024^3, and 196 x 1024 x 1024 (a 14x14 feature map
 // through a 1x1 convolution or a ViT-sized linear layer). 2*m*n*k FLOPs per
 // call; the median of the timed calls, after one warm-up call. One JSON line
-// on stdout, for bench/run.py, which puts it next to fma_peak's figure.
-//
-// The GEMM under test is called in one place, run_gemm() below: point it at
-// the optimized backend's GEMM when that lands (and say so in kGemmName).
+// on stdout, for bench/run.py, which puts it next to fma_peak's figure (the
+// top-level "gemm" names the cpu backend's, the one the goal is about).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+#include "backends/cpu/conv.h"
+#include "backends/cpu/isa.h"
 #include "kernels/portable/util/gemm.h"
 #include "runtime/core/context.h"
 #include "runtime/core/thread_pool.h"
 
 namespace {
 
-// ---- the GEMM being measured (the one place to change) ---------------------
-constexpr const char* kGemmName = "portable";
-
-size_t gemm_scratch(int64_t m, int64_t n, int64_t k) { return tern::portable::gemm_scratch_bytes(m, n, k); }
-
-void run_gemm(const tern::portable::GemmParams& p, tern::RunContext& ctx) { tern::portable::gemm_f32(p, ctx); }
-// ----------------------------------------------------------------------------
 
 struct Shape {
   int64_t m, n, k;
@@ -44,31 +43,59 @@ void* align64(std::vector<unsigned char>& buf) {
   return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
 }
 
-// Median milliseconds of one m x n x k GEMM over `threads` threads.
-double time_gemm(const Shape& s, int threads, tern::ThreadPool& pool) {
-  std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 13) * 0.01f - 0.06f;
-  for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 7) * 0.02f - 0.06f;
-  const size_t bytes = gemm_scratch(s.m, s.n, s.k);
-  const size_t stride = (bytes + 63) & ~size_t(63);
-  std::vector<unsigned char> scratch(stride * threads + 64);
-  tern::RunContext ctx(nullptr, align64(scratch), bytes, threads, stride, threads > 1 ? &pool : nullptr);
-  const tern::portable::GemmParams p = tern::portable::gemm_row_major(s.m, s.n, s.k, a.data(), b.data(), c.data());
-
-  run_gemm(p, ctx);  // warm up: page in, pack once
-  // About 1 s of timed calls, at least 5.
+// Median milliseconds of fn() over about 1 s of calls (at least 5), after
+// one warm-up call.
+template <typename Fn>
+double median_ms(Fn fn) {
+  fn();  // warm up: page in
   const double t0 = now_ms();
-  run_gemm(p, ctx);
+  fn();
   const double once = now_ms() - t0;
   const int reps = std::max(5, int(1000.0 / std::max(once, 1e-3)));
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
     const double t = now_ms();
-    run_gemm(p, ctx);
+    fn();
     ms.push_back(now_ms() - t);
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+void fill(std::vector<float>& v, int period, float step) {
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i % period) - period / 2) * step;
+}
+
+// The cpu backend: y[m][n] = x[m][k] . w[n][k]^T, as a 1x1 convolution.
+double time_cpu(const Shape& s, int threads, tern::ThreadPool& pool, const tern::cpu::Isa& isa) {
+  tern::cpu::ConvGeometry g{};
+  g.n = 1, g.h = s.m, g.w = 1, g.c = s.k, g.oh = s.m, g.ow = 1, g.oc = s.n;
+  g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
+  std::vector<float> x(s.m * s.k), w(s.n * s.k), y(s.m * s.n), zeros(s.k, 0.0f);
+  fill(x, 13, 0.01f);
+  fill(w, 7, 0.02f);
+  std::vector<unsigned char> packed_buf(tern::cpu::conv_packed_floats(g) * sizeof(float) + 64);
+  float* packed = static_cast<float*>(align64(packed_buf));
+  tern::cpu::pack_conv_weights(g, w.data(), nullptr, packed);
+  const size_t bytes = tern::cpu::conv_scratch_bytes(g, isa);
+  const size_t stride = (bytes + 63) & ~size_t(63);
+  std::vector<unsigned char> scratch(stride * threads + 64);
+  tern::RunContext ctx(nullptr, align64(scratch), bytes, threads, stride, threads > 1 ? &pool : nullptr);
+  const tern::cpu::Epilogue ep;
+  return median_ms([&] { tern::cpu::run_conv(g, isa, x.data(), packed, zeros.data(), nullptr, y.data(), ep, ctx); });
+}
+
+// The portable kernels' blocked GEMM: c[m][n] = a[m][k] . b[k][n].
+double time_portable(const Shape& s, int threads, tern::ThreadPool& pool) {
+  std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
+  fill(a, 13, 0.01f);
+  fill(b, 7, 0.02f);
+  const size_t bytes = tern::portable::gemm_scratch_bytes(s.m, s.n, s.k);
+  const size_t stride = (bytes + 63) & ~size_t(63);
+  std::vector<unsigned char> scratch(stride * threads + 64);
+  tern::RunContext ctx(nullptr, align64(scratch), bytes, threads, stride, threads > 1 ? &pool : nullptr);
+  const tern::portable::GemmParams p = tern::portable::gemm_row_major(s.m, s.n, s.k, a.data(), b.data(), c.data());
+  return median_ms([&] { tern::portable::gemm_f32(p, ctx); });
 }
 
 }  // namespace
@@ -83,17 +110,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gemm_bench: cannot start %d threads\n", most);
     return 1;
   }
+  const tern::cpu::Isa* isa = tern::cpu::select_isa();
+  if (isa == nullptr) {
+    std::fprintf(stderr, "gemm_bench: TERN_CPU_ISA names an ISA this build or CPU lacks\n");
+    return 1;
+  }
   const Shape shapes[] = {{512, 512, 512}, {1024, 1024, 1024}, {196, 1024, 1024}};
-  std::printf("{\"gemm\": \"%s\", \"results\": [", kGemmName);
+  std::printf("{\"gemm\": \"cpu backend, %s\", \"results\": [", isa->name);
   bool first = true;
-  for (const Shape& s : shapes) {
-    for (int threads : counts) {
-      const double ms = time_gemm(s, threads, pool);
-      const double gflops = 2.0 * s.m * s.n * s.k / (ms * 1e6);
-      std::printf("%s{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"threads\": %d, \"gflops\": %.2f, \"ms\": %.3f}",
-                  first ? "" : ", ", (long long)s.m, (long long)s.n, (long long)s.k, threads, gflops, ms);
-      std::fflush(stdout);
-      first = false;
+  for (const char* which : {"cpu", "portable"}) {
+    for (const Shape& s : shapes) {
+      for (int threads : counts) {
+        const bool cpu = which[0] == 'c';
+        const double ms = cpu ? time_cpu(s, threads, pool, *isa) : time_portable(s, threads, pool);
+        const double gflops = 2.0 * s.m * s.n * s.k / (ms * 1e6);
+        std::printf("%s{\"gemm\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"threads\": %d, "
+                    "\"gflops\": %.2f, \"ms\": %.3f}",
+                    first ? "" : ", ", which, (long long)s.m, (long long)s.n, (long long)s.k, threads, gflops, ms);
+        std::fflush(stdout);
+        first = false;
+      }
     }
   }
   std::printf("]}\n");

@@ -173,11 +173,12 @@ def _gemm_table(results: dict) -> list[str]:
              f"Peak: bench/fma_peak, {peak['isa']} ({peak['lanes']} lanes, {peak['chains']} independent FMA "
              "chains per thread): " + ", ".join(f"{g} GFLOP/s at {t} thread{'s' if t != '1' else ''}"
                                                for t, g in peak["gflops"].items()) + ".", "",
-             "| m x n x k | threads | GFLOP/s | % of peak |", "|---|---|---|---|"]
+             "| GEMM | m x n x k | threads | GFLOP/s | % of peak |", "|---|---|---|---|---|"]
     for r in probes["gemm"]["results"]:
-        lines.append(f"| {r['m']} x {r['n']} x {r['k']} | {r['threads']} | {r['gflops']:.1f} | "
-                     f"{r['percent_of_peak']:.0f}% |")
-    return lines + [""]
+        lines.append(f"| {r.get('gemm', 'portable')} | {r['m']} x {r['n']} x {r['k']} | {r['threads']} | "
+                     f"{r['gflops']:.1f} | {r['percent_of_peak']:.0f}% |")
+    return lines + ["", "cpu: the cpu backend's GEMM (a 1x1 convolution with weights packed ahead, as the "
+                    "exporter packs them); portable: the portable kernels' blocked GEMM, for reference.", ""]
 
 
 def _goals(results: dict, models: list[str], threads: list[str]) -> list[str]:
@@ -205,7 +206,8 @@ def _goals(results: dict, models: list[str], threads: list[str]) -> list[str]:
                                                                                "ExecuTorch XNNPACK's"))
     probes = results.get("probes", {})
     if "gemm" in probes:
-        best = max(probes["gemm"]["results"], key=lambda r: r["percent_of_peak"])
+        best = max((r for r in probes["gemm"]["results"] if r.get("gemm", "cpu") == "cpu"),
+                   key=lambda r: r["percent_of_peak"])
         lines.append(f"- Large f32 GEMM at least 80% of peak: {'met' if best['percent_of_peak'] >= 80 else 'not met'}"
                      f" (best {best['percent_of_peak']:.0f}%, {best['m']}x{best['n']}x{best['k']} at "
                      f"{best['threads']} thread(s)).")

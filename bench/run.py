@@ -270,7 +270,7 @@ def run_probes(build_dir: Path, threads: list[int]) -> dict:
     probes = {"fma_peak": dict(peaks[0], runs=[p["gflops"] for p in peaks]), "gemm": gemm}
     _best_peak(probes)
     for r in gemm["results"]:
-        log(f"  GEMM {r['m']}x{r['n']}x{r['k']}, {r['threads']} threads: {r['gflops']} GFLOP/s "
+        log(f"  GEMM {r.get('gemm', '')} {r['m']}x{r['n']}x{r['k']}, {r['threads']} threads: {r['gflops']} GFLOP/s "
             f"({r['percent_of_peak']}% of peak)")
     return probes
 
