@@ -14,6 +14,8 @@ constexpr int64_t kMinFlopsPerThread = int64_t(1) << 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t taps(const ConvGeometry& g) { return int64_t(g.kh) * g.kw; }
+int64_t x_pixel(const ConvGeometry& g) { return g.x_stride ? g.x_stride : g.c; }
+int64_t y_pixel(const ConvGeometry& g) { return g.y_stride ? g.y_stride : g.oc; }
 
 bool needs_post(const Epilogue& ep, const float* residual) {
   return residual != nullptr || (ep.activation != Activation::None && ep.activation != Activation::Clamp);
@@ -62,13 +64,14 @@ void next_pixel(const ConvGeometry& g, Pixel* p) {
 void tap_pointers(const ConvGeometry& g, const float* x, const float* zeros, const Pixel& p, const float** out,
                   int64_t stride) {
   const int64_t iy0 = p.oy * g.sh - g.ph, ix0 = p.ox * g.sw - g.pw;
-  const float* image = x + p.b * g.h * g.w * g.c;
+  const int64_t xp = x_pixel(g);
+  const float* image = x + p.b * g.h * g.w * xp;
   for (int32_t ki = 0; ki < g.kh; ++ki) {
     const int64_t iy = iy0 + int64_t(ki) * g.dh;
     const bool row_in = iy >= 0 && iy < g.h;
     for (int32_t kj = 0; kj < g.kw; ++kj, out += stride) {
       const int64_t ix = ix0 + int64_t(kj) * g.dw;
-      *out = row_in && ix >= 0 && ix < g.w ? image + (iy * g.w + ix) * g.c : zeros;
+      *out = row_in && ix >= 0 && ix < g.w ? image + (iy * g.w + ix) * xp : zeros;
     }
   }
 }
@@ -107,6 +110,7 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
   const MinMax clamp = kernel_clamp(ep, residual);
   const bool post_pass = needs_post(ep, residual);
   const bool group_major = g.oc > pixels;
+  const int64_t yp = y_pixel(g);
   ctx.parallel_for(blocks * groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
     int64_t built = -1;
@@ -123,10 +127,10 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
         const int64_t q0 = (mb * kTilesPerBlock + tile) * mr;
         if (q0 >= pixels) break;
         const int64_t rows = pixels - q0 < mr ? pixels - q0 : mr;
-        float* c = y + q0 * g.oc + col0;
+        float* c = y + q0 * yp + col0;
         k.ukernel(size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs + tile * ks * mr, w, panel_floats, c,
-                  size_t(g.oc), clamp);
-        if (post_pass) post(ep, residual ? residual + q0 * g.oc + col0 : nullptr, c, rows, nc, g.oc);
+                  size_t(yp), clamp);
+        if (post_pass) post(ep, residual ? residual + q0 * yp + col0 : nullptr, c, rows, nc, yp);  // residual: y dense
       }
     }
   });

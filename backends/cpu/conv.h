@@ -28,6 +28,11 @@ struct ConvGeometry {
   int32_t ph, pw;         // zero padding before (top, left)
   int32_t dh, dw;         // dilation
   bool depthwise;         // groups == c == oc: weights packed per channel
+  // Floats from one pixel to the next in x and y (0: c and oc, dense). The
+  // convolution reads the first c of x's (x points at the first one it
+  // reads) and writes oc of y's: channel slices, for groups and concats.
+  // Depthwise convolutions and residuals need dense x and y.
+  int64_t x_stride, y_stride;
 };
 
 // What follows the convolution, in order: + bias (packed with the weights),

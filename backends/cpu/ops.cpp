@@ -178,5 +178,40 @@ void run_matmul(const CpuOp& o, const Isa& isa, RunContext& ctx) {
   }
 }
 
+void run_concat(const CpuOp& o, RunContext& ctx) {
+  const ConcatParts& c = o.concat;
+  ctx.parallel_for(c.outer, kMinElementsPerThread / c.row + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t i = 0; i < c.count; ++i) {
+        memmove(o.y + r * c.row + c.offsets[i], c.xs[i] + r * c.inners[i], size_t(c.inners[i]) * sizeof(float));
+      }
+    }
+  });
+}
+
+void run_interleave(const CpuOp& o, RunContext& ctx) {
+  const InterleaveParts& p = o.interleave;
+  const size_t bytes = size_t(p.c) * sizeof(float);
+  ctx.parallel_for(p.n * p.oh, kMinElementsPerThread / (p.ow * p.c) + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / p.oh, oy = r % p.oh, py = oy % p.sh, t = oy / p.sh;
+      const int64_t hp = (p.oh - py + p.sh - 1) / p.sh;
+      float* out = o.y + r * p.ow * p.c;
+      for (int64_t px = 0; px < p.sw; ++px) {
+        const int64_t wp = (p.ow - px + p.sw - 1) / p.sw;
+        const float* in = p.xs[py * p.sw + px] + ((b * hp + t) * wp) * p.c;
+        for (int64_t u = 0; u < wp; ++u) memcpy(out + (u * p.sw + px) * p.c, in + u * p.c, bytes);
+      }
+    }
+  });
+}
+
+void run_slice(const CpuOp& o, RunContext& ctx) {
+  const int64_t inner = o.numel / o.outer;
+  ctx.parallel_for(o.outer, kMinElementsPerThread / (inner + 1) + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) memmove(o.y + r * inner, o.x + r * o.row + o.offset, size_t(inner) * sizeof(float));
+  });
+}
+
 }  // namespace cpu
 }  // namespace tern

@@ -14,7 +14,8 @@ namespace {
 namespace fb = ::tern::backends::cpu::fb;
 
 constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
-constexpr uint32_t kVersion = 1;
+// Version 2 added Attention; a version 1 payload is a version 2 one without it.
+constexpr uint32_t kVersion = 2;
 constexpr int kMaxRank = 8;
 
 struct ValueInfo {
@@ -45,8 +46,8 @@ struct Loader {
     }
     memcpy(&version, p.data() + 4, 4);
     memcpy(&fb_size, p.data() + 8, 8);
-    if (version != kVersion) {
-      return ctx.fail(Error::NotSupported, "payload version %u, this runtime reads version %u", version, kVersion);
+    if (version < 1 || version > kVersion) {
+      return ctx.fail(Error::NotSupported, "payload version %u, this runtime reads versions 1 to %u", version, kVersion);
     }
     uint64_t blob_start;
     if (fb_size > p.size() - kHeaderBytes || !checked_add(kHeaderBytes + fb_size, 63, &blob_start)) {
@@ -191,6 +192,10 @@ struct Loader {
   Error prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op);
   Error prepare_rows(uint32_t oi, const fb::Op& o, CpuOp* op);
   Error prepare_matmul(uint32_t oi, const fb::MatMul& mm, CpuOp* op);
+  Error prepare_attention(uint32_t oi, const fb::Attention& at, CpuOp* op);
+  Error prepare_concat(uint32_t oi, const fb::Concat& cc, CpuOp* op);
+  Error prepare_interleave(uint32_t oi, const fb::Interleave& il, CpuOp* op);
+  Error prepare_slice(uint32_t oi, const fb::Slice& sl, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error make_label(const fb::Op& o, CpuOp* op);
   Error check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block);
@@ -200,9 +205,9 @@ struct Loader {
 // method's life: what profiles and traces show.
 Error Loader::make_label(const fb::Op& o, CpuOp* op) {
   static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy", "LayerNorm",
-                                       "Softmax", "MatMul"};
+                                       "Softmax", "MatMul", "Attention", "Concat", "Interleave", "Slice"};
   const int k = static_cast<int>(o.kind_type());
-  const char* kind = k > 0 && k <= 9 ? kKinds[k] : kKinds[0];
+  const char* kind = k > 0 && k < int(sizeof(kKinds) / sizeof(kKinds[0])) ? kKinds[k] : kKinds[0];
   const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
   char* label = static_cast<char*>(ctx.allocate(n));
   if (label == nullptr) return Error::OutOfMemory;
@@ -220,12 +225,26 @@ Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   ConvGeometry& g = op->conv;
   TERN_CHECK_OK(pair(oi, c.kernel(), "kernel", 1, &g.kh, &g.kw));
   TERN_CHECK_OK(pair(oi, c.stride(), "stride", 1, &g.sh, &g.sw));
-  TERN_CHECK_OK(pair(oi, c.padding(), "padding", 0, &g.ph, &g.pw));
+  TERN_CHECK_OK(pair(oi, c.padding(), "padding", -(1 << 16), &g.ph, &g.pw));
   TERN_CHECK_OK(pair(oi, c.dilation(), "dilation", 1, &g.dh, &g.dw));
-  g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3];
-  g.oh = y->sizes[1], g.ow = y->sizes[2], g.oc = y->sizes[3];
+  g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.x_stride = x->sizes[3];
+  g.oh = y->sizes[1], g.ow = y->sizes[2], g.y_stride = y->sizes[3];
+  g.c = c.in_channels() ? c.in_channels() : g.x_stride;
+  g.oc = c.out_channels() ? c.out_channels() : g.y_stride;
   g.depthwise = c.depthwise();
-  if (y->sizes[0] != g.n || g.oh != window_out(g.h, g.kh, g.sh, g.ph, g.dh) || g.ow != window_out(g.w, g.kw, g.sw, g.pw, g.dw) ||
+  const int64_t xo = c.x_offset(), yo = c.y_offset();
+  const bool dense = xo == 0 && yo == 0 && g.c == g.x_stride && g.oc == g.y_stride;
+  if (xo < 0 || yo < 0 || g.c < 1 || g.oc < 1 || g.c > g.x_stride - xo || g.oc > g.y_stride - yo ||
+      (!dense && (g.depthwise || r != nullptr))) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): channel slices [%lld, +%lld) of %lld -> [%lld, +%lld) of %lld "
+                    "do not fit (or are not whole for a depthwise convolution or a residual)", oi, op->nodes,
+                    (long long)xo, (long long)c.in_channels(), (long long)g.x_stride, (long long)yo,
+                    (long long)c.out_channels(), (long long)g.y_stride);
+  }
+  // every tap is bounds-checked, so any output size is safe; depthwise
+  // convolutions (whose row kernel assumes it) have the one their window gives
+  const bool window = g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh) && g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw);
+  if (y->sizes[0] != g.n || g.oh < 1 || g.ow < 1 || (g.depthwise && (!window || g.ph < 0 || g.pw < 0)) ||
       (g.depthwise && g.oc != g.c) || g.c < 1 || g.oc < 1 || g.c > (1 << 24) || int64_t(g.kh) * g.kw > 1024) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y", oi,
                     op->nodes, (long long)g.n, (long long)g.h, (long long)g.w, (long long)g.c);
@@ -239,7 +258,8 @@ Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   }
   TERN_CHECK_OK(epilogue(oi, c.activation(), c.min(), c.max(), &op->ep));
   op->kind = CpuOpKind::Conv;
-  op->x = x->data, op->x2 = r ? r->data : nullptr, op->weights = w->data, op->y = y->data, op->numel = y->numel;
+  op->x = x->data + xo, op->x2 = r ? r->data : nullptr, op->weights = w->data, op->y = y->data + yo;
+  op->numel = y->numel;
   const size_t s = conv_scratch_bytes(g, isa);
   if (s > scratch) scratch = s;
   if (g.c > max_channels) max_channels = g.c;
@@ -391,6 +411,135 @@ Error Loader::prepare_matmul(uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
   return Error::Ok;
 }
 
+Error Loader::prepare_attention(uint32_t oi, const fb::Attention& at, CpuOp* op) {
+  const ValueInfo *q = nullptr, *k = nullptr, *v = nullptr, *y = nullptr, *m = nullptr, *p = nullptr;
+  TERN_CHECK_OK(value(oi, at.q(), 0, false, &q));
+  TERN_CHECK_OK(value(oi, at.k(), 0, false, &k));
+  TERN_CHECK_OK(value(oi, at.v(), 0, false, &v));
+  TERN_CHECK_OK(value(oi, at.y(), 0, true, &y));
+  TERN_CHECK_OK(value(oi, at.packed(), 0, true, &p));
+  if (at.mask() >= 0) TERN_CHECK_OK(value(oi, at.mask(), 0, false, &m));
+  AttentionGeometry& a = op->attention;
+  a.batch = at.batch(), a.heads = at.heads(), a.kv_heads = at.kv_heads();
+  a.l = at.l(), a.s = at.s(), a.e = at.e(), a.ev = at.ev();
+  const int64_t limit = int64_t(1) << 24;
+  bool ok = true;
+  for (int64_t d : {a.batch, a.heads, a.kv_heads, a.l, a.s, a.e, a.ev}) ok = ok && d >= 1 && d < limit;
+  // each product below stays under 2^48 once the values' sizes match it (numel <= 2^40)
+  ok = ok && a.heads % a.kv_heads == 0 && q->numel == a.batch * a.heads * a.l * a.e &&
+       k->numel == a.batch * a.kv_heads * a.s * a.e && v->numel == a.batch * a.kv_heads * a.s * a.ev &&
+       y->numel == a.batch * a.heads * a.l * a.ev && std::isfinite(at.scale());
+  if (!ok) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): attention sizes do not fit q, k, v and y", oi, op->nodes);
+  }
+  if (p->numel < attention_packed_floats(a)) {
+    return ctx.fail(Error::InvalidProgram, "op %u: attention workspace of %lld floats, it needs %lld", oi,
+                    (long long)p->numel, (long long)attention_packed_floats(a));
+  }
+  // the mask broadcasts to [batch, heads, l, s], aligned on the right
+  for (int d = 0; d < 4; ++d) a.mask_strides[d] = 0;
+  if (m != nullptr) {
+    const int64_t full[4] = {a.batch, a.heads, a.l, a.s};
+    if (m->rank > 4) return ctx.fail(Error::InvalidProgram, "op %u: attention mask of rank %d (at most 4)", oi, m->rank);
+    int64_t stride = 1;
+    for (int d = m->rank - 1; d >= 0; --d) {
+      const int fd = 4 - m->rank + d;
+      if (m->sizes[d] != full[fd] && m->sizes[d] != 1) {
+        return ctx.fail(Error::InvalidProgram, "op %u: attention mask dim %d (%lld) does not broadcast to %lld", oi, d,
+                        (long long)m->sizes[d], (long long)full[fd]);
+      }
+      a.mask_strides[fd] = m->sizes[d] == 1 ? 0 : stride;
+      stride *= m->sizes[d];
+    }
+  }
+  a.k = k->data, a.v = v->data, a.mask = m ? m->data : nullptr, a.packed = p->data;
+  a.scale = at.scale(), a.causal = at.causal();
+  op->kind = CpuOpKind::Attention;
+  op->x = q->data, op->y = y->data, op->numel = y->numel;
+  const size_t s = attention_scratch_bytes(a, isa);
+  if (s > scratch) scratch = s;
+  return Error::Ok;
+}
+
+Error Loader::prepare_concat(uint32_t oi, const fb::Concat& cc, CpuOp* op) {
+  const ValueInfo* y = nullptr;
+  TERN_CHECK_OK(value(oi, cc.y(), 0, true, &y));
+  const auto* xs = cc.xs();
+  const auto* offsets = cc.offsets();
+  const int64_t outer = cc.outer();
+  if (xs == nullptr || offsets == nullptr || xs->size() != offsets->size() || outer < 1 || y->numel < outer ||
+      y->numel % outer != 0) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): concat needs as many offsets as inputs and outer dividing y", oi,
+                    op->nodes);
+  }
+  ConcatParts& c = op->concat;
+  c.count = xs->size(), c.outer = outer, c.row = y->numel / outer;
+  const float** ptrs = static_cast<const float**>(ctx.allocate(sizeof(float*) * size_t(c.count ? c.count : 1)));
+  int64_t* sizes = static_cast<int64_t*>(ctx.allocate(sizeof(int64_t) * 2 * size_t(c.count ? c.count : 1)));
+  if (ptrs == nullptr || sizes == nullptr) return Error::OutOfMemory;
+  for (int64_t i = 0; i < c.count; ++i) {
+    const ValueInfo* x = nullptr;
+    TERN_CHECK_OK(value(oi, xs->Get(uint32_t(i)), 0, false, &x));
+    const int64_t inner = x->numel / outer, at = offsets->Get(uint32_t(i));
+    if (x->numel % outer != 0 || at < 0 || inner > c.row - at) {
+      return ctx.fail(Error::InvalidProgram, "op %u (%s): concat input %lld (%lld elements at column %lld) does not fit "
+                      "rows of %lld", oi, op->nodes, (long long)i, (long long)x->numel, (long long)at, (long long)c.row);
+    }
+    ptrs[i] = x->data, sizes[i] = inner, sizes[c.count + i] = at;
+  }
+  c.xs = ptrs, c.inners = sizes, c.offsets = sizes + c.count;
+  op->kind = CpuOpKind::Concat;
+  op->y = y->data, op->numel = y->numel;
+  return Error::Ok;
+}
+
+Error Loader::prepare_interleave(uint32_t oi, const fb::Interleave& il, CpuOp* op) {
+  const ValueInfo* y = nullptr;
+  TERN_CHECK_OK(value(oi, il.y(), 4, true, &y));
+  InterleaveParts& p = op->interleave;
+  TERN_CHECK_OK(pair(oi, il.stride(), "stride", 1, &p.sh, &p.sw));
+  p.n = y->sizes[0], p.oh = y->sizes[1], p.ow = y->sizes[2], p.c = y->sizes[3];
+  const auto* xs = il.xs();
+  if (xs == nullptr || uint64_t(xs->size()) != uint64_t(p.sh) * uint64_t(p.sw) || p.oh < p.sh || p.ow < p.sw || p.c < 1) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): interleave needs stride[0] * stride[1] inputs and an output "
+                    "at least as large as its stride", oi, op->nodes);
+  }
+  const float** ptrs = static_cast<const float**>(ctx.allocate(sizeof(float*) * xs->size()));
+  if (ptrs == nullptr) return Error::OutOfMemory;
+  for (uint32_t i = 0; i < xs->size(); ++i) {
+    const ValueInfo* x = nullptr;
+    TERN_CHECK_OK(value(oi, xs->Get(i), 4, false, &x));
+    const int64_t py = i / p.sw, px = i % p.sw;
+    const int64_t want[4] = {p.n, (p.oh - py + p.sh - 1) / p.sh, (p.ow - px + p.sw - 1) / p.sw, p.c};
+    if (memcmp(x->sizes, want, sizeof(want)) != 0) {
+      return ctx.fail(Error::InvalidProgram, "op %u (%s): interleave input %u is not [%lld, %lld, %lld, %lld]", oi,
+                      op->nodes, i, (long long)want[0], (long long)want[1], (long long)want[2], (long long)want[3]);
+    }
+    ptrs[i] = x->data;
+  }
+  p.xs = ptrs;
+  op->kind = CpuOpKind::Interleave;
+  op->y = y->data, op->numel = y->numel;
+  return Error::Ok;
+}
+
+Error Loader::prepare_slice(uint32_t oi, const fb::Slice& sl, CpuOp* op) {
+  const ValueInfo *x = nullptr, *y = nullptr;
+  TERN_CHECK_OK(value(oi, sl.x(), 0, false, &x));
+  TERN_CHECK_OK(value(oi, sl.y(), 0, true, &y));
+  const int64_t outer = sl.outer(), offset = sl.offset();
+  if (outer < 1 || x->numel % outer != 0 || y->numel % outer != 0 || offset < 0 ||
+      y->numel / outer > x->numel / outer - offset || x->data == y->data) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): slice of %lld rows at %lld does not fit x (%lld elements) and "
+                    "y (%lld)", oi, op->nodes, (long long)outer, (long long)offset, (long long)x->numel,
+                    (long long)y->numel);
+  }
+  op->kind = CpuOpKind::Slice;
+  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  op->outer = outer, op->offset = offset, op->row = x->numel / outer;
+  return Error::Ok;
+}
+
 // b has exactly the elements y's broadcast reads: b_inner per block, one
 // block per b_block elements of y (or one block when b_block is 0).
 Error Loader::check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block) {
@@ -419,6 +568,10 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
     case fb::OpKind::LayerNorm:
     case fb::OpKind::Softmax: return prepare_rows(oi, o, op);
     case fb::OpKind::MatMul: return prepare_matmul(oi, *o.kind_as_MatMul(), op);
+    case fb::OpKind::Attention: return prepare_attention(oi, *o.kind_as_Attention(), op);
+    case fb::OpKind::Concat: return prepare_concat(oi, *o.kind_as_Concat(), op);
+    case fb::OpKind::Interleave: return prepare_interleave(oi, *o.kind_as_Interleave(), op);
+    case fb::OpKind::Slice: return prepare_slice(oi, *o.kind_as_Slice(), op);
     default: return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   }
 }
@@ -460,6 +613,10 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::LayerNorm: run_layer_norm(op, ctx); break;
       case CpuOpKind::Softmax: run_softmax(op, *p.isa, ctx); break;
       case CpuOpKind::MatMul: run_matmul(op, *p.isa, ctx); break;
+      case CpuOpKind::Attention: run_attention(op, *p.isa, ctx); break;
+      case CpuOpKind::Concat: run_concat(op, ctx); break;
+      case CpuOpKind::Interleave: run_interleave(op, ctx); break;
+      case CpuOpKind::Slice: run_slice(op, ctx); break;
     }
     ctx.end_step(op.label);
   }

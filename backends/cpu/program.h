@@ -33,7 +33,36 @@ struct PoolGeometry {
   bool count_padding;  // average: divide by the full window
 };
 
-enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul };
+// Attention (cpu.fbs): q in CpuOp::x, y in CpuOp::y, the rest here.
+struct AttentionGeometry {
+  int64_t batch, heads, kv_heads, l, s, e, ev;
+  const float* k;
+  const float* v;
+  const float* mask;          // or nullptr
+  int64_t mask_strides[4];    // over [batch, heads, l, s]; 0 where the mask broadcasts
+  float* packed;              // k and v packed at run time (workspace)
+  float scale;
+  bool causal;
+};
+
+enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
+                                 Concat, Interleave, Slice };
+
+// Concat (cpu.fbs): y as [outer, row]; input i fills columns
+// [offsets[i], offsets[i] + inners[i]) of every row.
+struct ConcatParts {
+  const float* const* xs;
+  const int64_t* inners;
+  const int64_t* offsets;
+  int64_t count, outer, row;
+};
+
+// Interleave (cpu.fbs): y [n, oh, ow, c] from sh * sw phases.
+struct InterleaveParts {
+  const float* const* xs;
+  int64_t n, oh, ow, c;
+  int32_t sh, sw;
+};
 
 struct CpuOp {
   CpuOpKind kind;
@@ -44,6 +73,7 @@ struct CpuOp {
   const float* weights;
   float* y;
   int64_t numel;      // of y
+  int64_t outer, offset, row;  // Slice: y[o] = x[o * row + offset, + numel / outer)
   uint8_t binary;     // BinaryKind
   int64_t b_inner, b_block;  // Binary: how b broadcasts (cpu.fbs)
   float scale, shift;        // Unary: y = ep(x * scale + shift)
@@ -56,6 +86,9 @@ struct CpuOp {
   ConvGeometry conv;
   Transpose4 transpose;
   PoolGeometry pool;
+  AttentionGeometry attention;
+  ConcatParts concat;
+  InterleaveParts interleave;
 };
 
 struct CpuProgram {
@@ -82,6 +115,14 @@ void run_unary(const CpuOp& op, RunContext& ctx);
 void run_layer_norm(const CpuOp& op, RunContext& ctx);
 void run_softmax(const CpuOp& op, const Isa& isa, RunContext& ctx);
 void run_matmul(const CpuOp& op, const Isa& isa, RunContext& ctx);
+void run_attention(const CpuOp& op, const Isa& isa, RunContext& ctx);
+void run_concat(const CpuOp& op, RunContext& ctx);
+void run_interleave(const CpuOp& op, RunContext& ctx);
+void run_slice(const CpuOp& op, RunContext& ctx);
+
+// Floats of Attention's `packed` workspace, and the per-thread scratch it needs.
+int64_t attention_packed_floats(const AttentionGeometry& a);
+size_t attention_scratch_bytes(const AttentionGeometry& a, const Isa& isa);
 
 }  // namespace cpu
 }  // namespace tern

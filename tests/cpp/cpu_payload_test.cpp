@@ -1,8 +1,10 @@
 // The cpu backend's payload is untrusted (it is not covered by the file's
 // checksum): backends/cpu/program.cpp must refuse a damaged one with an
-// error, never read or write out of bounds. Mutates the payload of a frozen
-// file (tests/data/v1_1/cpu_block.tern) byte by byte and at random, loads
-// and runs each mutant. Under `make test-sanitize` ASan and UBSan watch.
+// error, never read or write out of bounds. Mutates the payload of frozen
+// files (tests/data/v1_1/cpu_block.tern: payload version 1, convolutions,
+// pools, linear; cpu_ops_v2.tern: version 2, attention, grouped and
+// transposed convolutions, concats) byte by byte and at random, loads and
+// runs each mutant. Under `make test-sanitize` ASan and UBSan watch.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -42,7 +44,7 @@ Error load_and_run(const AlignedBytes& bytes) {
   return m->execute();
 }
 
-class CpuPayload : public ::testing::Test {
+class CpuPayload : public ::testing::TestWithParam<const char*> {
  protected:
   static void SetUpTestSuite() {
     ASSERT_EQ(register_portable_kernels(), Error::Ok);
@@ -52,7 +54,7 @@ class CpuPayload : public ::testing::Test {
   static void TearDownTestSuite() { set_log_level(LogLevel::Info); }
 
   void SetUp() override {
-    file = read_file(std::string(TERN_TEST_DATA_DIR) + "/v1_1/cpu_block.tern");
+    file = read_file(std::string(TERN_TEST_DATA_DIR) + "/v1_1/" + GetParam() + ".tern");
     ASSERT_GT(file.size(), 0u);
     LoadedProgram lp(file);
     ASSERT_EQ(lp.error, Error::Ok);
@@ -71,7 +73,7 @@ class CpuPayload : public ::testing::Test {
   size_t payload_begin = 0, payload_size = 0;
 };
 
-TEST_F(CpuPayload, test_every_header_and_flatbuffer_byte_flipped_is_refused_or_harmless) {
+TEST_P(CpuPayload, test_every_header_and_flatbuffer_byte_flipped_is_refused_or_harmless) {
   // the header and the flatbuffer: where sizes, offsets and indices live
   const size_t fb_end = std::min(payload_size, size_t(16) + 4096);
   int refused = 0;
@@ -85,7 +87,7 @@ TEST_F(CpuPayload, test_every_header_and_flatbuffer_byte_flipped_is_refused_or_h
   EXPECT_GT(refused, 0);  // the mutations did reach the checks
 }
 
-TEST_F(CpuPayload, test_random_multi_byte_mutations_are_refused_or_harmless) {
+TEST_P(CpuPayload, test_random_multi_byte_mutations_are_refused_or_harmless) {
   std::mt19937 rng(1234);
   int refused = 0;
   for (int round = 0; round < 3000; ++round) {
@@ -100,7 +102,7 @@ TEST_F(CpuPayload, test_random_multi_byte_mutations_are_refused_or_harmless) {
   EXPECT_GT(refused, 0);
 }
 
-TEST_F(CpuPayload, test_truncated_payload_is_refused) {
+TEST_P(CpuPayload, test_truncated_payload_is_refused) {
   // shrink the payload segment's recorded size: the blob and flatbuffer no longer fit
   AlignedBytes m = file;
   LoadedProgram lp(file);
@@ -111,6 +113,9 @@ TEST_F(CpuPayload, test_truncated_payload_is_refused) {
     EXPECT_NE(load_and_run(t), Error::Ok) << "payload cut to " << keep << " bytes";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace tern

@@ -234,10 +234,14 @@ def test_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pyt
     from tern import _runtime  # noqa: F401  (the runtime reads TERN_CPU_ISA when a method loads)
 
     torch.manual_seed(0)
-    model = ResidualBlock().eval()
-    x = torch.randn(1, 16, 9, 9)
+    _check_on_isa(ResidualBlock().eval(), (torch.randn(1, 16, 9, 9),), isa, tmp_path, monkeypatch)
+
+
+def _check_on_isa(model: nn.Module, args: tuple[torch.Tensor, ...], isa: str, tmp_path: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exports, loads with TERN_CPU_ISA=isa (skips if this CPU lacks it), compares with eager."""
     path = tmp_path / "m.tern"
-    tern.export(model, (x,)).save(path)
+    tern.export(model, args).save(path)
     monkeypatch.setenv("TERN_CPU_ISA", isa)
     try:
         m = tern.load(str(path), threads=2)
@@ -245,7 +249,7 @@ def test_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pyt
         assert "TERN_CPU_ISA" in str(e)
         pytest.skip(f"this CPU has no {isa}")
     with torch.no_grad():
-        np.testing.assert_allclose(m(x)[0], model(x).numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(m(*args)[0], model(*args).numpy(), rtol=1e-4, atol=1e-4)
 
 
 def test_weights_are_packed_in_the_payload_and_used_in_place(tmp_path: Path) -> None:
@@ -295,3 +299,159 @@ def test_transformer_encoder_layer_matches_eager(activation: str, tmp_path: Path
     layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True, activation=activation)
     path = _check(layer, (torch.randn(2, 7, 32),), tmp_path)
     assert read_program(str(path))["methods"][0]["delegates"]
+
+
+class Sdpa(nn.Module):
+    """F.scaled_dot_product_attention(q, k, v, mask) with fixed keywords; a
+    constant mask (a buffer) when given one."""
+
+    def __init__(self, mask: torch.Tensor | None = None, **kw: Any) -> None:
+        super().__init__()
+        self.kw = kw
+        self.register_buffer("mask", mask)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *mask: torch.Tensor) -> torch.Tensor:
+        m = mask[0] if mask else self.mask
+        return nn.functional.scaled_dot_product_attention(q, k, v, m, **self.kw)
+
+
+def _qkv(b: tuple[int, ...], l: int, s: int, e: int, ev: int, kv_heads: int | None = None) -> tuple[torch.Tensor, ...]:
+    kvb = b[:-1] + (kv_heads,) if kv_heads else b
+    return torch.randn(*b, l, e), torch.randn(*kvb, s, e), torch.randn(*kvb, s, ev)
+
+
+_NO_ROW_2 = torch.ones(9, 21, dtype=torch.bool)
+_NO_ROW_2[2] = False  # query 2 sees no key: eager gives zeros
+SDPAS = {
+    # name: (module, q/k/v, extra inputs); sizes straddle the 8- and 16-row/column tiles
+    "plain": (Sdpa(), _qkv((2, 3), 33, 47, 16, 24), ()),
+    "one_query_one_key": (Sdpa(), _qkv((1, 2), 1, 1, 8, 8), ()),
+    "causal": (Sdpa(is_causal=True), _qkv((1, 3), 40, 40, 64, 64), ()),
+    "causal_more_keys": (Sdpa(is_causal=True), _qkv((1, 2), 9, 30, 16, 16), ()),
+    "scale_rank3": (Sdpa(scale=0.3), _qkv((3,), 17, 9, 8, 5), ()),
+    "grouped_query": (Sdpa(enable_gqa=True), _qkv((1, 8), 20, 20, 16, 16, kv_heads=2), ()),
+    "float_mask_input": (Sdpa(), _qkv((2, 4), 33, 47, 16, 24), (torch.randn(33, 47),)),
+    "float_mask_per_batch_key": (Sdpa(), _qkv((2, 4), 5, 19, 16, 8), (torch.randn(2, 1, 1, 19),)),
+    "bool_mask_const": (Sdpa(mask=_NO_ROW_2), _qkv((1, 2), 9, 21, 16, 16), ()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SDPAS))
+def test_scaled_dot_product_attention_runs_as_one_op(name: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model, qkv, extra = SDPAS[name]
+    path = _check(model, qkv + extra, tmp_path)
+    (ops,) = _payload_ops(path)
+    assert [k for k, _ in ops].count("Attention") == 1, ops
+
+
+def test_transformer_layers_run_attention_as_one_op(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+    path = _check(nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), (torch.randn(2, 19, 64),), tmp_path)
+    kinds = [k for ops in _payload_ops(path) for k, _ in ops]
+    assert kinds.count("Attention") == 2 and "MatMul" not in kinds, kinds
+
+    class Causal(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.att = nn.MultiheadAttention(48, 6, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+            return self.att(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+    path = _check(Causal(), (torch.randn(1, 23, 48),), tmp_path)
+    assert "Attention" in [k for ops in _payload_ops(path) for k, _ in ops]
+
+
+def test_attention_with_a_bool_mask_computed_at_run_time_runs_on_kernels(tmp_path: Path) -> None:
+    class RuntimeMask(nn.Module):
+        def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return nn.functional.scaled_dot_product_attention(q, k, v, w > 0)
+
+    torch.manual_seed(0)
+    qkv = _qkv((1, 2), 6, 10, 8, 8)
+    path = _check(RuntimeMask(), qkv + (torch.randn(6, 10),), tmp_path)
+    assert "Attention" not in [k for ops in _payload_ops(path) for k, _ in ops]
+    m = read_program(str(path))["methods"][0]
+    assert "aten::scaled_dot_product_attention" in m["operators"]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_attention_on_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tern import _runtime  # noqa: F401
+
+    torch.manual_seed(0)
+    model, qkv, extra = SDPAS["float_mask_input"]
+    _check_on_isa(model, qkv + extra, isa, tmp_path, monkeypatch)
+
+
+class GroupsAndConcats(nn.Module):
+    """A fire module (two convolutions concatenated), grouped convolutions
+    (4 groups, and depthwise with a channel multiplier) and concats the
+    backend must copy (an input also used elsewhere, a flattened one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.squeeze = nn.Conv2d(16, 8, 1)
+        self.e1, self.e3 = nn.Conv2d(8, 12, 1), nn.Conv2d(8, 20, 3, padding=1)
+        self.grouped = nn.Conv2d(32, 48, 3, padding=1, groups=4)
+        self.multiplier = nn.Conv2d(48, 96, 3, groups=48)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        z = torch.relu(self.squeeze(x))
+        y = torch.relu(self.grouped(torch.cat([torch.relu(self.e1(z)), torch.relu(self.e3(z))], 1)))
+        return self.multiplier(y), torch.cat([x.flatten(1), y.flatten(1)], 1), torch.cat([y, x, y], 1)
+
+
+def test_grouped_convolutions_and_concats_match_eager(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _check(GroupsAndConcats(), (torch.randn(2, 16, 9, 11),), tmp_path)
+    (ops,) = _payload_ops(path)
+    kinds = [k for k, _ in ops]
+    # the fire concat is written in place by its two convolutions; the other two copy
+    assert [n for k, n in ops if k == "Concat"] == ["cat_1", "cat_2"], ops
+    assert kinds.count("Conv") == 3 + 4 + 48, kinds
+
+
+class ClassToken(nn.Module):
+    """ViT's start: patches, a learned token concatenated in front, positions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, 32, 4, stride=4)
+        self.token = nn.Parameter(torch.randn(1, 1, 32))
+        self.pos = nn.Parameter(torch.randn(1, 17, 32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p = self.patch(x).flatten(2).transpose(1, 2)
+        return torch.cat([self.token.expand(x.shape[0], -1, -1), p], dim=1) + self.pos
+
+
+def test_concat_along_a_plain_axis_matches_eager(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _check(ClassToken(), (torch.randn(1, 3, 16, 16),), tmp_path)
+    assert len(_payload_ops(path)) == 1 and "Concat" in [k for k, _ in _payload_ops(path)[0]]
+
+
+TRANSPOSED = {
+    # name: (module, input shape); phases with several taps, one tap, none (kernel < stride)
+    "k4_s2_p1": (nn.ConvTranspose2d(8, 12, 4, stride=2, padding=1), (1, 8, 7, 9)),
+    "k3_s2_output_padding": (nn.ConvTranspose2d(8, 12, 3, stride=2, padding=1, output_padding=1), (2, 8, 5, 6)),
+    "k3_s1": (nn.ConvTranspose2d(5, 7, 3, stride=1, padding=1), (1, 5, 6, 6)),
+    "uneven_dilated": (nn.ConvTranspose2d(5, 7, (3, 5), stride=(3, 2), padding=(0, 2), dilation=(2, 3)), (1, 5, 6, 7)),
+    "k1_s3_bias_only_phases": (nn.ConvTranspose2d(6, 4, 1, stride=3), (1, 6, 4, 4)),
+    "k2_s2_relu": (nn.Sequential(nn.ConvTranspose2d(6, 20, 2, stride=2, bias=False), nn.ReLU()), (1, 6, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRANSPOSED))
+def test_transposed_convolution_matches_eager_as_phases(name: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model, shape = TRANSPOSED[name]
+    path = _check(model, (torch.randn(*shape),), tmp_path)
+    stride = model[0].stride if isinstance(model, nn.Sequential) else model.stride
+    ((kinds),) = [[k for k, _ in ops] for ops in _payload_ops(path)]
+    assert kinds.count("Conv") == stride[0] * stride[1], kinds
+    assert kinds.count("Interleave") == (stride != (1, 1)), kinds

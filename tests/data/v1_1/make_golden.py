@@ -2,13 +2,17 @@
 current; do NOT regenerate them for a newer format: the point is that the
 runtime keeps reading files that old exporters wrote).
 
-    .venv/bin/python tests/data/v1_1/make_golden.py
+    .venv/bin/python tests/data/v1_1/make_golden.py [name ...]   # e.g. cpu_ops_v2
 
 - attention.tern: kernels only: a multi-head attention block with layer norm
   and a residual (bmm, softmax, permute/view, addmm, layer norm).
 - cpu_block.tern: a small conv net (stem, depthwise, residual block, pools,
   linear head) on the cpu backend (payload version 1): the backend's
   payload format frozen too.
+- cpu_ops_v2.tern: the cpu backend's payload version 2 ops: scaled
+  dot-product attention with a float mask, a grouped convolution, a channel
+  concat written in place by two convolutions, a transposed convolution
+  (phases and Interleave), a concat along a plain axis.
 - delegated.tern: elementwise chains handed to the "tern_test" backend
   (tests/cpp/test_backend.h, tests/python/tern_test_backend.py) around a
   linear layer and a convolution on kernels: two BackendCall delegates with
@@ -66,6 +70,24 @@ class CpuBlock(torch.nn.Module):
         return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1))
 
 
+class CpuOpsV2(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Conv2d(4, 6, 1), torch.nn.Conv2d(4, 10, 3, padding=1)
+        self.grouped = torch.nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.up = torch.nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+        self.qkv = torch.nn.Linear(8, 24)
+        self.mask = torch.nn.Parameter(torch.randn(1, 1, 16, 16))
+        self.token = torch.nn.Parameter(torch.randn(1, 1, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.grouped(torch.cat([torch.relu(self.a(x)), torch.relu(self.b(x))], 1)))
+        y = self.up(y).flatten(2).transpose(1, 2)  # [1, 64, 8]
+        q, k, v = self.qkv(y).reshape(1, 64, 2, 3, 4).permute(3, 0, 2, 1, 4)[:, :, :, :16]
+        att = torch.nn.functional.scaled_dot_product_attention(q, k, v, self.mask)  # [1, 2, 16, 4]
+        return torch.cat([self.token, att.transpose(1, 2).reshape(1, 16, 8)], 1)
+
+
 def save(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], **export_args: object) -> None:
     model.eval()
     tern.export(model, args, **export_args).save(HERE / f"{name}.tern")
@@ -77,14 +99,23 @@ def save(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], **ex
         np.save(HERE / f"{name}.output{i}.npy", o.numpy())
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    """Writes the files named (all when none): a file added later is written
+    alone, so the others stay as their exporter wrote them."""
+    names = names or ["attention", "delegated", "cpu_block", "cpu_ops_v2"]
     torch.manual_seed(0)
-    save("attention", Attention(), (torch.randn(2, 5, 16),), partitioners=())
-    save("delegated", Delegated(), (torch.randn(2, 4, 6, 6), torch.randn(2, 4, 6, 6)),
-         partitioners=[TestPartitioner()])
-    torch.manual_seed(0)  # added later, seeded on its own so the files above stay as they were
-    save("cpu_block", CpuBlock(), (torch.randn(1, 3, 20, 20),))
+    if "attention" in names:
+        save("attention", Attention(), (torch.randn(2, 5, 16),), partitioners=())
+    if "delegated" in names:
+        save("delegated", Delegated(), (torch.randn(2, 4, 6, 6), torch.randn(2, 4, 6, 6)),
+             partitioners=[TestPartitioner()])
+    torch.manual_seed(0)  # each added later, seeded on its own so the files above stay as they were
+    if "cpu_block" in names:
+        save("cpu_block", CpuBlock(), (torch.randn(1, 3, 20, 20),))
+    torch.manual_seed(0)
+    if "cpu_ops_v2" in names:
+        save("cpu_ops_v2", CpuOpsV2(), (torch.randn(1, 4, 4, 4),))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -5,12 +5,15 @@
     program = tern.export(model, (x,), partitioners=[CpuPartitioner()])
 
 tern.export uses it by default. It claims float32 convolutions (2-d,
-general or depthwise), linear layers, residual adds, the activations it can
+general, grouped, depthwise or transposed), linear layers, residual adds, the activations it can
 fuse or run (relu, relu6/hardtanh/clamp, hardswish, sigmoid, tanh, gelu,
 silu), add/sub/mul of tensors (same shape, a scalar, a per-channel gate, a
-bias over the last dims), add/sub/mul/div by a number, layer norm and
-softmax over the last dim, batched matmul, permutes, pooling (max, average, global
-average) and the reshapes between them; compile.py turns each claimed
+bias over the last dims), add/sub/mul/div by a number, select and slice
+(step 1), layer norm and
+softmax over the last dim, batched matmul, scaled dot-product attention (one
+op: float or constant bool mask, causal, grouped-query; no dropout), concat
+(a convolution whose output is only concatenated writes into its slice), permutes,
+pooling (max, average, global average) and the reshapes between them; compile.py turns each claimed
 subgraph into the backend's program (NHWC inside, fused, weights packed,
 workspace planned). What it does not claim runs on the portable kernels.
 The runtime side is backends/cpu/ (tern::register_cpu_backend()).
@@ -26,8 +29,9 @@ if TYPE_CHECKING:
     import torch.fx
 
 _ELEMENTWISE = ("aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor")
-_RESHAPES = ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias")
-_SHAPE_ONLY = _RESHAPES + ("aten::expand", "aten::permute")
+_RESHAPES = ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias", "aten::unsqueeze",
+             "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims")
+_SHAPE_ONLY = _RESHAPES + ("aten::expand", "aten::permute", "aten::select.int", "aten::slice.Tensor")
 
 
 class CpuPartitioner(Partitioner):
@@ -39,6 +43,10 @@ class CpuPartitioner(Partitioner):
 
         if node.target is operator.getitem:
             return _is_first_of(node, ("aten::max_pool2d_with_indices", "aten::native_layer_norm"))
+        if op_name(node.target) == "aten::scaled_dot_product_attention":
+            from tern.backends.cpu.compile import attention_of
+
+            return attention_of(node) is not None
         if not _all_float32(node):
             return False
         name = op_name(node.target)
@@ -55,9 +63,19 @@ class CpuPartitioner(Partitioner):
         if name in _RESHAPES:
             return True
         if name == "aten::expand":
-            return tuple(_val(node).shape) == tuple(_val(node.args[0]).shape)  # a no-op
+            from tern.backends.cpu.compile import expanded_weight
+
+            # a no-op, or a constant matrix repeated over a batch for bmm (a linear layer)
+            return tuple(_val(node).shape) == tuple(_val(node.args[0]).shape) or expanded_weight(node) is not None
         if name == "aten::permute":
-            return 1 <= _rank(node) <= 4
+            from tern.backends.cpu.compile import simplify_permute
+
+            sizes, _ = simplify_permute(tuple(_val(node.args[0]).shape), node.args[1])
+            return len(sizes) <= 4
+        if name in ("aten::select.int", "aten::slice.Tensor"):
+            from tern.backends.cpu.compile import slice_of
+
+            return slice_of(node) is not None
         if name == "aten::native_layer_norm":
             x, shape, w, b = node.args[:4]
             return (_only_values_used(node) and all(a is None or _is_const(a) for a in (w, b))
@@ -65,6 +83,8 @@ class CpuPartitioner(Partitioner):
         if name == "aten::_softmax":
             dim, half = node.args[1], node.args[2] if len(node.args) > 2 else False
             return not half and dim % _rank(node) == _rank(node) - 1
+        if name == "aten::cat":
+            return len(node.args[0]) >= 1 and all(hasattr(t, "meta") for t in node.args[0]) and 1 <= _rank(node) <= 8
         if name == "aten::bmm":
             return _rank(node.args[0]) == 3 and _rank(node.args[1]) == 3
         if name == "aten::mean.dim":
@@ -120,10 +140,12 @@ def _is_const(node: Any) -> bool:
 
 def _conv_ok(node: Any) -> bool:
     x, w, b, stride, padding, dilation, transposed, _, groups = node.args
-    if transposed or _rank(x) != 4 or not _is_const(w) or (b is not None and not _is_const(b)):
+    if _rank(x) != 4 or not _is_const(w) or (b is not None and not _is_const(b)):
         return False
-    c, oc = _val(x).shape[1], _val(w).shape[0]
-    return groups == 1 or (groups == c == oc)
+    if transposed:  # stride x stride phases (compile.py), each at least one pixel
+        oh, ow = _val(node).shape[2:]
+        return groups == 1 and oh >= stride[0] and ow >= stride[1]
+    return True  # groups == 1, depthwise, or one Conv per group (compile.py)
 
 
 def _linear_ok(node: Any) -> bool:

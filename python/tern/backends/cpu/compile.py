@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 NHWC, PLAIN = "nhwc", "plain"
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 INF = float("inf")
+_VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape")
 
 # Elementwise activations an op can end with: op -> (Activation, min, max).
 _ACTIVATIONS = {
@@ -89,6 +90,86 @@ def broadcast_of(out: tuple[int, ...], b: tuple[int, ...], nhwc: bool) -> tuple[
     return None
 
 
+def simplify_permute(sizes: tuple[int, ...], perm: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The same permutation of the same elements with fewer dims: size-1 dims
+    dropped, and dims that stay neighbours in order merged. ((), ()): a copy."""
+    r = len(sizes)
+    perm = [int(d) % r for d in perm] if r else []
+    keep = [d for d in range(r) if sizes[d] != 1]
+    perm = [keep.index(d) for d in perm if sizes[d] != 1]
+    sizes = [sizes[d] for d in keep]
+    groups: list[list[int]] = []  # runs of input dims that stay in order
+    for d in perm:
+        if groups and groups[-1][-1] + 1 == d:
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])  # groups in input order
+    merged = {g: math.prod(sizes[d] for d in groups[g]) for g in range(len(groups))}
+    new_sizes = tuple(merged[g] for g in order)
+    new_perm = tuple(order.index(g) for g in range(len(groups)))
+    if new_perm == tuple(range(len(new_perm))):
+        return (), ()
+    return new_sizes, new_perm
+
+
+def slice_of(node: "torch.fx.Node") -> tuple[int, int, int] | None:
+    """(outer, offset, inner) of a select.int or a slice.Tensor of step 1 in
+    its input's plain layout: y[o] = x[o][offset : offset + inner] for each
+    of `outer` rows; None for other steps."""
+    name = op_name(node.target) if node.op == "call_function" else ""
+    x = node.args[0]
+    shape = tuple(int(d) for d in x.meta["val"].shape)
+    if not shape:
+        return None
+    dim = int(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % len(shape)
+    unit = math.prod(shape[dim + 1:])
+    if name == "aten::select.int":
+        index = int(node.args[2]) % shape[dim]
+        return math.prod(shape[:dim]), index * unit, unit
+    if name == "aten::slice.Tensor":
+        args = list(node.args) + [None] * 5
+        start, end, step = args[2], args[3], args[4] if args[4] is not None else 1
+        if step != 1 or not all(isinstance(v, (int, type(None))) for v in (start, end)):
+            return None
+        start, end, _ = slice(start, end).indices(shape[dim])
+        return math.prod(shape[:dim]), start * unit, max(end - start, 0) * unit
+    return None
+
+
+def expanded_weight(node: "torch.fx.Node") -> Any:
+    """The constant matrix an expand repeats over a batch (or a same-shape
+    reshape of such an expand) if every use, past same-shape reshapes, is as
+    bmm's second operand: bmm(x, w.expand(b, k, n)) is a linear layer over
+    x's b * m rows (how a linear layer of a non-contiguous input
+    decomposes). Else None."""
+    if node.op != "call_function":
+        return None
+    name = op_name(node.target)
+    if name in _VIEWS and tuple(node.meta["val"].shape) == tuple(node.args[0].meta["val"].shape):
+        w = expanded_weight(node.args[0])
+    elif name == "aten::expand":
+        w = node.args[0]
+        shape = tuple(int(d) for d in w.meta["val"].shape) if getattr(w, "op", None) == "get_attr" else ()
+        if len(shape) not in (2, 3) or (len(shape) == 3 and shape[0] != 1):
+            return None
+    else:
+        return None
+    return w if w is not None and _only_as_bmm_weight(node) else None
+
+
+def _only_as_bmm_weight(node: "torch.fx.Node") -> bool:
+    def ok(u: Any) -> bool:
+        if u.op != "call_function":
+            return False
+        name = op_name(u.target)
+        if name == "aten::bmm":
+            return u.args[1] is node and u.args[0] is not node
+        return name in _VIEWS and tuple(u.meta["val"].shape) == tuple(node.meta["val"].shape) and _only_as_bmm_weight(u)
+
+    return bool(node.users) and all(ok(u) for u in node.users)
+
+
 def activation_of(node: "torch.fx.Node") -> tuple[str, float, float] | None:
     """The activation a call node computes, or None (hardtanh and scalar
     clamp are clamps)."""
@@ -106,6 +187,71 @@ def activation_of(node: "torch.fx.Node") -> tuple[str, float, float] | None:
     if name == "aten::gelu" and (node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none") != "none"):
         return None
     return _ACTIVATIONS.get(name)
+
+
+@dataclass
+class Attention:
+    """An aten::scaled_dot_product_attention node the backend runs (attention_of)."""
+    q: Any
+    k: Any
+    v: Any
+    mask: Any  # None, or a node: a float32 tensor, or a constant bool one
+    causal: bool
+    scale: float
+    batch: int
+    heads: int
+    kv_heads: int
+
+
+_SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+
+
+def attention_of(node: "torch.fx.Node") -> Attention | None:
+    """What the cpu backend's Attention op needs of an SDPA node, or None if
+    it cannot run it: float32 q, k, v of rank 3 or 4 with the same leading
+    dims (heads may be fewer in k and v than in q when grouped), no dropout, a
+    mask that is a float32 tensor or a constant bool one broadcasting to the
+    scores, or causal, not both."""
+    import torch
+
+    if node.op != "call_function" or op_name(node.target) != "aten::scaled_dot_product_attention":
+        return None
+    a = dict(zip(_SDPA_ARGS, node.args))
+    a.update(node.kwargs)
+    q, k, v, mask = a["query"], a["key"], a["value"], a.get("attn_mask")
+    dropout, causal, scale = a.get("dropout_p", 0.0), bool(a.get("is_causal", False)), a.get("scale")
+    vals = [getattr(t, "meta", {}).get("val") for t in (q, k, v)] + [node.meta.get("val")]
+    if any(not isinstance(t, torch.Tensor) or t.dtype != torch.float32 for t in vals) or dropout:
+        return None
+    qs, ks, vs, ys = (tuple(int(d) for d in t.shape) for t in vals)
+    if len(qs) not in (3, 4) or not len(qs) == len(ks) == len(vs) or qs[:-3] != ks[:-3] or ks[:-3] != vs[:-3]:
+        return None
+    lead = qs[:-3] if len(qs) == 4 else ()
+    heads, kv_heads = qs[-3], ks[-3]
+    if len(qs) == 3:  # [batch, l, e]: one head
+        lead, heads, kv_heads = (qs[0],), 1, 1
+        if ks[0] != qs[0] or vs[0] != qs[0]:
+            return None
+    if ks[-1] != qs[-1] or vs[-2] != ks[-2] or vs[-3] != ks[-3] or heads % kv_heads or (
+            kv_heads != heads and not a.get("enable_gqa", False)):
+        return None
+    if min(qs + ks + vs) < 1:
+        return None
+    if mask is not None:
+        m = getattr(mask, "meta", {}).get("val")
+        if causal or not isinstance(m, torch.Tensor) or m.dim() > 4:
+            return None
+        if m.dtype == torch.bool and getattr(mask, "op", None) != "get_attr":
+            return None  # a bool mask computed at run time: the portable kernel takes it
+        if m.dtype not in (torch.float32, torch.bool):
+            return None
+        full = (lead[0] if lead else 1, heads, qs[-2], ks[-2])
+        ms = (1,) * (4 - m.dim()) + tuple(int(d) for d in m.shape)
+        if any(d not in (1, f) for d, f in zip(ms, full)):
+            return None
+    e = qs[-1]
+    return Attention(q, k, v, mask, causal, float(scale) if scale is not None else 1.0 / math.sqrt(e),
+                     lead[0] if lead else 1, heads, kv_heads)
 
 
 @dataclass
@@ -144,6 +290,12 @@ class Program:
 def compile_subgraph(gm: "torch.fx.GraphModule") -> Program:
     """The program of a claimed subgraph (see tern.backend for its form)."""
     return _Compiler(gm).run()
+
+
+def torch_bool() -> Any:
+    import torch
+
+    return torch.bool
 
 
 def _shape(node: Any) -> tuple[int, ...]:
@@ -239,12 +391,22 @@ class _Compiler:
         users = list(node.users)
         return users[0] if len(users) == 1 and users[0].op == "call_function" else None
 
-    def _fuse_activation(self, last: Any, fused: list[Any]) -> tuple[Any, tuple[str, float, float]]:
-        u = self._only_user(last)
+    def _past_views(self, node: Any, views: bool) -> tuple[Any, list[Any]]:
+        """node's only user and, with `views`, past a chain of reshapes each
+        used once (an elementwise op after them may be fused all the same, in
+        the plain layout): (that user or None, the reshapes passed)."""
+        u, passed = self._only_user(node), []
+        while views and u is not None and _is_view(u) and self._only_user(u) is not None:
+            passed.append(u)
+            u = self._only_user(u)
+        return u, passed
+
+    def _fuse_activation(self, last: Any, fused: list[Any], views: bool = False) -> tuple[Any, tuple[str, float, float]]:
+        u, passed = self._past_views(last, views)
         act = activation_of(u) if u is not None else None
         if act is None:
             return last, ("None", -INF, INF)
-        fused.append(u)
+        fused.extend(passed + [u])
         return u, act
 
     # ops
@@ -263,10 +425,15 @@ class _Compiler:
             self._unary(node)
         elif name in ("aten::mean.dim", "aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::max_pool2d_with_indices"):
             self._pool(node)
-        elif name in ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias", "aten::expand"):
+        elif name in ("aten::expand",) + _VIEWS and expanded_weight(node) is not None:
+            pass  # bmm reads the constant itself (_matmul)
+        elif name in ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias", "aten::expand",
+                      "aten::unsqueeze", "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims"):
             self.env[node] = (self._alias(self._plain(node.args[0]), _shape(node)), PLAIN)  # expand: only identities
         elif name == "aten::permute":
             self._permute(node)
+        elif name in ("aten::select.int", "aten::slice.Tensor"):
+            self._slice(node)
         elif name == "aten::native_layer_norm":
             self._layer_norm(node)
         elif name == "aten::_softmax":
@@ -276,45 +443,153 @@ class _Compiler:
             self.env[node] = (y, PLAIN)
         elif name == "aten::bmm":
             self._matmul(node)
+        elif name == "aten::scaled_dot_product_attention":
+            self._attention(node)
+        elif name == "aten::cat":
+            self._concat(node)
         else:
             raise ExportError(f"cpu backend: node {node.name} ({name}) was claimed but has no lowering")
 
     def _epilogue(self, act: tuple[str, float, float]) -> dict[str, Any]:
         return {"activation": act[0], "min": act[1], "max": act[2]}
 
-    def _residual(self, node: Any, fused: list[Any]) -> tuple[Any, Any]:
+    def _residual(self, node: Any, fused: list[Any], views: bool = False) -> tuple[Any, Any]:
         """(the node whose value becomes the residual, the new last node) if
-        node's only user adds it to a value already computed."""
-        u = self._only_user(node)
+        node's only user (past reshapes, with `views`) adds it to a value
+        already computed."""
+        u, passed = self._past_views(node, views)
         if u is None or op_name(u.target) != "aten::add.Tensor" or u.kwargs.get("alpha", 1) != 1 or len(u.args) != 2:
             return None, node
-        other = u.args[1] if u.args[0] is node else u.args[0]
+        mine = passed[-1] if passed else node
+        other = u.args[1] if u.args[0] is mine else u.args[0]
         known = other in self.env or getattr(other, "op", None) == "get_attr"
-        if other is node or not known or _shape(other) != _shape(node):
+        if other is mine or not known or _shape(other) != _shape(mine):
             return None, node
-        fused.append(u)
+        fused.extend(passed + [u])
         return other, u
 
     def _conv(self, node: Any) -> None:
-        x, w, b, stride, padding, dilation, _, _, groups = node.args
+        x, w, b, stride, padding, dilation, transposed, _, groups = node.args
+        if transposed:
+            return self._conv_transpose(node)
         weight = self._const(w)
         bias = self._const(b) if b is not None else None
-        depthwise = groups > 1
-        packed = pack.pack_depthwise(weight, bias) if depthwise else pack.pack_conv(weight, bias)
+        n, oc, oh, ow = _shape(node)
+        c = _shape(x)[1]
+        depthwise = groups > 1 and groups == c == oc
         xv = self._nhwc(x)
         fused = [node]
-        res, last = self._residual(node, fused)
+        res, last = self._residual(node, fused) if groups == 1 or depthwise else (None, node)
         last, act = self._fuse_activation(last, fused)
-        n, oc, oh, ow = _shape(node)
         y = self._workspace((n, oh, ow, oc))
         rv = self._nhwc(res) if res is not None else -1
-        wv = self._weights(packed)
-        fields = {"x": xv, "weights": wv, "residual": rv, "y": y, "kernel": tuple(weight.shape[2:]),
-                  "stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation),
-                  "depthwise": depthwise, **self._epilogue(act)}
-        self._op("Conv", fields, fused, [xv, wv] + ([rv] if rv >= 0 else []), [y])
+        common = {"x": xv, "residual": rv, "y": y, "kernel": tuple(weight.shape[2:]), "stride": tuple(stride),
+                  "padding": tuple(padding), "dilation": tuple(dilation), "depthwise": depthwise,
+                  **self._epilogue(act)}
+        if groups == 1 or depthwise:
+            wv = self._weights(pack.pack_depthwise(weight, bias) if depthwise else pack.pack_conv(weight, bias))
+            self._op("Conv", {**common, "weights": wv}, fused, [xv, wv] + ([rv] if rv >= 0 else []), [y])
+        else:  # one Conv per group, over its channel slices of x and y
+            cg, og = c // groups, oc // groups
+            for gi in range(groups):
+                part = slice(gi * og, (gi + 1) * og)
+                wv = self._weights(pack.pack_conv(weight[part], bias[part] if bias is not None else None))
+                fields = {**common, "weights": wv, "x_offset": gi * cg, "in_channels": cg, "y_offset": gi * og,
+                          "out_channels": og}
+                self._op("Conv", fields, fused, [xv, wv], [y])
         self.done.update(fused)
         self.env[last] = (y, NHWC)
+
+    def _conv_transpose(self, node: Any) -> None:
+        """A transposed convolution as stride x stride ordinary convolutions of
+        stride 1, one per output phase (py, px), each over the taps that land
+        on that phase, then an Interleave. Output row oy = py + sh * t takes
+        tap ky from input row t + (py + ph - ky * dh) / sh where that divides;
+        listed by descending ky those offsets rise by dh / gcd(sh, dh): a
+        convolution with that dilation and padding -(first offset)."""
+        x, w, b, stride, padding, dilation = node.args[:6]
+        weight = self._const(w)  # [c, oc, kh, kw]
+        bias = self._const(b) if b is not None else None
+        n, oc, oh, ow = _shape(node)
+        c, _, kh, kw = weight.shape
+        xv = self._nhwc(x)
+        fused = [node]
+        last, act = self._fuse_activation(node, fused)
+
+        def taps(p: int, k: int, s: int, pad: int, d: int) -> tuple[list[int], int, int]:
+            ks = [kk for kk in reversed(range(k)) if (p + pad - kk * d) % s == 0]
+            if not ks:
+                return [], 0, 1
+            return ks, -((p + pad - ks[0] * d) // s), d // math.gcd(s, d)
+
+        sh, sw = stride
+        phases = []
+        for py in range(sh):
+            rows, pad_h, dil_h = taps(py, kh, sh, padding[0], dilation[0])
+            for px in range(sw):
+                cols, pad_w, dil_w = taps(px, kw, sw, padding[1], dilation[1])
+                y = self._workspace((n, -(-(oh - py) // sh), -(-(ow - px) // sw), oc))
+                if rows and cols:
+                    wp = weight[:, :, rows][:, :, :, cols].transpose(1, 0, 2, 3)  # [oc, c, taps_h, taps_w]
+                    kernel, pad, dil = (len(rows), len(cols)), (pad_h, pad_w), (dil_h, dil_w)
+                else:  # no tap lands here: the bias alone
+                    wp = np.zeros((oc, c, 1, 1), np.float32)
+                    kernel, pad, dil = (1, 1), (0, 0), (1, 1)
+                wv = self._weights(pack.pack_conv(np.ascontiguousarray(wp), bias))
+                fields = {"x": xv, "weights": wv, "residual": -1, "y": y, "kernel": kernel, "stride": (1, 1),
+                          "padding": pad, "dilation": dil, "depthwise": False, **self._epilogue(act)}
+                self._op("Conv", fields, fused, [xv, wv], [y])
+                phases.append(y)
+        if len(phases) == 1:  # stride 1: the one phase is the output
+            y = phases[0]
+        else:
+            y = self._workspace((n, oh, ow, oc))
+            self._op("Interleave", {"xs": phases, "y": y, "stride": (sh, sw)}, fused, phases, [y])
+        self.done.update(fused)
+        self.env[last] = (y, NHWC)
+
+    def _concat(self, node: Any) -> None:
+        """A Concat op; a channel concat runs in NHWC, and an input that only a
+        convolution wrote and only this concat reads is written by that
+        convolution straight into its slice (no copy)."""
+        xs, dim = node.args[0], (node.args[1] if len(node.args) > 1 else 0) % len(_shape(node))
+        shape = _shape(node)
+        nhwc = len(shape) == 4 and dim == 1
+        if nhwc:
+            n, c, h, w = shape
+            y = self._workspace((n, h, w, c))
+            outer = n * h * w
+        else:
+            y = self._workspace(shape)
+            outer = math.prod(shape[:dim])
+        parts, offsets, reads, at = [], [], [], 0
+        for x in xs:
+            v = self._nhwc(x) if nhwc else self._plain(x)
+            inner = math.prod(self.p.values[v].sizes) // outer
+            writers = self._sole_conv_writers(x, v) if nhwc and xs.count(x) == 1 else []
+            for op in writers:  # each writes its channels of v at y_offset: now of y, shifted by at
+                op.fields.setdefault("out_channels", inner)
+                op.fields.update(y=y, y_offset=at + op.fields.get("y_offset", 0))
+                op.writes = [y if wv == v else wv for wv in op.writes]
+            if not writers:
+                parts.append(v)
+                offsets.append(at)
+                reads.append(v)
+            at += inner
+        if parts:
+            self._op("Concat", {"xs": parts, "offsets": offsets, "y": y, "outer": outer}, [node], reads, [y])
+        self.env[node] = (y, NHWC if nhwc else PLAIN)
+
+    def _sole_conv_writers(self, x: Any, v: int) -> list[Op]:
+        """The Conv ops that wrote value v (one, or one per group), if v is
+        x's value, x is used by this concat alone, nothing has read v and
+        they are non-depthwise Convs without a residual; else []."""
+        if len(x.users) != 1 or any(v in op.reads for op in self.p.ops):
+            return []
+        writers = [op for op in self.p.ops if v in op.writes]
+        if any(op.kind != "Conv" or op.fields["depthwise"] or op.fields["residual"] >= 0 for op in writers):
+            return []
+        return writers
 
     def _linear(self, node: Any) -> None:
         if op_name(node.target) == "aten::addmm":
@@ -322,21 +597,45 @@ class _Compiler:
             bias = self._const(b)
         else:
             (x, w), bias = node.args[:2], None
-        packed = pack.pack_linear(self._const(w), bias)
         m, k = _shape(x)
-        n = _shape(node)[1]
+        self._gemm(node, x, self._const(w), bias, m)
+
+    def _gemm(self, node: Any, x: Any, w_kn: np.ndarray, bias: np.ndarray | None, m: int) -> None:
+        """y [m, n] = x [m, k] . w_kn + bias as a 1x1 Conv, with what follows
+        fused (plain layout, so past reshapes): a constant bias over the last
+        dim, a residual add, an activation."""
+        k, n = w_kn.shape
         xv = self._alias(self._plain(x), (m, 1, 1, k))
         fused = [node]
-        res, last = self._residual(node, fused)
-        last, act = self._fuse_activation(last, fused)
+        last, extra = self._bias_add(node, fused, n)
+        if extra is not None:
+            bias = extra if bias is None else bias + extra
+        res, last = self._residual(last, fused, views=True)
+        last, act = self._fuse_activation(last, fused, views=True)
         y = self._workspace((m, 1, 1, n))
         rv = self._alias(self._plain(res), (m, 1, 1, n)) if res is not None else -1
-        wv = self._weights(packed)
+        wv = self._weights(pack.pack_linear(w_kn, bias))
         fields = {"x": xv, "weights": wv, "residual": rv, "y": y, "kernel": (1, 1), "stride": (1, 1),
                   "padding": (0, 0), "dilation": (1, 1), "depthwise": False, **self._epilogue(act)}
         self._op("Conv", fields, fused, [xv, wv] + ([rv] if rv >= 0 else []), [y])
         self.done.update(fused)
-        self.env[last] = (self._alias(y, (m, n)), PLAIN)
+        self.env[last] = (self._alias(y, _shape(last)), PLAIN)
+
+    def _bias_add(self, node: Any, fused: list[Any], n: int) -> tuple[Any, np.ndarray | None]:
+        """(new last node, bias [n]) if node's only user, past reshapes, adds a
+        constant of n values over the last dim; else (node, None)."""
+        u, passed = self._past_views(node, True)
+        if u is None or op_name(u.target) != "aten::add.Tensor" or u.kwargs.get("alpha", 1) != 1 or len(u.args) != 2:
+            return node, None
+        mine = passed[-1] if passed else node
+        other = u.args[1] if u.args[0] is mine else u.args[0]
+        if getattr(other, "op", None) != "get_attr" or _shape(u) != _shape(mine):
+            return node, None
+        shape = _shape(other)
+        if shape[-1:] != (n,) or math.prod(shape) != n:
+            return node, None
+        fused.extend(passed + [u])
+        return u, self._const(other).reshape(n)
 
     def _binary(self, node: Any) -> None:
         a, b = node.args[:2]
@@ -402,9 +701,19 @@ class _Compiler:
 
     def _permute(self, node: Any) -> None:
         x = self._plain(node.args[0])
-        perm = tuple(int(d) % len(_shape(node)) for d in node.args[1])
+        sizes, perm = simplify_permute(_shape(node.args[0]), node.args[1])
+        if not perm:  # the elements stay in order: a view
+            self.env[node] = (self._alias(x, _shape(node)), PLAIN)
+            return
+        y = self._workspace(tuple(sizes[d] for d in perm))
+        self._op("Transpose", {"x": self._alias(x, sizes), "y": y, "perm": perm}, [node], [x], [y])
+        self.env[node] = (self._alias(y, _shape(node)), PLAIN)
+
+    def _slice(self, node: Any) -> None:
+        outer, offset, inner = slice_of(node)
+        x = self._plain(node.args[0])
         y = self._workspace(_shape(node))
-        self._op("Transpose", {"x": x, "y": y, "perm": perm}, [node], [x], [y])
+        self._op("Slice", {"x": x, "y": y, "outer": outer, "offset": offset}, [node], [x], [y])
         self.env[node] = (y, PLAIN)
 
     def _layer_norm(self, node: Any) -> None:
@@ -421,6 +730,10 @@ class _Compiler:
     def _matmul(self, node: Any) -> None:
         a, b = node.args[:2]
         batch, m, k = _shape(a)
+        w = expanded_weight(b) if b.op == "call_function" else None
+        if w is not None:  # the same matrix for every batch: one linear layer over batch * m rows
+            self._gemm(node, a, self._const(w).reshape(k, -1), None, batch * m)
+            return
         n = _shape(b)[2]
         av, bv = self._plain(a), self._plain(b)
         packed = self._workspace((batch * ((n + 15) // 16) * 16 * (1 + k),))
@@ -428,6 +741,34 @@ class _Compiler:
         fields = {"a": av, "b": bv, "y": y, "packed": packed, "batch": batch, "m": m, "k": k, "n": n}
         self._op("MatMul", fields, [node], [av, bv, packed], [y, packed])
         self.env[node] = (y, PLAIN)
+
+    def _attention(self, node: Any) -> None:
+        at = attention_of(node)
+        assert at is not None
+        qv, kv, vv = self._plain(at.q), self._plain(at.k), self._plain(at.v)
+        l, e = _shape(at.q)[-2:]
+        s, ev = _shape(at.v)[-2:]
+        reads = [qv, kv, vv]
+        mv = -1
+        if at.mask is not None:
+            if at.mask.meta["val"].dtype == torch_bool():
+                allowed = self._const_bool(at.mask)
+                mv = self._alias(self._weights(np.where(allowed, 0.0, -np.inf).astype(np.float32).reshape(-1)),
+                                 tuple(allowed.shape) or (1,))
+            else:
+                mv = self._plain(at.mask)
+            reads.append(mv)
+        kpanels, vpanels = (s + 15) // 16, (ev + 15) // 16
+        packed = self._workspace((at.batch * at.kv_heads * (kpanels * 16 * (1 + e) + vpanels * 16 * (1 + s)),))
+        y = self._workspace(_shape(node))
+        fields = {"q": qv, "k": kv, "v": vv, "y": y, "mask": mv, "packed": packed, "causal": at.causal,
+                  "scale": at.scale, "batch": at.batch, "heads": at.heads, "kv_heads": at.kv_heads,
+                  "l": l, "s": s, "e": e, "ev": ev}
+        self._op("Attention", fields, [node], reads + [packed], [y, packed])
+        self.env[node] = (y, PLAIN)
+
+    def _const_bool(self, node: Any) -> np.ndarray:
+        return getattr(self.gm, node.target).detach().cpu().numpy().astype(bool)
 
     def _output(self, node: Any) -> None:
         j = self.p.num_outputs
@@ -458,6 +799,14 @@ class _Compiler:
                 blob.extend(v.data.tobytes())
         self.p.workspace_bytes = mem.planned_bytes
         self.p.weights = bytes(blob)
+
+
+def _is_view(node: Any) -> bool:
+    """A reshape, or a permute that keeps the elements in order (of size-1 dims)."""
+    name = op_name(node.target)
+    if name == "aten::permute":
+        return simplify_permute(_shape(node.args[0]), node.args[1]) == ((), ())
+    return name in _VIEWS
 
 
 def _pair(v: Any) -> tuple[int, int]:

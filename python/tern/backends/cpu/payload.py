@@ -14,7 +14,7 @@ from tern.backends.cpu.compile import Op, Program
 from tern.memory_plan import align
 from tern.serialize import offsets_vector
 
-VERSION = 1
+VERSION = 2  # 2: Attention (a runtime reads 1 and 2)
 HEADER = struct.Struct("<4sIQ")
 
 
@@ -74,8 +74,9 @@ def _op_table(b: Any, op: Op) -> tuple[int, int]:
 
     f = op.fields
     module = importlib.import_module(f"tern.backends.cpu.fb.{op.kind}")
-    lists = {k: _ints(b, getattr(module, f"Start{_camel(k)}Vector"), b.PrependInt32, f[k])
-             for k in ("kernel", "stride", "padding", "dilation", "perm") if k in f}
+    prepend = {"xs": b.PrependUint32, "offsets": b.PrependInt64}  # the rest are [int]
+    lists = {k: _ints(b, getattr(module, f"Start{_camel(k)}Vector"), prepend.get(k, b.PrependInt32), f[k])
+             for k in ("kernel", "stride", "padding", "dilation", "perm", "xs", "offsets") if k in f}
     module.Start(b)
     for key, value in f.items():
         add = getattr(module, f"Add{_camel(key)}")

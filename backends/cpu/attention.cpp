@@ -1,0 +1,145 @@
+// Scaled dot-product attention as one op (cpu.fbs, table Attention):
+//
+//   1. pack, for each (batch, kv head), k^T and v as GEMM weight panels
+//      (ukernels.h's layout, zero bias) into the op's workspace, in parallel;
+//   2. for each (batch, head, block of mr query rows), in parallel:
+//      scores = q_rows k^T through the igemm microkernels into per-thread
+//      scratch, then * scale + mask (or the causal cut), a softmax per row,
+//      and y_rows = scores v through the same microkernels.
+//
+// The scores of a head never exist whole: a thread holds mr rows of them.
+// Under a causal mask, a block of rows reads only the keys its last row sees.
+// Each output row is computed by the same calls whatever the thread count.
+#include <cstring>
+
+#include "backends/cpu/program.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// Floats of the packed k^T of one (batch, kv head): s outputs of e inputs.
+int64_t k_panel_floats(const AttentionGeometry& a) { return kPanel * (1 + a.e); }
+int64_t k_floats(const AttentionGeometry& a) { return ceil_div(a.s, kPanel) * k_panel_floats(a); }
+// ... and of its packed v: ev outputs of s inputs.
+int64_t v_panel_floats(const AttentionGeometry& a) { return kPanel * (1 + a.s); }
+int64_t v_floats(const AttentionGeometry& a) { return ceil_div(a.ev, kPanel) * v_panel_floats(a); }
+
+// Columns [0, n) of rows c (row stride ldc) = a_rows . packed, through the
+// main microkernel, the tail one for a last lone panel. a has mr row
+// pointers (rows past `rows` repeat the last), each of kc floats.
+void gemm_rows(const Isa& isa, int64_t rows, const float* const* a, int64_t kc, const float* packed,
+               int64_t panel_floats, int64_t n, float* c, int64_t ldc) {
+  const MinMax none = {-__builtin_inff(), __builtin_inff()};
+  const IgemmConfig& main = isa.igemm_main;
+  for (int64_t col0 = 0; col0 < n; col0 += main.nr) {
+    const int64_t nc = n - col0 < main.nr ? n - col0 : main.nr;
+    const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
+    k.ukernel(size_t(rows), size_t(nc), size_t(kc), 1, a, packed + (col0 / kPanel) * panel_floats,
+              size_t(panel_floats), c + col0, size_t(ldc), none);
+  }
+}
+
+// scores[i][0, keys) for query rows q0 + i: * scale, + mask, softmax.
+// Rows whose every score is -inf become zeros.
+void softmax_rows(const AttentionGeometry& a, const Isa& isa, int64_t b, int64_t h, int64_t q0, int64_t rows,
+                  int64_t keys, float* scores, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = scores + i * ld;
+    const int64_t qi = q0 + i;
+    const int64_t seen = a.causal ? (qi + 1 < keys ? qi + 1 : keys) : keys;
+    for (int64_t j = 0; j < seen; ++j) row[j] *= a.scale;
+    if (a.mask != nullptr) {
+      const float* m = a.mask + b * a.mask_strides[0] + h * a.mask_strides[1] + qi * a.mask_strides[2];
+      const int64_t ms = a.mask_strides[3];
+      for (int64_t j = 0; j < seen; ++j) row[j] += m[j * ms];
+    }
+    float mx = -__builtin_inff();
+    for (int64_t j = 0; j < seen; ++j) mx = row[j] > mx ? row[j] : mx;
+    if (mx == -__builtin_inff()) {
+      memset(row, 0, sizeof(float) * size_t(keys));
+      continue;
+    }
+    for (int64_t j = 0; j < seen; ++j) row[j] -= mx;
+    isa.vact(4, row, size_t(seen));  // exp
+    float sum = 0.f;
+    for (int64_t j = 0; j < seen; ++j) sum += row[j];
+    const float inv = 1.f / sum;
+    for (int64_t j = 0; j < seen; ++j) row[j] *= inv;
+    for (int64_t j = seen; j < keys; ++j) row[j] = 0.f;  // past the causal cut
+  }
+}
+
+}  // namespace
+
+int64_t attention_packed_floats(const AttentionGeometry& a) {
+  return a.batch * a.kv_heads * (k_floats(a) + v_floats(a));
+}
+
+size_t attention_scratch_bytes(const AttentionGeometry& a, const Isa& isa) {
+  const int64_t mr = isa.igemm_main.mr;
+  return size_t(mr * round_up(a.s, kPanel)) * sizeof(float) + 2 * size_t(mr) * sizeof(float*);
+}
+
+void run_attention(const CpuOp& o, const Isa& isa, RunContext& ctx) {
+  const AttentionGeometry& a = o.attention;
+  const int64_t kf = k_floats(a), vf = v_floats(a), kp = ceil_div(a.s, kPanel), vp = ceil_div(a.ev, kPanel);
+  const int64_t heads_per_kv = a.heads / a.kv_heads;
+
+  // 1. k^T and v as weight panels, per (batch, kv head): [k panels][v panels]
+  ctx.parallel_for(a.batch * a.kv_heads * (kp + vp), 4, [&](RunContext&, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t bh = u / (kp + vp), p = u % (kp + vp);
+      float* base = a.packed + bh * (kf + vf);
+      if (p < kp) {  // keys [16p, 16p + 16): panel[1 + c][j] = k[16p + j][c]
+        const float* k = a.k + (bh * a.s + p * kPanel) * a.e;
+        const int64_t keys = a.s - p * kPanel < kPanel ? a.s - p * kPanel : kPanel;
+        float* dst = base + p * k_panel_floats(a);
+        memset(dst, 0, sizeof(float) * kPanel);
+        for (int64_t c = 0; c < a.e; ++c) {
+          float* row = dst + kPanel * (1 + c);
+          for (int64_t j = 0; j < kPanel; ++j) row[j] = j < keys ? k[j * a.e + c] : 0.f;
+        }
+      } else {  // columns [16q, 16q + 16) of v: panel[1 + j][col] = v[j][16q + col]
+        const int64_t q = p - kp, cols = a.ev - q * kPanel < kPanel ? a.ev - q * kPanel : kPanel;
+        const float* v = a.v + bh * a.s * a.ev + q * kPanel;
+        float* dst = base + kf + q * v_panel_floats(a);
+        memset(dst, 0, sizeof(float) * kPanel);
+        for (int64_t j = 0; j < a.s; ++j) {
+          float* row = dst + kPanel * (1 + j);
+          for (int64_t col = 0; col < kPanel; ++col) row[col] = col < cols ? v[j * a.ev + col] : 0.f;
+        }
+      }
+    }
+  });
+
+  // 2. blocks of mr query rows of every (batch, head)
+  const int mr = isa.igemm_main.mr;
+  const int64_t blocks = ceil_div(a.l, mr), ld = round_up(a.s, kPanel);
+  const int64_t unit_flops = 2 * mr * a.s * (a.e + a.ev);
+  ctx.parallel_for(a.batch * a.heads * blocks, (int64_t(1) << 16) / unit_flops + 1,
+                   [&](RunContext& t, int64_t u0, int64_t u1) {
+    float* scores = static_cast<float*>(t.scratch());
+    const float** ptrs = reinterpret_cast<const float**>(scores + mr * ld);
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t bh = u / blocks, q0 = (u % blocks) * mr, b = bh / a.heads, h = bh % a.heads;
+      const int64_t rows = a.l - q0 < mr ? a.l - q0 : mr;
+      const int64_t keys = a.causal ? (q0 + rows < a.s ? q0 + rows : a.s) : a.s;  // the block's last row sees these
+      const float* packed = a.packed + (b * a.kv_heads + h / heads_per_kv) * (kf + vf);
+      const float* q = o.x + (bh * a.l + q0) * a.e;
+      for (int i = 0; i < mr; ++i) {
+        ptrs[i] = q + (i < rows ? i : rows - 1) * a.e;
+        ptrs[mr + i] = scores + (i < rows ? i : rows - 1) * ld;
+      }
+      gemm_rows(isa, rows, ptrs, a.e, packed, k_panel_floats(a), keys, scores, ld);
+      softmax_rows(a, isa, b, h, q0, rows, keys, scores, ld);
+      gemm_rows(isa, rows, ptrs + mr, keys, packed + kf, v_panel_floats(a), a.ev, o.y + (bh * a.l + q0) * a.ev, a.ev);
+    }
+  });
+}
+
+}  // namespace cpu
+}  // namespace tern
