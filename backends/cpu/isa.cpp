@@ -16,26 +16,30 @@ const Isa kScalar = {"scalar",
                      {f32_igemm_ukernel__scalar_main, 4, 16},
                      {f32_igemm_ukernel__scalar_tail, 4, 16},
                      f32_dwconv_ukernel__scalar,
-                     f32_dwconv_rows_ukernel__scalar, f32_vact_ukernel__scalar};
+                     f32_dwconv_rows_ukernel__scalar, f32_vact_ukernel__scalar,
+                     f32_winograd_in_ukernel__scalar, f32_winograd_out_ukernel__scalar};
 
 #if defined(__x86_64__)
 const Isa kAvx2 = {"avx2",
                    {f32_igemm_ukernel__avx2_main, 6, 16},
                    {f32_igemm_ukernel__avx2_tail, 6, 16},
                    f32_dwconv_ukernel__avx2,
-                     f32_dwconv_rows_ukernel__avx2, f32_vact_ukernel__avx2};
+                     f32_dwconv_rows_ukernel__avx2, f32_vact_ukernel__avx2,
+                     f32_winograd_in_ukernel__avx2, f32_winograd_out_ukernel__avx2};
 const Isa kAvx512 = {"avx512",
                      {f32_igemm_ukernel__avx512_main, 8, 32},
                      {f32_igemm_ukernel__avx512_tail, 8, 16},
                      f32_dwconv_ukernel__avx512,
-                     f32_dwconv_rows_ukernel__avx512, f32_vact_ukernel__avx512};
+                     f32_dwconv_rows_ukernel__avx512, f32_vact_ukernel__avx512,
+                     f32_winograd_in_ukernel__avx512, f32_winograd_out_ukernel__avx512};
 #endif
 #if defined(__aarch64__)
 const Isa kNeon = {"neon",
                    {f32_igemm_ukernel__neon_main, 6, 16},
                    {f32_igemm_ukernel__neon_tail, 6, 16},
                    f32_dwconv_ukernel__neon,
-                     f32_dwconv_rows_ukernel__neon, f32_vact_ukernel__neon};
+                     f32_dwconv_rows_ukernel__neon, f32_vact_ukernel__neon,
+                     f32_winograd_in_ukernel__neon, f32_winograd_out_ukernel__neon};
 #endif
 
 }  // namespace

@@ -21,6 +21,8 @@ struct Isa {
   DwconvUkernel dwconv;           // any pixel, through per-pixel tap pointers
   DwconvRowsUkernel dwconv_rows;  // a row's interior pixels
   VactUkernel vact;
+  WinogradInUkernel winograd_in;
+  WinogradOutUkernel winograd_out;
 };
 
 // The ISAs this build has and this CPU runs, best first (scalar last).

@@ -196,6 +196,8 @@ struct Loader {
   Error prepare_concat(uint32_t oi, const fb::Concat& cc, CpuOp* op);
   Error prepare_interleave(uint32_t oi, const fb::Interleave& il, CpuOp* op);
   Error prepare_slice(uint32_t oi, const fb::Slice& sl, CpuOp* op);
+  Error prepare_winograd_input(uint32_t oi, const fb::WinogradInput& wi, CpuOp* op);
+  Error prepare_winograd_output(uint32_t oi, const fb::WinogradOutput& wo, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error make_label(const fb::Op& o, CpuOp* op);
   Error check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block);
@@ -205,7 +207,8 @@ struct Loader {
 // method's life: what profiles and traces show.
 Error Loader::make_label(const fb::Op& o, CpuOp* op) {
   static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy", "LayerNorm",
-                                       "Softmax", "MatMul", "Attention", "Concat", "Interleave", "Slice"};
+                                       "Softmax", "MatMul", "Attention", "Concat", "Interleave", "Slice",
+                                       "WinogradInput", "WinogradOutput"};
   const int k = static_cast<int>(o.kind_type());
   const char* kind = k > 0 && k < int(sizeof(kKinds) / sizeof(kKinds[0])) ? kKinds[k] : kKinds[0];
   const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
@@ -540,6 +543,49 @@ Error Loader::prepare_slice(uint32_t oi, const fb::Slice& sl, CpuOp* op) {
   return Error::Ok;
 }
 
+Error Loader::prepare_winograd_input(uint32_t oi, const fb::WinogradInput& wi, CpuOp* op) {
+  const ValueInfo *x = nullptr, *v = nullptr;
+  TERN_CHECK_OK(value(oi, wi.x(), 4, false, &x));
+  TERN_CHECK_OK(value(oi, wi.v(), 0, true, &v));
+  ConvGeometry& g = op->conv;
+  TERN_CHECK_OK(pair(oi, wi.padding(), "padding", -(1 << 16), &g.ph, &g.pw));
+  g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3], g.oh = wi.oh(), g.ow = wi.ow();
+  const int64_t limit = int64_t(1) << 24;
+  // tiles * 16 * c = v's elements (<= 2^40), so nothing below overflows
+  if (g.c < 1 || g.oh < 1 || g.ow < 1 || g.oh > limit || g.ow > limit ||
+      v->numel != 16 * winograd_block(g.n * ((g.oh + 1) / 2) * ((g.ow + 1) / 2), g.c)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): winograd input sizes do not fit x and v", oi, op->nodes);
+  }
+  op->kind = CpuOpKind::WinogradInput;
+  op->x = x->data, op->y = v->data, op->numel = v->numel;
+  if (g.c > max_channels) max_channels = g.c;
+  return Error::Ok;
+}
+
+Error Loader::prepare_winograd_output(uint32_t oi, const fb::WinogradOutput& wo, CpuOp* op) {
+  const ValueInfo *m = nullptr, *y = nullptr, *b = nullptr, *r = nullptr;
+  TERN_CHECK_OK(value(oi, wo.m(), 0, false, &m));
+  TERN_CHECK_OK(value(oi, wo.y(), 4, true, &y));
+  if (wo.bias() >= 0) TERN_CHECK_OK(value(oi, wo.bias(), 0, false, &b));
+  if (wo.residual() >= 0) TERN_CHECK_OK(value(oi, wo.residual(), 4, false, &r));
+  ConvGeometry& g = op->conv;
+  g.n = y->sizes[0], g.oh = y->sizes[1], g.ow = y->sizes[2], g.oc = y->sizes[3];
+  if (g.oc < 1 || g.oh < 1 || g.ow < 1 || g.oh > (1 << 24) || g.ow > (1 << 24) ||
+      m->numel != 16 * winograd_block(g.n * ((g.oh + 1) / 2) * ((g.ow + 1) / 2), g.oc) ||
+      (b && b->numel != g.oc) || (r && memcmp(r->sizes, y->sizes, sizeof(int64_t) * 4) != 0)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): winograd output sizes do not fit m, y, bias and residual", oi,
+                    op->nodes);
+  }
+  TERN_CHECK_OK(epilogue(oi, wo.activation(), wo.min(), wo.max(), &op->ep));
+  op->kind = CpuOpKind::WinogradOutput;
+  op->x = m->data, op->y = y->data, op->x2 = r ? r->data : nullptr, op->bias = b ? b->data : nullptr;
+  op->numel = y->numel;
+  if (g.oc > max_channels) max_channels = g.oc;
+  const size_t s = winograd_scratch_bytes(g.oc);
+  if (s > scratch) scratch = s;
+  return Error::Ok;
+}
+
 // b has exactly the elements y's broadcast reads: b_inner per block, one
 // block per b_block elements of y (or one block when b_block is 0).
 Error Loader::check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block) {
@@ -572,6 +618,8 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
     case fb::OpKind::Concat: return prepare_concat(oi, *o.kind_as_Concat(), op);
     case fb::OpKind::Interleave: return prepare_interleave(oi, *o.kind_as_Interleave(), op);
     case fb::OpKind::Slice: return prepare_slice(oi, *o.kind_as_Slice(), op);
+    case fb::OpKind::WinogradInput: return prepare_winograd_input(oi, *o.kind_as_WinogradInput(), op);
+    case fb::OpKind::WinogradOutput: return prepare_winograd_output(oi, *o.kind_as_WinogradOutput(), op);
     default: return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   }
 }
@@ -617,6 +665,8 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::Concat: run_concat(op, ctx); break;
       case CpuOpKind::Interleave: run_interleave(op, ctx); break;
       case CpuOpKind::Slice: run_slice(op, ctx); break;
+      case CpuOpKind::WinogradInput: run_winograd_input(op, *p.isa, p.zeros, ctx); break;
+      case CpuOpKind::WinogradOutput: run_winograd_output(op, *p.isa, p.zeros, ctx); break;
     }
     ctx.end_step(op.label);
   }

@@ -46,7 +46,7 @@ struct AttentionGeometry {
 };
 
 enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
-                                 Concat, Interleave, Slice };
+                                 Concat, Interleave, Slice, WinogradInput, WinogradOutput };
 
 // Concat (cpu.fbs): y as [outer, row]; input i fills columns
 // [offsets[i], offsets[i] + inners[i]) of every row.
@@ -119,6 +119,16 @@ void run_attention(const CpuOp& op, const Isa& isa, RunContext& ctx);
 void run_concat(const CpuOp& op, RunContext& ctx);
 void run_interleave(const CpuOp& op, RunContext& ctx);
 void run_slice(const CpuOp& op, RunContext& ctx);
+// Winograd F(2x2, 3x3) transforms (cpu.fbs); op.conv holds n, h, w, c (input:
+// x's), oh, ow, oc (output: y's) and the padding. The input transform reads
+// zeros (at least c floats) outside x.
+// zeros: at least max(c, oc) zeros; the output needs winograd_scratch_bytes
+// of per-thread scratch.
+void run_winograd_input(const CpuOp& op, const Isa& isa, const float* zeros, RunContext& ctx);
+void run_winograd_output(const CpuOp& op, const Isa& isa, const float* zeros, RunContext& ctx);
+size_t winograd_scratch_bytes(int64_t oc);
+// Floats from one of v's (or m's) 16 blocks to the next (cpu.fbs).
+int64_t winograd_block(int64_t tiles, int64_t channels);
 
 // Floats of Attention's `packed` workspace, and the per-thread scratch it needs.
 int64_t attention_packed_floats(const AttentionGeometry& a);

@@ -296,6 +296,58 @@ TEST(CpuConv, test_every_isa_matches_reference_and_threads_give_the_same_bits) {
   }
 }
 
+// Winograd F(2x2, 3x3) transforms: one tile through isa.winograd_in, the
+// elementwise products with G g G^T (in double, here), isa.winograd_out,
+// against the direct 3x3 convolution of the 4x4 patch in double.
+TEST(CpuWinograd, test_every_isa_transforms_a_tile_into_the_direct_convolution) {
+  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  for (int c : {1, 16, 21, 40}) {
+    const int oc = c == 16 ? 16 : c + 3;
+    std::vector<float> patch = random_floats(size_t(16 * c), 5), wt = random_floats(size_t(oc * c * 9), 6);
+    std::vector<float> bias = random_floats(size_t(oc), 7), res = random_floats(size_t(4 * oc), 8);
+    // U[t][o][k] = (G g G^T)[t] of kernel (o, k)
+    std::vector<double> u(size_t(16 * oc * c));
+    for (int o = 0; o < oc; ++o)
+      for (int k = 0; k < c; ++k)
+        for (int i = 0; i < 4; ++i)
+          for (int l = 0; l < 4; ++l) {
+            double sum = 0;
+            for (int a = 0; a < 3; ++a)
+              for (int b = 0; b < 3; ++b) sum += G[i][a] * wt[((o * c + k) * 3 + a) * 3 + b] * G[l][b];
+            u[size_t(((i * 4 + l) * oc + o) * c + k)] = sum;
+          }
+    const MinMax clamp = {-0.5f, 2.f};
+    for (const Isa* isa : isas()) {
+      const float* in[16];
+      for (int t = 0; t < 16; ++t) in[t] = patch.data() + t * c;
+      const size_t vs = size_t(c) + 5, ms = size_t(oc) + 3;  // strides between the 16 rows
+      std::vector<float> v(16 * vs, NAN), m(16 * ms, NAN), y(size_t(4 * oc), NAN);
+      isa->winograd_in(in, size_t(c), v.data(), vs);
+      for (int t = 0; t < 16; ++t)
+        for (int o = 0; o < oc; ++o) {
+          double sum = 0;
+          for (int k = 0; k < c; ++k) sum += u[size_t((t * oc + o) * c + k)] * v[t * vs + size_t(k)];
+          m[t * ms + size_t(o)] = float(sum);
+        }
+      float* out[4];
+      const float* rp[4];
+      for (int p = 0; p < 4; ++p) out[p] = y.data() + p * oc, rp[p] = res.data() + p * oc;
+      isa->winograd_out(m.data(), ms, size_t(oc), bias.data(), out, rp, clamp);
+      for (int p = 0; p < 4; ++p)
+        for (int o = 0; o < oc; ++o) {
+          double want = double(bias[o]) + res[size_t(p * oc + o)];
+          for (int k = 0; k < c; ++k)
+            for (int a = 0; a < 3; ++a)
+              for (int b = 0; b < 3; ++b)
+                want += double(patch[size_t(((p / 2 + a) * 4 + p % 2 + b) * c + k)]) * wt[((o * c + k) * 3 + a) * 3 + b];
+          want = std::min<double>(std::max<double>(want, clamp.min), clamp.max);
+          ASSERT_NEAR(y[size_t(p * oc + o)], want, 1e-4 * (1 + std::fabs(want)))
+              << isa->name << " c=" << c << " pixel " << p << " channel " << o;
+        }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace tern

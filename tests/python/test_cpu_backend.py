@@ -455,3 +455,32 @@ def test_transposed_convolution_matches_eager_as_phases(name: str, tmp_path: Pat
     ((kinds),) = [[k for k, _ in ops] for ops in _payload_ops(path)]
     assert kinds.count("Conv") == stride[0] * stride[1], kinds
     assert kinds.count("Interleave") == (stride != (1, 1)), kinds
+
+
+class WinogradBlock(nn.Module):
+    """3x3 stride-1 convolutions wide enough for Winograd F(2x2, 3x3): with
+    and without bias, a residual, relu, an odd output size (edge tiles)."""
+
+    def __init__(self, c: int = 128) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(c, c, 3, padding=1)
+        self.b = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.c = nn.Conv2d(c, 136, 3)  # no padding: 8x9 -> 6x7
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x))
+        return torch.sigmoid(self.c(torch.relu(self.b(y) + y)))
+
+
+def test_wide_3x3_convolutions_run_as_winograd_and_match_eager(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _check(WinogradBlock(), (torch.randn(1, 128, 8, 9),), tmp_path)
+    kinds = [k for ops in _payload_ops(path) for k, _ in ops]
+    assert kinds.count("WinogradInput") == 3 and kinds.count("WinogradOutput") == 3, kinds
+    assert kinds.count("Conv") == 3 * 16, kinds
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_winograd_on_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(0)
+    _check_on_isa(WinogradBlock(), (torch.randn(1, 128, 8, 9),), isa, tmp_path, monkeypatch)

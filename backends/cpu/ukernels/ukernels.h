@@ -75,6 +75,14 @@ using DwconvRowsUkernel = void (*)(size_t channels, size_t pixels, size_t kh, si
 // v[i] = f(v[i]) for i < n. Accurate to about 2e-7 (ukernels/common/f32_vact.h).
 using VactUkernel = void (*)(int kind, float* v, size_t n);
 
+// Winograd F(2x2, 3x3) transforms of one tile (ukernels/common/f32_winograd.h):
+// in: 16 pointers to the patch's pixels (c floats each); v: 16 rows, stride apart.
+// out: m's 16 rows, stride apart -> 4 output pixels (oc floats each; every
+// pointer writable, res readable: callers point the ones outside y at scratch).
+using WinogradInUkernel = void (*)(const float* const* in, size_t c, float* v, size_t stride);
+using WinogradOutUkernel = void (*)(const float* m, size_t stride, size_t oc, const float* bias, float* const* out,
+                                    const float* const* res, MinMax clamp);
+
 #define TERN_CPU_DECLARE_ISA(isa)                                                                   \
   void f32_igemm_ukernel__##isa##_main(size_t, size_t, size_t, size_t, const float* const*,       \
                                        const float*, size_t, float*, size_t, MinMax);              \
@@ -84,7 +92,10 @@ using VactUkernel = void (*)(int kind, float* v, size_t n);
                                  size_t, MinMax);                                                  \
   void f32_vact_ukernel__##isa(int, float*, size_t);                                                \
   void f32_dwconv_rows_ukernel__##isa(size_t, size_t, size_t, size_t, size_t, size_t, const float* const*,  \
-                                      size_t, size_t, const float*, float*, size_t, MinMax);
+                                      size_t, size_t, const float*, float*, size_t, MinMax);                \
+  void f32_winograd_in_ukernel__##isa(const float* const*, size_t, float*, size_t);                         \
+  void f32_winograd_out_ukernel__##isa(const float*, size_t, size_t, const float*, float* const*,          \
+                                       const float* const*, MinMax);
 
 // scalar: main 4x16, tail 4x16. avx2: main 6x16, tail 6x16. avx512: main
 // 8x32, tail 8x16. neon: main 6x16, tail 6x16.

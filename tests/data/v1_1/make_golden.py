@@ -12,7 +12,8 @@ runtime keeps reading files that old exporters wrote).
 - cpu_ops_v2.tern: the cpu backend's payload version 2 ops: scaled
   dot-product attention with a float mask, a grouped convolution, a channel
   concat written in place by two convolutions, a transposed convolution
-  (phases and Interleave), a concat along a plain axis.
+  (phases and Interleave), a concat along a plain axis, a Winograd F(2x2,
+  3x3) convolution (made at 16 channels, below the exporter's usual bar).
 - delegated.tern: elementwise chains handed to the "tern_test" backend
   (tests/cpp/test_backend.h, tests/python/tern_test_backend.py) around a
   linear layer and a convolution on kernels: two BackendCall delegates with
@@ -77,12 +78,13 @@ class CpuOpsV2(torch.nn.Module):
         self.grouped = torch.nn.Conv2d(16, 16, 3, padding=1, groups=4)
         self.up = torch.nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
         self.qkv = torch.nn.Linear(8, 24)
+        self.wino = torch.nn.Conv2d(16, 16, 3, padding=1)
         self.mask = torch.nn.Parameter(torch.randn(1, 1, 16, 16))
         self.token = torch.nn.Parameter(torch.randn(1, 1, 8))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.grouped(torch.cat([torch.relu(self.a(x)), torch.relu(self.b(x))], 1)))
-        y = self.up(y).flatten(2).transpose(1, 2)  # [1, 64, 8]
+        y = self.up(torch.relu(self.wino(y) + y)).flatten(2).transpose(1, 2)  # [1, 64, 8]
         q, k, v = self.qkv(y).reshape(1, 64, 2, 3, 4).permute(3, 0, 2, 1, 4)[:, :, :, :16]
         att = torch.nn.functional.scaled_dot_product_attention(q, k, v, self.mask)  # [1, 2, 16, 4]
         return torch.cat([self.token, att.transpose(1, 2).reshape(1, 16, 8)], 1)
@@ -114,6 +116,9 @@ def main(names: list[str]) -> None:
         save("cpu_block", CpuBlock(), (torch.randn(1, 3, 20, 20),))
     torch.manual_seed(0)
     if "cpu_ops_v2" in names:
+        import tern.backends.cpu.compile as cpu_compile
+
+        cpu_compile.WINOGRAD_MIN_CHANNELS, cpu_compile.WINOGRAD_MIN_PIXELS = 16, 16
         save("cpu_ops_v2", CpuOpsV2(), (torch.randn(1, 4, 4, 4),))
 
 
