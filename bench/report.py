@@ -164,6 +164,10 @@ def _size_table(results: dict, models: list[str]) -> list[str]:
     return lines + ["", "PyTorch eager's file is its state_dict (torch.save).", ""]
 
 
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
 def _gemm_table(results: dict) -> list[str]:
     probes = results.get("probes", {})
     if "gemm" not in probes:
@@ -173,12 +177,15 @@ def _gemm_table(results: dict) -> list[str]:
              f"Peak: bench/fma_peak, {peak['isa']} ({peak['lanes']} lanes, {peak['chains']} independent FMA "
              "chains per thread): " + ", ".join(f"{g} GFLOP/s at {t} thread{'s' if t != '1' else ''}"
                                                for t, g in peak["gflops"].items()) + ".", "",
-             "| GEMM | m x n x k | threads | GFLOP/s | % of peak |", "|---|---|---|---|---|"]
+             "| GEMM | m x n x k | threads | GFLOP/s, median | GFLOP/s, best | best, % of peak |",
+             "|---|---|---|---|---|---|"]
     for r in probes["gemm"]["results"]:
         lines.append(f"| {r.get('gemm', 'portable')} | {r['m']} x {r['n']} x {r['k']} | {r['threads']} | "
-                     f"{r['gflops']:.1f} | {r['percent_of_peak']:.0f}% |")
+                     f"{r['gflops']:.1f} | {_num(r.get('gflops_best'))} | {r['percent_of_peak']:.0f}% |")
     return lines + ["", "cpu: the cpu backend's GEMM (a 1x1 convolution with weights packed ahead, as the "
-                    "exporter packs them); portable: the portable kernels' blocked GEMM, for reference.", ""]
+                    "exporter packs them); portable: the portable kernels' blocked GEMM, for reference. The % of peak "
+                    "compares the best call (the median where the probe gave no best: -) with the best peak run (the "
+                    "machine is shared; both are what it can do at best).", ""]
 
 
 def _goals(results: dict, models: list[str], threads: list[str]) -> list[str]:
