@@ -1,6 +1,7 @@
 #include "backends/cpu/program.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <cstdio>
 #include <cstring>
 
@@ -17,6 +18,17 @@ constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
 // Version 2 added Attention; a version 1 payload is a version 2 one without it.
 constexpr uint32_t kVersion = 2;
 constexpr int kMaxRank = 8;
+
+// The product of sizes read from the payload, or -1 when it overflows or
+// passes 2^40 elements (more than any value may hold, read_shape): compared
+// with a value's element count, -1 never matches.
+int64_t elements(std::initializer_list<int64_t> sizes) {
+  uint64_t n = 1;
+  for (int64_t s : sizes) {
+    if (s < 0 || !checked_mul(n, uint64_t(s), &n) || n > (uint64_t(1) << 40)) return -1;
+  }
+  return int64_t(n);
+}
 
 struct ValueInfo {
   float* data;
@@ -399,9 +411,9 @@ Error Loader::prepare_matmul(uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
   const int64_t bt = mm.batch(), m = mm.m(), k = mm.k(), n = mm.n();
   const int64_t limit = int64_t(1) << 24;
   const bool sane = bt >= 1 && m >= 1 && k >= 1 && n >= 1 && bt < limit && m < limit && k < limit && n < limit;
-  const int64_t panels = (n + kPanel - 1) / kPanel;
-  if (!sane || a->numel != bt * m * k || b->numel != bt * k * n || y->numel != bt * m * n ||
-      p->numel < bt * panels * kPanel * (1 + k)) {
+  const int64_t panels = (n + kPanel - 1) / kPanel, need = elements({bt, panels, kPanel, 1 + k});
+  if (!sane || a->numel != elements({bt, m, k}) || b->numel != elements({bt, k, n}) ||
+      y->numel != elements({bt, m, n}) || need < 0 || p->numel < need) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): matmul sizes do not fit its values", oi, op->nodes);
   }
   op->kind = CpuOpKind::MatMul;
@@ -428,10 +440,10 @@ Error Loader::prepare_attention(uint32_t oi, const fb::Attention& at, CpuOp* op)
   const int64_t limit = int64_t(1) << 24;
   bool ok = true;
   for (int64_t d : {a.batch, a.heads, a.kv_heads, a.l, a.s, a.e, a.ev}) ok = ok && d >= 1 && d < limit;
-  // each product below stays under 2^48 once the values' sizes match it (numel <= 2^40)
-  ok = ok && a.heads % a.kv_heads == 0 && q->numel == a.batch * a.heads * a.l * a.e &&
-       k->numel == a.batch * a.kv_heads * a.s * a.e && v->numel == a.batch * a.kv_heads * a.s * a.ev &&
-       y->numel == a.batch * a.heads * a.l * a.ev && std::isfinite(at.scale());
+  // with q, k, v and y within 2^40 elements, attention_packed_floats cannot overflow
+  ok = ok && a.heads % a.kv_heads == 0 && q->numel == elements({a.batch, a.heads, a.l, a.e}) &&
+       k->numel == elements({a.batch, a.kv_heads, a.s, a.e}) && v->numel == elements({a.batch, a.kv_heads, a.s, a.ev}) &&
+       y->numel == elements({a.batch, a.heads, a.l, a.ev}) && std::isfinite(at.scale());
   if (!ok) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): attention sizes do not fit q, k, v and y", oi, op->nodes);
   }
@@ -551,9 +563,9 @@ Error Loader::prepare_winograd_input(uint32_t oi, const fb::WinogradInput& wi, C
   TERN_CHECK_OK(pair(oi, wi.padding(), "padding", -(1 << 16), &g.ph, &g.pw));
   g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3], g.oh = wi.oh(), g.ow = wi.ow();
   const int64_t limit = int64_t(1) << 24;
-  // tiles * 16 * c = v's elements (<= 2^40), so nothing below overflows
-  if (g.c < 1 || g.oh < 1 || g.ow < 1 || g.oh > limit || g.ow > limit ||
-      v->numel != 16 * winograd_block(g.n * ((g.oh + 1) / 2) * ((g.ow + 1) / 2), g.c)) {
+  const int64_t rows = elements({g.n, (g.oh + 1) / 2, (g.ow + 1) / 2, g.c});  // tiles * c
+  if (g.c < 1 || g.oh < 1 || g.ow < 1 || g.oh > limit || g.ow > limit || rows < 0 ||
+      v->numel != 16 * winograd_block(rows / g.c, g.c)) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): winograd input sizes do not fit x and v", oi, op->nodes);
   }
   op->kind = CpuOpKind::WinogradInput;

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/cpp/random_util.h"
 #include "backends/cpu/isa.h"
 #include "backends/cpu/program.h"
 #include "runtime/core/thread_pool.h"
@@ -18,13 +19,7 @@ namespace tern {
 namespace cpu {
 namespace {
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using test::random_floats;
 
 struct Case {
   int64_t batch, heads, kv_heads, l, s, e, ev;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/cpp/random_util.h"
 #include "backends/cpu/conv.h"
 #include "backends/cpu/isa.h"
 #include "runtime/core/thread_pool.h"
@@ -25,13 +26,7 @@ std::vector<const Isa*> isas() {
   return std::vector<const Isa*>(out, out + n);
 }
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using test::random_floats;
 
 TEST(CpuIsa, test_scalar_is_always_there_and_best_comes_first) {
   std::vector<const Isa*> all = isas();

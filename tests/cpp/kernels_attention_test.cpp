@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/cpp/random_util.h"
 #include "extension/heap_allocator.h"
 #include "tests/cpp/kernel_test_util.h"
 
@@ -22,13 +23,7 @@ using test::KernelHarness;
 
 constexpr const char* kOp = "aten::scaled_dot_product_attention";
 
-std::vector<float> random_floats(int64_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+using test::random_floats;
 
 int64_t numel(const std::vector<int64_t>& sizes) {
   int64_t n = 1;

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/cpp/random_util.h"
 #include "kernels/portable/util/gemm.h"
 #include "tests/cpp/kernel_test_util.h"
 
@@ -20,13 +21,7 @@ using namespace portable;
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+using test::random_floats;
 
 // Max error relative to max(1, max |ref|), the tolerance the kernels promise.
 void expect_close(const std::vector<float>& got, const std::vector<double>& ref,

@@ -247,7 +247,7 @@ def attention_of(node: "torch.fx.Node") -> Attention | None:
     vals = [getattr(t, "meta", {}).get("val") for t in (q, k, v)] + [node.meta.get("val")]
     if any(not isinstance(t, torch.Tensor) or t.dtype != torch.float32 for t in vals) or dropout:
         return None
-    qs, ks, vs, ys = (tuple(int(d) for d in t.shape) for t in vals)
+    qs, ks, vs = (tuple(int(d) for d in t.shape) for t in vals[:3])
     if len(qs) not in (3, 4) or not len(qs) == len(ks) == len(vs) or qs[:-3] != ks[:-3] or ks[:-3] != vs[:-3]:
         return None
     lead = qs[:-3] if len(qs) == 4 else ()
@@ -315,12 +315,6 @@ class Program:
 def compile_subgraph(gm: "torch.fx.GraphModule") -> Program:
     """The program of a claimed subgraph (see tern.backend for its form)."""
     return _Compiler(gm).run()
-
-
-def torch_bool() -> Any:
-    import torch
-
-    return torch.bool
 
 
 def _shape(node: Any) -> tuple[int, ...]:
@@ -808,7 +802,7 @@ class _Compiler:
         reads = [qv, kv, vv]
         mv = -1
         if at.mask is not None:
-            if at.mask.meta["val"].dtype == torch_bool():
+            if not at.mask.meta["val"].is_floating_point():  # bool (attention_of allows float32 and bool)
                 allowed = self._const_bool(at.mask)
                 mv = self._alias(self._weights(np.where(allowed, 0.0, -np.inf).astype(np.float32).reshape(-1)),
                                  tuple(allowed.shape) or (1,))
