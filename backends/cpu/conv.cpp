@@ -11,6 +11,9 @@ namespace {
 constexpr int64_t kTilesPerBlock = 8;
 // Multiply-adds a thread should get at least (smaller work stays on one).
 constexpr int64_t kMinFlopsPerThread = int64_t(1) << 16;
+// Outputs of at most this many pixels, and at most half the main tile's
+// rows, go through the GEMV kernel (run_rows).
+constexpr int64_t kRowsMaxPixels = kTilesPerBlock;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t taps(const ConvGeometry& g) { return int64_t(g.kh) * g.kw; }
@@ -98,11 +101,43 @@ void block_pointers(const ConvGeometry& g, int mr, const float* x, const float* 
   }
 }
 
+// Few output pixels (a linear layer over one row, a classifier head): one
+// row at a time through the GEMV kernel, which reads each weight once per
+// row instead of computing mr rows to keep one. Threads split the columns.
+void run_rows(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
+              const float* residual, float* y, const Epilogue& ep, RunContext& ctx) {
+  const IgemmConfig& k = isa.igemm_row;
+  const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
+  const int64_t groups = ceil_div(g.oc, k.nr);
+  const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
+  const int64_t unit_flops = pixels * k.nr * ks * g.c;
+  const MinMax clamp = kernel_clamp(ep, residual);
+  const bool post_pass = needs_post(ep, residual);
+  const int64_t yp = y_pixel(g);
+  ctx.parallel_for(groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
+    const float** ptrs = static_cast<const float**>(t.scratch());
+    block_pointers(g, 1, x, zeros, 0, ptrs);  // pixels <= kTilesPerBlock: one block of 1-row tiles
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t col0 = u * k.nr, nc = g.oc - col0 < k.nr ? g.oc - col0 : k.nr;
+      const float* w = packed + (col0 / kPanel) * panel_floats;
+      for (int64_t q = 0; q < pixels; ++q) {
+        float* c = y + q * yp + col0;
+        k.ukernel(1, size_t(nc), size_t(g.c), size_t(ks), ptrs + q * ks, w, panel_floats, c, size_t(yp), clamp);
+        if (post_pass) post(ep, residual ? residual + q * yp + col0 : nullptr, c, 1, nc, yp);
+      }
+    }
+  });
+}
+
 void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
                const float* residual, float* y, const Epilogue& ep, RunContext& ctx) {
   const IgemmConfig& main = isa.igemm_main;
   const int mr = main.mr;
   const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
+  if (pixels <= kRowsMaxPixels && pixels * 2 <= mr) {
+    run_rows(g, isa, x, packed, zeros, residual, y, ep, ctx);
+    return;
+  }
   const int64_t m_tiles = ceil_div(pixels, mr), blocks = ceil_div(m_tiles, kTilesPerBlock);
   const int64_t groups = ceil_div(g.oc, main.nr);
   const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));

@@ -18,6 +18,7 @@ struct Isa {
   const char* name;        // "avx512"
   IgemmConfig igemm_main;  // the widest tile
   IgemmConfig igemm_tail;  // one panel, for the last odd panel
+  IgemmConfig igemm_row;   // one row, up to 4 panels: outputs of few pixels
   DwconvUkernel dwconv;           // any pixel, through per-pixel tap pointers
   DwconvRowsUkernel dwconv_rows;  // a row's interior pixels
   VactUkernel vact;

@@ -37,6 +37,8 @@ TEST(CpuIsa, test_scalar_is_always_there_and_best_comes_first) {
   for (const Isa* isa : all) {
     EXPECT_EQ(isa->igemm_main.mr, isa->igemm_tail.mr) << isa->name;
     EXPECT_EQ(isa->igemm_tail.nr, kPanel) << isa->name;
+    EXPECT_EQ(isa->igemm_row.mr, 1) << isa->name;
+    EXPECT_EQ(isa->igemm_row.nr % kPanel, 0) << isa->name;
   }
 }
 
@@ -107,9 +109,9 @@ void check_igemm(const Isa& isa, const IgemmConfig& k, size_t mr, size_t nc, siz
 TEST(CpuIgemm, test_every_isa_matches_reference_below_at_and_above_its_tile) {
   const MinMax none = {-INFINITY, INFINITY}, relu6 = {0.f, 6.f};
   for (const Isa* isa : isas()) {
-    for (const IgemmConfig* k : {&isa->igemm_main, &isa->igemm_tail}) {
+    for (const IgemmConfig* k : {&isa->igemm_main, &isa->igemm_tail, &isa->igemm_row}) {
       for (size_t mr = 1; mr <= size_t(k->mr); ++mr) {
-        for (size_t nc : {size_t(1), size_t(7), size_t(16), size_t(k->nr) - 1, size_t(k->nr)}) {
+        for (size_t nc : {size_t(1), size_t(7), size_t(16), size_t(17), size_t(33), size_t(k->nr) - 1, size_t(k->nr)}) {
           if (nc == 0 || nc > size_t(k->nr)) continue;
           for (size_t kc : {1, 3, 16, 37}) {
             for (size_t ks : {1, 9}) check_igemm(*isa, *k, mr, nc, kc, ks, mr % 2 ? none : relu6);
@@ -261,6 +263,11 @@ TEST(CpuConv, test_every_isa_matches_reference_and_threads_give_the_same_bits) {
       {2, 3, 2, 18, 18, 5, 1, 2, 1, true, true, false, Activation::None},       // depthwise, no interior column
       {5, 1, 1, 70, 45, 1, 1, 0, 1, false, true, false, Activation::None},      // linear, batch 5
       {1, 24, 24, 32, 64, 1, 1, 0, 1, false, true, false, Activation::Clamp},   // splits over threads
+      // few output pixels: the GEMV row kernel (run_rows)
+      {1, 1, 1, 256, 770, 1, 1, 0, 1, false, true, true, Activation::None},     // linear, one row, over threads
+      {2, 1, 1, 37, 45, 1, 1, 0, 1, false, false, false, Activation::Hardswish},  // two rows
+      {1, 3, 3, 19, 70, 3, 1, 0, 1, false, true, false, Activation::Clamp},     // 3x3 conv to one pixel
+      {1, 4, 3, 8, 20, 3, 2, 1, 1, false, true, true, Activation::Clamp},       // 2x2 pixels, padded taps
   };
   for (const Case& cs : cases) {
     const ConvGeometry g = geometry(cs);

@@ -484,3 +484,39 @@ def test_wide_3x3_convolutions_run_as_winograd_and_match_eager(tmp_path: Path) -
 def test_winograd_on_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
     _check_on_isa(WinogradBlock(), (torch.randn(1, 128, 8, 9),), isa, tmp_path, monkeypatch)
+
+
+class Recurrent(nn.Module):
+    """A 2-layer GRU and an LSTM: torch.export unrolls them over the
+    sequence, each step a linear layer over one row, split into gates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(12, 40, num_layers=2, batch_first=True)
+        self.lstm = nn.LSTM(40, 24, batch_first=True)
+        self.head = nn.Linear(24, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.lstm(self.gru(x)[0])[0])
+
+
+def test_recurrent_layers_run_as_one_delegate_with_each_weight_stored_once(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model, steps = Recurrent(), 9
+    path = _check(model, (torch.randn(2, steps, 12),), tmp_path)
+    m = read_program(str(path))["methods"][0]
+    assert len(m["delegates"]) == 1, "the gate splits run in the backend, not between delegates"
+    assert not [i for i in m["instructions"] if i["kind"] == "KernelCall"]
+    kinds = [k for ops in _payload_ops(path) for k, _ in ops]
+    assert kinds.count("Conv") >= 3 * steps  # a recurrent linear per step and layer
+    # each recurrent weight packed once, not once per step: the file holds
+    # about the parameters (packing pads 40 and 24 outputs to panels of 16)
+    params = sum(p.numel() for p in model.parameters())
+    assert path.stat().st_size < 4 * 3 * params, (path.stat().st_size, params)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_recurrent_layers_on_each_isa_give_eager_results(isa: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(0)
+    _check_on_isa(Recurrent().eval(), (torch.randn(1, 7, 12),), isa, tmp_path, monkeypatch)

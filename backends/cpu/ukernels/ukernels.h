@@ -41,8 +41,8 @@ struct MinMax {
 //   a: ks * MR row pointers, a[t * MR + i] -> kc floats; rows mr..MR-1 must
 //      point somewhere readable too (callers repeat the last row), and a
 //      padded tap points at zeros
-//   w: the first panel of packed weights; NR = 32 kernels read the next
-//      panel at w + panel_floats
+//   w: the first panel of packed weights; kernels wider than one panel
+//      read panel p at w + p * panel_floats
 //   c: row i at c + i * c_stride (floats)
 using IgemmUkernel = void (*)(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                               const float* w, size_t panel_floats, float* c, size_t c_stride,
@@ -51,7 +51,7 @@ using IgemmUkernel = void (*)(size_t mr, size_t nc, size_t kc, size_t ks, const 
 struct IgemmConfig {
   IgemmUkernel ukernel;
   int mr;  // rows per call
-  int nr;  // columns per call: 16 or 32 (one or two panels)
+  int nr;  // columns per call: a multiple of kPanel
 };
 
 // Depthwise convolution of `pixels` output pixels, all C channels:
@@ -88,6 +88,8 @@ using WinogradOutUkernel = void (*)(const float* m, size_t stride, size_t oc, co
                                        const float*, size_t, float*, size_t, MinMax);              \
   void f32_igemm_ukernel__##isa##_tail(size_t, size_t, size_t, size_t, const float* const*,       \
                                        const float*, size_t, float*, size_t, MinMax);              \
+  void f32_igemm_ukernel__##isa##_row(size_t, size_t, size_t, size_t, const float* const*,        \
+                                      const float*, size_t, float*, size_t, MinMax);               \
   void f32_dwconv_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, \
                                  size_t, MinMax);                                                  \
   void f32_vact_ukernel__##isa(int, float*, size_t);                                                \
@@ -98,7 +100,8 @@ using WinogradOutUkernel = void (*)(const float* m, size_t stride, size_t oc, co
                                        const float* const*, MinMax);
 
 // scalar: main 4x16, tail 4x16. avx2: main 6x16, tail 6x16. avx512: main
-// 8x32, tail 8x16. neon: main 6x16, tail 6x16.
+// 8x32, tail 8x16. neon: main 6x16, tail 6x16. Every ISA: row 1x64, one
+// output row (a GEMV: a linear layer over a single row).
 TERN_CPU_DECLARE_ISA(scalar)
 TERN_CPU_DECLARE_ISA(avx2)
 TERN_CPU_DECLARE_ISA(avx512)

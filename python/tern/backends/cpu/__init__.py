@@ -8,8 +8,8 @@ tern.export uses it by default. It claims float32 convolutions (2-d,
 general, grouped, depthwise or transposed), linear layers, residual adds, the activations it can
 fuse or run (relu, relu6/hardtanh/clamp, hardswish, sigmoid, tanh, gelu,
 silu), add/sub/mul of tensors (same shape, a scalar, a per-channel gate, a
-bias over the last dims), add/sub/mul/div by a number, select and slice
-(step 1), layer norm and
+bias over the last dims), add/sub/mul/div by a number, select, slice
+(step 1) and split, layer norm and
 softmax over the last dim, batched matmul, scaled dot-product attention (one
 op: float or constant bool mask, causal, grouped-query; no dropout), concat
 (a convolution whose output is only concatenated writes into its slice), permutes,
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 _ELEMENTWISE = ("aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor")
 _RESHAPES = ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias", "aten::unsqueeze",
              "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims")
-_SHAPE_ONLY = _RESHAPES + ("aten::expand", "aten::permute", "aten::select.int", "aten::slice.Tensor")
+_SHAPE_ONLY = _RESHAPES + ("aten::expand", "aten::permute", "aten::select.int", "aten::slice.Tensor",
+                            "aten::split.Tensor", "aten::split_with_sizes")
 
 
 class CpuPartitioner(Partitioner):
@@ -42,7 +43,10 @@ class CpuPartitioner(Partitioner):
         from tern.ops import op_name
 
         if node.target is operator.getitem:
-            return _is_first_of(node, ("aten::max_pool2d_with_indices", "aten::native_layer_norm"))
+            from tern.backends.cpu.compile import split_of
+
+            return (_is_first_of(node, ("aten::max_pool2d_with_indices", "aten::native_layer_norm"))
+                    or split_of(node.args[0]) is not None)
         if op_name(node.target) == "aten::scaled_dot_product_attention":
             from tern.backends.cpu.compile import attention_of
 
@@ -72,6 +76,10 @@ class CpuPartitioner(Partitioner):
 
             sizes, _ = simplify_permute(tuple(_val(node.args[0]).shape), node.args[1])
             return len(sizes) <= 4
+        if name in ("aten::split.Tensor", "aten::split_with_sizes"):
+            from tern.backends.cpu.compile import split_of
+
+            return split_of(node) is not None
         if name in ("aten::select.int", "aten::slice.Tensor"):
             from tern.backends.cpu.compile import slice_of
 

@@ -16,6 +16,7 @@ Decided here, ahead of time:
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import operator
 from dataclasses import dataclass, field
@@ -117,6 +118,12 @@ def slice_of(node: "torch.fx.Node") -> tuple[int, int, int] | None:
     """(outer, offset, inner) of a select.int or a slice.Tensor of step 1 in
     its input's plain layout: y[o] = x[o][offset : offset + inner] for each
     of `outer` rows; None for other steps."""
+    if node.target is operator.getitem and split_of(node.args[0]) is not None:
+        dim, sizes = split_of(node.args[0])
+        shape = tuple(int(d) for d in node.args[0].args[0].meta["val"].shape)
+        unit = math.prod(shape[dim + 1:])
+        i = int(node.args[1])
+        return math.prod(shape[:dim]), sum(sizes[:i]) * unit, sizes[i] * unit
     name = op_name(node.target) if node.op == "call_function" else ""
     x = node.args[0]
     shape = tuple(int(d) for d in x.meta["val"].shape)
@@ -135,6 +142,21 @@ def slice_of(node: "torch.fx.Node") -> tuple[int, int, int] | None:
         start, end, _ = slice(start, end).indices(shape[dim])
         return math.prod(shape[:dim]), start * unit, max(end - start, 0) * unit
     return None
+
+
+def split_of(node: Any) -> tuple[int, list[int]] | None:
+    """(dim, piece sizes) of a split.Tensor or split_with_sizes; None for other nodes."""
+    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
+    if name not in ("aten::split.Tensor", "aten::split_with_sizes"):
+        return None
+    shape = tuple(int(d) for d in node.args[0].meta["val"].shape)
+    if not shape:
+        return None
+    dim = int(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % len(shape)
+    if name == "aten::split_with_sizes":
+        return dim, [int(s) for s in node.args[1]]
+    step = int(node.args[1])
+    return dim, [min(step, shape[dim] - start) for start in range(0, shape[dim], step)] if step > 0 else None
 
 
 # Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions of at least this many
@@ -329,6 +351,7 @@ class _Compiler:
         self.env: dict[Any, tuple[int, str]] = {}  # node -> (value, layout)
         self.nhwc_of: dict[int, int] = {}  # plain value -> its NHWC copy
         self.done: set[Any] = set()  # nodes an earlier op fused
+        self.weight_values: dict[bytes, int] = {}  # sha256 of packed weights -> their value
 
     def run(self) -> Program:
         for node in self.gm.graph.nodes:
@@ -369,7 +392,13 @@ class _Compiler:
         return self._value(Value(tuple(sizes), "Workspace", buffer=src.buffer, within=src.within + 4 * start))
 
     def _weights(self, data: np.ndarray) -> int:
-        return self._value(Value((int(data.size),), "Weights", data=np.ascontiguousarray(data, np.float32)))
+        """A weights value; equal contents share one (an unrolled RNN packs
+        the same recurrent weight at every step)."""
+        data = np.ascontiguousarray(data, np.float32)
+        key = hashlib.sha256(data.tobytes()).digest()
+        if key not in self.weight_values:
+            self.weight_values[key] = self._value(Value((int(data.size),), "Weights", data=data))
+        return self.weight_values[key]
 
     def _const(self, node: Any) -> np.ndarray:
         return getattr(self.gm, node.target).detach().float().contiguous().numpy()
@@ -438,8 +467,12 @@ class _Compiler:
 
     def _call(self, node: Any) -> None:
         name = op_name(node.target)
-        if node.target is operator.getitem:
+        if node.target is operator.getitem and split_of(node.args[0]) is not None:
+            self._slice(node)
+        elif node.target is operator.getitem:
             self.env[node] = self.env[node.args[0]]
+        elif split_of(node) is not None:
+            pass  # its getitems are slices
         elif name == "aten::convolution":
             self._conv(node)
         elif name in ("aten::addmm", "aten::mm"):
@@ -762,7 +795,7 @@ class _Compiler:
 
     def _slice(self, node: Any) -> None:
         outer, offset, inner = slice_of(node)
-        x = self._plain(node.args[0])
+        x = self._plain(node.args[0].args[0] if node.target is operator.getitem else node.args[0])
         y = self._workspace(_shape(node))
         self._op("Slice", {"x": x, "y": y, "outer": outer, "offset": offset}, [node], [x], [y])
         self.env[node] = (y, PLAIN)

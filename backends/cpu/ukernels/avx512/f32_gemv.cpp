@@ -1,0 +1,60 @@
+// f32_igemm_ukernel__avx512_row: one output row (a GEMV), up to 4 panels.
+// Per pair of k steps: 2 broadcasts, up to 8 weight loads, 8 FMAs into two
+// accumulator sets (even and odd k), so 8 independent chains cover the FMA
+// latency; the weights stream once, which bounds the speed.
+#include <immintrin.h>
+
+#include "backends/cpu/ukernels/ukernels.h"
+
+// GCC 12 reports the "undefined" pass-through operand inside the
+// _mm512_{min,max}_ps builtins as maybe-uninitialized at -O3: a false alarm.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+inline __mmask16 tail_mask(size_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+
+template <size_t kPanels>
+void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c, MinMax mm) {
+  __m512 even[kPanels], odd[kPanels];
+  for (size_t p = 0; p < kPanels; ++p) even[p] = _mm512_loadu_ps(w + p * pf), odd[p] = _mm512_setzero_ps();
+  const float* wk = w + kPanel;
+  for (size_t t = 0; t < ks; ++t) {
+    const float* x = a[t];
+    size_t k = 0;
+    for (; k + 2 <= kc; k += 2, wk += 2 * kPanel) {
+      const __m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
+      for (size_t p = 0; p < kPanels; ++p) {
+        even[p] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(wk + p * pf), even[p]);
+        odd[p] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(wk + p * pf + kPanel), odd[p]);
+      }
+    }
+    for (; k < kc; ++k, wk += kPanel) {
+      const __m512 x0 = _mm512_set1_ps(x[k]);
+      for (size_t p = 0; p < kPanels; ++p) even[p] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(wk + p * pf), even[p]);
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
+  for (size_t p = 0; p < kPanels; ++p) {
+    const size_t n = nc > p * kPanel ? nc - p * kPanel : 0;
+    const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(even[p], odd[p]), lo), hi);
+    _mm512_mask_storeu_ps(c + p * kPanel, tail_mask(n), v);
+  }
+}
+
+}  // namespace
+
+void f32_igemm_ukernel__avx512_row(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
+                                   size_t panel_floats, float* c, size_t, MinMax clamp) {
+  switch ((nc + kPanel - 1) / kPanel) {
+    case 1: gemv<1>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
+    case 2: gemv<2>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
+    case 3: gemv<3>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
+    default: gemv<4>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
+  }
+}
+
+}  // namespace cpu
+}  // namespace tern
