@@ -79,23 +79,59 @@ void tap_pointers(const ConvGeometry& g, const float* x, const float* zeros, con
   }
 }
 
-// Row pointers of the tiles of block mb: ptrs[tile][t * mr + i]; rows past
-// the last pixel repeat it.
+// A kernel row's kw taps are kw * c consecutive floats of x when x is dense
+// and the taps are adjacent: a tile whose pixels all have every tap inside
+// horizontally then reads kh runs of kw * c floats instead of kh * kw runs
+// of c. The packed weights already run [ki][kj][c], so they serve both
+// ways; fewer, longer runs matter most for the few channels of a stem.
+bool runs_merge(const ConvGeometry& g) { return g.kw > 1 && g.dw == 1 && x_pixel(g) == g.c && !g.depthwise; }
+
+// Whether `rows` pixels from p on all have their kw taps inside x horizontally.
+bool inside_horizontally(const ConvGeometry& g, Pixel p, int64_t rows) {
+  for (int64_t i = 0; i < rows; ++i, next_pixel(g, &p)) {
+    const int64_t ix0 = p.ox * g.sw - g.pw;
+    if (ix0 < 0 || ix0 + g.kw > g.w) return false;
+  }
+  return true;
+}
+
+// The kh kernel-row pointers of pixel p (each kw * c floats, or `zeros`),
+// every `stride`-th entry of out.
+void row_pointers(const ConvGeometry& g, const float* x, const float* zeros, const Pixel& p, const float** out,
+                  int64_t stride) {
+  const int64_t iy0 = p.oy * g.sh - g.ph, ix0 = p.ox * g.sw - g.pw;
+  const float* image = x + p.b * g.h * g.w * g.c;
+  for (int32_t ki = 0; ki < g.kh; ++ki, out += stride) {
+    const int64_t iy = iy0 + int64_t(ki) * g.dh;
+    *out = iy >= 0 && iy < g.h ? image + (iy * g.w + ix0) * g.c : zeros;
+  }
+}
+
+// Row pointers of the tiles of block mb: ptrs[tile][t * mr + i], t < ks
+// taps of c floats, or t < kh merged runs of kw * c (merged[tile]); rows
+// past the last pixel repeat it.
 void block_pointers(const ConvGeometry& g, int mr, const float* x, const float* zeros, int64_t mb,
-                    const float** ptrs) {
+                    const float** ptrs, bool* merged) {
   const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
   const int64_t first = mb * kTilesPerBlock * mr;
+  const bool merge = runs_merge(g);
   Pixel p = pixel_of(g, first < pixels ? first : pixels - 1);
   for (int64_t tile = 0; tile < kTilesPerBlock; ++tile) {
     const int64_t q0 = first + tile * mr;
     if (q0 >= pixels) break;
     const float** tp = ptrs + tile * ks * mr;
+    merged[tile] = merge && inside_horizontally(g, p, pixels - q0 < mr ? pixels - q0 : mr);
+    const int64_t n = merged[tile] ? g.kh : ks;
     for (int i = 0; i < mr; ++i) {
       if (q0 + i < pixels) {
-        tap_pointers(g, x, zeros, p, tp + i, mr);
+        if (merged[tile]) {
+          row_pointers(g, x, zeros, p, tp + i, mr);
+        } else {
+          tap_pointers(g, x, zeros, p, tp + i, mr);
+        }
         if (q0 + i + 1 < pixels) next_pixel(g, &p);
       } else {
-        for (int64_t t = 0; t < ks; ++t) tp[t * mr + i] = tp[t * mr + i - 1];  // repeat the last row
+        for (int64_t t = 0; t < n; ++t) tp[t * mr + i] = tp[t * mr + i - 1];  // repeat the last row
       }
     }
   }
@@ -116,13 +152,15 @@ void run_rows(const ConvGeometry& g, const Isa& isa, const float* x, const float
   const int64_t yp = y_pixel(g);
   ctx.parallel_for(groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
-    block_pointers(g, 1, x, zeros, 0, ptrs);  // pixels <= kTilesPerBlock: one block of 1-row tiles
+    bool merged[kTilesPerBlock];
+    block_pointers(g, 1, x, zeros, 0, ptrs, merged);  // pixels <= kTilesPerBlock: one block of 1-row tiles
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t col0 = u * k.nr, nc = g.oc - col0 < k.nr ? g.oc - col0 : k.nr;
       const float* w = packed + (col0 / kPanel) * panel_floats;
       for (int64_t q = 0; q < pixels; ++q) {
         float* c = y + q * yp + col0;
-        k.ukernel(1, size_t(nc), size_t(g.c), size_t(ks), ptrs + q * ks, w, panel_floats, c, size_t(yp), clamp);
+        const size_t kc = size_t(merged[q] ? g.kw * g.c : g.c), n = size_t(merged[q] ? g.kh : ks);
+        k.ukernel(1, size_t(nc), kc, n, ptrs + q * ks, w, panel_floats, c, size_t(yp), clamp);
         if (post_pass) post(ep, residual ? residual + q * yp + col0 : nullptr, c, 1, nc, yp);
       }
     }
@@ -148,13 +186,14 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
   const int64_t yp = y_pixel(g);
   ctx.parallel_for(blocks * groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
+    bool merged[kTilesPerBlock];
     int64_t built = -1;
     for (int64_t u = u0; u < u1; ++u) {
       // weights bigger than the activations (a linear layer over few rows):
       // consecutive units share a weight panel, so it is read from memory once
       const int64_t mb = group_major ? u % blocks : u / groups;
       const int64_t col0 = (group_major ? u / blocks : u % groups) * main.nr;
-      if (mb != built) block_pointers(g, mr, x, zeros, built = mb, ptrs);
+      if (mb != built) block_pointers(g, mr, x, zeros, built = mb, ptrs, merged);
       const int64_t nc = g.oc - col0 < main.nr ? g.oc - col0 : main.nr;
       const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
       const float* w = packed + (col0 / kPanel) * panel_floats;
@@ -163,8 +202,8 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
         if (q0 >= pixels) break;
         const int64_t rows = pixels - q0 < mr ? pixels - q0 : mr;
         float* c = y + q0 * yp + col0;
-        k.ukernel(size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs + tile * ks * mr, w, panel_floats, c,
-                  size_t(yp), clamp);
+        const size_t kc = size_t(merged[tile] ? g.kw * g.c : g.c), n = size_t(merged[tile] ? g.kh : ks);
+        k.ukernel(size_t(rows), size_t(nc), kc, n, ptrs + tile * ks * mr, w, panel_floats, c, size_t(yp), clamp);
         if (post_pass) post(ep, residual ? residual + q0 * yp + col0 : nullptr, c, rows, nc, yp);  // residual: y dense
       }
     }
@@ -232,6 +271,8 @@ size_t conv_packed_floats(const ConvGeometry& g) {
   if (g.depthwise) return size_t(ceil_div(g.c, kPanel)) * kPanel * (1 + ks);
   return size_t(ceil_div(g.oc, kPanel)) * kPanel * (1 + ks * size_t(g.c));
 }
+
+size_t conv_zero_floats(const ConvGeometry& g) { return size_t(runs_merge(g) ? g.kw * g.c : g.c); }
 
 size_t conv_scratch_bytes(const ConvGeometry& g, const Isa& isa) {
   const size_t ks = size_t(taps(g));

@@ -57,8 +57,12 @@ size_t conv_scratch_bytes(const ConvGeometry& g, const Isa& isa);
 // one serves tests and repacking.
 void pack_conv_weights(const ConvGeometry& g, const float* weight, const float* bias, float* packed);
 
-// y = epilogue(conv(x) + bias + residual). `zeros` holds at least c zeros
-// (padding taps read it). residual may be nullptr.
+// Zeros run_conv reads for padding (c, or kw * c when it reads a kernel
+// row's taps as one run).
+size_t conv_zero_floats(const ConvGeometry& g);
+
+// y = epilogue(conv(x) + bias + residual). `zeros` holds at least
+// conv_zero_floats(g) zeros (padding reads it). residual may be nullptr.
 void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed,
               const float* zeros, const float* residual, float* y, const Epilogue& ep, RunContext& ctx);
 

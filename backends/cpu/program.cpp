@@ -277,7 +277,7 @@ Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   op->numel = y->numel;
   const size_t s = conv_scratch_bytes(g, isa);
   if (s > scratch) scratch = s;
-  if (g.c > max_channels) max_channels = g.c;
+  if (int64_t(conv_zero_floats(g)) > max_channels) max_channels = int64_t(conv_zero_floats(g));
   return Error::Ok;
 }
 

@@ -242,7 +242,7 @@ std::vector<float> run(const ConvGeometry& g, const Isa& isa, const std::vector<
   const size_t per = (conv_scratch_bytes(g, isa) + 63) & ~size_t(63);
   std::vector<uint8_t> scratch(per * threads + 64);
   void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t(63));
-  std::vector<float> zeros(size_t(g.c), 0.f), y(size_t(g.n * g.oh * g.ow * g.oc), NAN);
+  std::vector<float> zeros(conv_zero_floats(g), 0.f), y(size_t(g.n * g.oh * g.ow * g.oc), NAN);
   RunContext ctx(nullptr, base, per, threads, per, threads > 1 ? &pool : nullptr);
   run_conv(g, isa, x.data(), packed.data(), zeros.data(), residual, y.data(), ep, ctx);
   return y;
