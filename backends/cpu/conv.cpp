@@ -317,12 +317,7 @@ void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float
 void apply_activation(const Epilogue& ep, float* v, size_t n) {
   const VactUkernel vact = ep.vact ? ep.vact : f32_vact_ukernel__scalar;
   switch (ep.activation) {
-    case Activation::Hardswish:
-      for (size_t i = 0; i < n; ++i) {
-        const float r = v[i] + 3.f;
-        v[i] = v[i] * (r < 0.f ? 0.f : (r > 6.f ? 6.f : r)) / 6.f;
-      }
-      break;
+    case Activation::Hardswish: vact(5, v, n); break;
     case Activation::Sigmoid: vact(0, v, n); break;
     case Activation::Tanh: vact(1, v, n); break;
     case Activation::Gelu: vact(2, v, n); break;

@@ -170,11 +170,21 @@ TEST(CpuVact, test_every_isa_matches_libm_over_the_whole_float_range) {
       case 1: return std::tanh(x);
       case 2: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
       case 3: return x / (1 + std::exp(-x));
-      default: return x <= 88 ? std::exp(x) : std::exp(88.0);  // exp saturates at exp(88)
+      case 4: return x <= 88 ? std::exp(x) : std::exp(88.0);  // exp saturates at exp(88)
+      default: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;  // hardswish
     }
   };
   for (const Isa* isa : isas()) {
-    for (int kind = 0; kind < 5; ++kind) {
+    for (int kind = 0; kind < 6; ++kind) {
+      for (size_t n : {size_t(0), size_t(1), size_t(15), size_t(17), size_t(33)}) {  // short rows: tails
+        std::vector<float> head(xs.begin() + 100, xs.begin() + 100 + n + 1), out = head;
+        isa->vact(kind, out.data(), n);
+        ASSERT_EQ(out[n], head[n]) << isa->name << " kind " << kind << ": wrote past " << n;
+        for (size_t i = 0; i < n; ++i) ASSERT_NEAR(out[i], want(kind, head[i]), 1e-5 * (1 + std::fabs(head[i])));
+      }
+      float nan = NAN;
+      isa->vact(kind, &nan, 1);
+      ASSERT_TRUE(std::isnan(nan)) << isa->name << " kind " << kind << ": NaN in, NaN out";
       std::vector<float> v = xs;
       isa->vact(kind, v.data(), v.size());
       for (size_t i = 0; i < xs.size(); ++i) {

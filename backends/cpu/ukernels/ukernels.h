@@ -71,7 +71,8 @@ using DwconvRowsUkernel = void (*)(size_t channels, size_t pixels, size_t kh, si
                                    const float* const* rows, size_t step, size_t dil, const float* w, float* out,
                                    size_t out_stride, MinMax clamp);
 
-// Activations in place: kind 0 sigmoid, 1 tanh, 2 gelu (erf form), 3 silu, 4 exp;
+// Activations in place: kind 0 sigmoid, 1 tanh, 2 gelu (erf form), 3 silu, 4 exp,
+// 5 hardswish;
 // v[i] = f(v[i]) for i < n. Accurate to about 2e-7 (ukernels/common/f32_vact.h).
 using VactUkernel = void (*)(int kind, float* v, size_t n);
 

@@ -48,14 +48,20 @@ inline float erf_approx(float x) {
   return x < 0.f ? -y : y;
 }
 
-// kind: 0 sigmoid, 1 tanh, 2 gelu (erf), 3 silu, 4 exp. v[i] = f(v[i]), i < n.
+inline float hardswish(float x) {
+  const float r = x + 3.f;
+  return x * (r < 0.f ? 0.f : (r > 6.f ? 6.f : r)) * (1.f / 6.f);
+}
+
+// kind: 0 sigmoid, 1 tanh, 2 gelu (erf), 3 silu, 4 exp, 5 hardswish. v[i] = f(v[i]), i < n.
 inline void apply(int kind, float* v, size_t n) {
   switch (kind) {
     case 0: for (size_t i = 0; i < n; ++i) v[i] = sigmoid(v[i]); break;
     case 1: for (size_t i = 0; i < n; ++i) v[i] = tanh_approx(v[i]); break;
     case 2: for (size_t i = 0; i < n; ++i) v[i] = 0.5f * v[i] * (1.f + erf_approx(v[i] * 0.70710678118654752f)); break;
     case 3: for (size_t i = 0; i < n; ++i) v[i] = v[i] * sigmoid(v[i]); break;
-    default: for (size_t i = 0; i < n; ++i) v[i] = exp_approx(v[i]); break;
+    case 4: for (size_t i = 0; i < n; ++i) v[i] = exp_approx(v[i]); break;
+    default: for (size_t i = 0; i < n; ++i) v[i] = hardswish(v[i]); break;
   }
 }
 
