@@ -4,7 +4,8 @@
 // per thread count; best is the figure to compare on a noisy machine.
 //
 //   build/bench/conv_bench LAYER... [--threads 1,2]
-//   LAYER = n,h,w,c,oc,k,stride,pad[,dw]    e.g. 1,112,112,32,32,3,1,1,dw
+//   LAYER = n,h,w,c,oc,k,stride,pad[,dw][,res]    e.g. 1,112,112,32,32,3,1,1,dw
+//   (dw: depthwise, c == oc; res: a residual added before the relu6)
 //   -> dw3x3/s1 32->32 112x112 (n=1)  threads 1: best 0.180 ms (40.1 GFLOP/s), median 0.195 ms
 //
 // TERN_CPU_ISA=scalar|avx2|avx512 forces an ISA. Weights and inputs are
@@ -31,15 +32,18 @@ void* align64(std::vector<unsigned char>& buf) {
   return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
 }
 
-bool parse_layer(const char* s, tern::cpu::ConvGeometry* g) {
+bool parse_layer(const char* s, tern::cpu::ConvGeometry* g, bool* res) {
   long long v[8];
   int used = 0;
   if (std::sscanf(s, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
                   &v[7], &used) != 8) {
     return false;
   }
-  const bool dw = std::strcmp(s + used, ",dw") == 0;
-  if (s[used] != '\0' && !dw) return false;
+  const char* rest = s + used;
+  const bool dw = std::strncmp(rest, ",dw", 3) == 0;
+  if (dw) rest += 3;
+  *res = std::strcmp(rest, ",res") == 0;
+  if (*rest != '\0' && !*res) return false;
   if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || v[4] < 1 || v[5] < 1 || v[6] < 1 || v[7] < 0) return false;
   if (dw && v[3] != v[4]) return false;
   *g = tern::cpu::ConvGeometry{};
@@ -56,6 +60,7 @@ bool parse_layer(const char* s, tern::cpu::ConvGeometry* g) {
 
 int main(int argc, char** argv) {
   std::vector<tern::cpu::ConvGeometry> layers;
+  std::vector<bool> residuals;
   std::vector<int> counts = {1, 2};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
@@ -68,14 +73,16 @@ int main(int argc, char** argv) {
       continue;
     }
     tern::cpu::ConvGeometry g;
-    if (!parse_layer(argv[i], &g)) {
-      std::fprintf(stderr, "conv_bench: %s: expected n,h,w,c,oc,k,stride,pad[,dw] (dw: c == oc)\n", argv[i]);
+    bool res = false;
+    if (!parse_layer(argv[i], &g, &res)) {
+      std::fprintf(stderr, "conv_bench: %s: expected n,h,w,c,oc,k,stride,pad[,dw][,res] (dw: c == oc)\n", argv[i]);
       return 2;
     }
     layers.push_back(g);
+    residuals.push_back(res);
   }
   if (layers.empty() || counts.empty() || *std::min_element(counts.begin(), counts.end()) < 1) {
-    std::fprintf(stderr, "usage: conv_bench n,h,w,c,oc,k,stride,pad[,dw]... [--threads 1,2]\n");
+    std::fprintf(stderr, "usage: conv_bench n,h,w,c,oc,k,stride,pad[,dw][,res]... [--threads 1,2]\n");
     return 2;
   }
   const tern::cpu::Isa* isa = tern::cpu::select_isa();
@@ -83,10 +90,12 @@ int main(int argc, char** argv) {
   tern::ThreadPool pool;
   const int most = *std::max_element(counts.begin(), counts.end());
   if (most > 1 && pool.reserve(most) != tern::Error::Ok) return 1;
-  for (const tern::cpu::ConvGeometry& g : layers) {
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const tern::cpu::ConvGeometry& g = layers[li];
     const int64_t cg = g.depthwise ? 1 : g.c;
     std::vector<float> x(size_t(g.n * g.h * g.w * g.c)), w(size_t(g.oc * cg * g.kh * g.kw)), bias(size_t(g.oc));
     std::vector<float> y(size_t(g.n * g.oh * g.ow * g.oc)), zeros(tern::cpu::conv_zero_floats(g), 0.f);
+    std::vector<float> residual(residuals[li] ? y.size() : 0, 0.5f);
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 13) - 6) * 0.1f;
     for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) * 0.05f;
     std::vector<unsigned char> packed_buf(tern::cpu::conv_packed_floats(g) * sizeof(float) + 64);
@@ -96,14 +105,16 @@ int main(int argc, char** argv) {
     ep.activation = tern::cpu::Activation::Clamp;
     ep.clamp = {0.f, 6.f};
     const double flop = 2.0 * double(y.size()) * double(cg * g.kh * g.kw);
-    std::printf("%s%dx%d/s%d %lld->%lld %lldx%lld (n=%lld, %s)\n", g.depthwise ? "dw" : "", g.kh, g.kw, g.sh,
-                (long long)g.c, (long long)g.oc, (long long)g.oh, (long long)g.ow, (long long)g.n, isa->name);
+    std::printf("%s%dx%d/s%d %lld->%lld %lldx%lld%s (n=%lld, %s)\n", g.depthwise ? "dw" : "", g.kh, g.kw, g.sh,
+                (long long)g.c, (long long)g.oc, (long long)g.oh, (long long)g.ow, residuals[li] ? " + residual" : "",
+                (long long)g.n, isa->name);
     for (int threads : counts) {
       const size_t bytes = tern::cpu::conv_scratch_bytes(g, *isa), stride = (bytes + 63) & ~size_t(63);
       std::vector<unsigned char> scratch(stride * size_t(threads) + 64);
       tern::RunContext ctx(nullptr, align64(scratch), bytes, threads, stride, threads > 1 ? &pool : nullptr);
       auto call = [&] {
-        tern::cpu::run_conv(g, *isa, x.data(), packed, zeros.data(), nullptr, y.data(), ep, ctx);
+        tern::cpu::run_conv(g, *isa, x.data(), packed, zeros.data(), residual.empty() ? nullptr : residual.data(),
+                            y.data(), ep, ctx);
       };
       call();
       std::vector<double> ms;

@@ -39,7 +39,7 @@ void gemm_rows(const Isa& isa, int64_t rows, const float* const* a, int64_t kc, 
     const int64_t nc = n - col0 < main.nr ? n - col0 : main.nr;
     const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
     k.ukernel(size_t(rows), size_t(nc), size_t(kc), 1, a, packed + (col0 / kPanel) * panel_floats,
-              size_t(panel_floats), c + col0, size_t(ldc), none);
+              size_t(panel_floats), c + col0, size_t(ldc), nullptr, none);
   }
 }
 

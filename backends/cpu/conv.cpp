@@ -20,12 +20,16 @@ int64_t taps(const ConvGeometry& g) { return int64_t(g.kh) * g.kw; }
 int64_t x_pixel(const ConvGeometry& g) { return g.x_stride ? g.x_stride : g.c; }
 int64_t y_pixel(const ConvGeometry& g) { return g.y_stride ? g.y_stride : g.oc; }
 
+// The igemm kernels add the residual and clamp themselves; other
+// activations (and, for depthwise kernels, a residual) take a post pass over
+// each tile while it is in L1.
 bool needs_post(const Epilogue& ep, const float* residual) {
   return residual != nullptr || (ep.activation != Activation::None && ep.activation != Activation::Clamp);
 }
+bool igemm_needs_post(const Epilogue& ep) { return needs_post(ep, nullptr); }
 
-// The clamp the microkernel applies: the epilogue's, unless a residual must
-// be added first (then the post pass clamps).
+// The clamp a microkernel applies: the epilogue's, unless a residual must
+// be added first by a post pass (depthwise).
 MinMax kernel_clamp(const Epilogue& ep, const float* residual) {
   if (ep.activation == Activation::Clamp && residual == nullptr) return ep.clamp;
   return {-__builtin_inff(), __builtin_inff()};
@@ -147,8 +151,8 @@ void run_rows(const ConvGeometry& g, const Isa& isa, const float* x, const float
   const int64_t groups = ceil_div(g.oc, k.nr);
   const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
   const int64_t unit_flops = pixels * k.nr * ks * g.c;
-  const MinMax clamp = kernel_clamp(ep, residual);
-  const bool post_pass = needs_post(ep, residual);
+  const MinMax clamp = kernel_clamp(ep, nullptr);
+  const bool post_pass = igemm_needs_post(ep);
   const int64_t yp = y_pixel(g);
   ctx.parallel_for(groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
@@ -160,8 +164,9 @@ void run_rows(const ConvGeometry& g, const Isa& isa, const float* x, const float
       for (int64_t q = 0; q < pixels; ++q) {
         float* c = y + q * yp + col0;
         const size_t kc = size_t(merged[q] ? g.kw * g.c : g.c), n = size_t(merged[q] ? g.kh : ks);
-        k.ukernel(1, size_t(nc), kc, n, ptrs + q * ks, w, panel_floats, c, size_t(yp), clamp);
-        if (post_pass) post(ep, residual ? residual + q * yp + col0 : nullptr, c, 1, nc, yp);
+        const float* res = residual ? residual + q * yp + col0 : nullptr;
+        k.ukernel(1, size_t(nc), kc, n, ptrs + q * ks, w, panel_floats, c, size_t(yp), res, clamp);
+        if (post_pass) post(ep, nullptr, c, 1, nc, yp);
       }
     }
   });
@@ -180,8 +185,8 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
   const int64_t groups = ceil_div(g.oc, main.nr);
   const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
   const int64_t unit_flops = kTilesPerBlock * mr * main.nr * ks * g.c;
-  const MinMax clamp = kernel_clamp(ep, residual);
-  const bool post_pass = needs_post(ep, residual);
+  const MinMax clamp = kernel_clamp(ep, nullptr);
+  const bool post_pass = igemm_needs_post(ep);
   const bool group_major = g.oc > pixels;
   const int64_t yp = y_pixel(g);
   ctx.parallel_for(blocks * groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
@@ -203,8 +208,9 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
         const int64_t rows = pixels - q0 < mr ? pixels - q0 : mr;
         float* c = y + q0 * yp + col0;
         const size_t kc = size_t(merged[tile] ? g.kw * g.c : g.c), n = size_t(merged[tile] ? g.kh : ks);
-        k.ukernel(size_t(rows), size_t(nc), kc, n, ptrs + tile * ks * mr, w, panel_floats, c, size_t(yp), clamp);
-        if (post_pass) post(ep, residual ? residual + q0 * yp + col0 : nullptr, c, rows, nc, yp);  // residual: y dense
+        const float* res = residual ? residual + q0 * yp + col0 : nullptr;  // residual: y dense
+        k.ukernel(size_t(rows), size_t(nc), kc, n, ptrs + tile * ks * mr, w, panel_floats, c, size_t(yp), res, clamp);
+        if (post_pass) post(ep, nullptr, c, rows, nc, yp);
       }
     }
   });

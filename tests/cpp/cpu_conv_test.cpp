@@ -92,12 +92,27 @@ void check_igemm(const Isa& isa, const IgemmConfig& k, size_t mr, size_t nc, siz
   }
   const size_t ldc = nc + 3;
   std::vector<float> c(mr * ldc + 8, 12345.f);
-  k.ukernel(mr, nc, kc, ks, ptrs.data(), packed.data(), panel_floats, c.data(), ldc, mm);
-  std::vector<double> want = ref_igemm(mr, nc, kc, ks, used, packed, panel_floats, mm);
+  // a residual laid out as c, for about half the calls (NaN past column
+  // nc: only the first nc columns may reach the output)
+  const bool with_res = (kc + ks + nc) % 2 == 1;
+  std::vector<float> res = random_floats(mr * ldc + 8, unsigned(9 + nc));
+  for (size_t i = 0; i < mr; ++i) {
+    for (size_t j = nc; j < ldc; ++j) res[i * ldc + j] = NAN;
+  }
+  k.ukernel(mr, nc, kc, ks, ptrs.data(), packed.data(), panel_floats, c.data(), ldc, with_res ? res.data() : nullptr,
+            mm);
+  MinMax none = {-INFINITY, INFINITY};
+  std::vector<double> want = ref_igemm(mr, nc, kc, ks, used, packed, panel_floats, with_res ? none : mm);
+  for (size_t i = 0; i < mr; ++i) {
+    for (size_t j = 0; j < nc && with_res; ++j) {
+      want[i * nc + j] = std::min<double>(std::max<double>(want[i * nc + j] + res[i * ldc + j], mm.min), mm.max);
+    }
+  }
   for (size_t i = 0; i < mr; ++i) {
     for (size_t j = 0; j < nc; ++j) {
       ASSERT_NEAR(c[i * ldc + j], want[i * nc + j], 1e-4 * (1 + kc * ks) / 8)
-          << isa.name << " mr=" << mr << " nc=" << nc << " kc=" << kc << " ks=" << ks << " at " << i << "," << j;
+          << isa.name << " mr=" << mr << " nc=" << nc << " kc=" << kc << " ks=" << ks << " res=" << with_res << " at "
+          << i << "," << j;
     }
     for (size_t j = nc; j < ldc && i * ldc + j < c.size(); ++j) {
       ASSERT_EQ(c[i * ldc + j], 12345.f) << isa.name << ": wrote past column " << nc;

@@ -44,9 +44,11 @@ struct MinMax {
 //   w: the first panel of packed weights; kernels wider than one panel
 //      read panel p at w + p * panel_floats
 //   c: row i at c + i * c_stride (floats)
+//   res: nullptr, or a residual laid out as c (row i at res + i * c_stride),
+//        added before the clamp: C = clamp(bias + A W + res)
 using IgemmUkernel = void (*)(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                               const float* w, size_t panel_floats, float* c, size_t c_stride,
-                              MinMax clamp);
+                              const float* res, MinMax clamp);
 
 struct IgemmConfig {
   IgemmUkernel ukernel;
@@ -86,11 +88,11 @@ using WinogradOutUkernel = void (*)(const float* m, size_t stride, size_t oc, co
 
 #define TERN_CPU_DECLARE_ISA(isa)                                                                   \
   void f32_igemm_ukernel__##isa##_main(size_t, size_t, size_t, size_t, const float* const*,       \
-                                       const float*, size_t, float*, size_t, MinMax);              \
+                                       const float*, size_t, float*, size_t, const float*, MinMax); \
   void f32_igemm_ukernel__##isa##_tail(size_t, size_t, size_t, size_t, const float* const*,       \
-                                       const float*, size_t, float*, size_t, MinMax);              \
+                                       const float*, size_t, float*, size_t, const float*, MinMax); \
   void f32_igemm_ukernel__##isa##_row(size_t, size_t, size_t, size_t, const float* const*,        \
-                                      const float*, size_t, float*, size_t, MinMax);               \
+                                      const float*, size_t, float*, size_t, const float*, MinMax);  \
   void f32_dwconv_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, \
                                  size_t, MinMax);                                                  \
   void f32_vact_ukernel__##isa(int, float*, size_t);                                                \

@@ -15,7 +15,8 @@ inline __m256i lane_mask(size_t n) {
 }
 
 template <size_t kPanels>
-void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c, MinMax mm) {
+void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c,
+          const float* res, MinMax mm) {
   __m256 acc[kPanels][2];
   for (size_t p = 0; p < kPanels; ++p) acc[p][0] = _mm256_loadu_ps(w + p * pf), acc[p][1] = _mm256_loadu_ps(w + p * pf + 8);
   const float* wk = w + kPanel;
@@ -33,7 +34,11 @@ void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w
   for (size_t p = 0; p < kPanels; ++p) {
     for (size_t h = 0; h < 2; ++h) {
       const size_t first = p * kPanel + h * 8, n = nc > first ? nc - first : 0;
-      const __m256 v = _mm256_min_ps(_mm256_max_ps(acc[p][h], lo), hi);
+      __m256 v = acc[p][h];
+      if (res != nullptr && n > 0) {
+        v = _mm256_add_ps(v, n >= 8 ? _mm256_loadu_ps(res + first) : _mm256_maskload_ps(res + first, lane_mask(n)));
+      }
+      v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
       if (n >= 8) {
         _mm256_storeu_ps(c + first, v);
       } else if (n > 0) {
@@ -46,12 +51,12 @@ void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w
 }  // namespace
 
 void f32_igemm_ukernel__avx2_row(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
-                                 size_t panel_floats, float* c, size_t, MinMax clamp) {
+                                 size_t panel_floats, float* c, size_t, const float* res, MinMax clamp) {
   switch ((nc + kPanel - 1) / kPanel) {
-    case 1: gemv<1>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
-    case 2: gemv<2>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
-    case 3: gemv<3>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
-    default: gemv<4>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
+    case 1: gemv<1>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
+    case 2: gemv<2>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
+    case 3: gemv<3>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
+    default: gemv<4>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
   }
 }
 

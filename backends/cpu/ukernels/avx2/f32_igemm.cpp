@@ -21,6 +21,9 @@ inline __m256i lane_mask(size_t n) {
 
 inline __m256 clamp(__m256 v, __m256 lo, __m256 hi) { return _mm256_min_ps(_mm256_max_ps(v, lo), hi); }
 
+// Loads 8 lanes, or the first n of them (the rest 0).
+inline __m256 load(const float* p, size_t n) { return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lane_mask(n)); }
+
 // Stores 8 lanes, or the first n of them.
 inline void store(float* p, __m256 v, size_t n) {
   if (n >= 8) {
@@ -31,7 +34,7 @@ inline void store(float* p, __m256 v, size_t n) {
 }
 
 void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
-                float* c, size_t c_stride, MinMax mm) {
+                float* c, size_t c_stride, const float* res, MinMax mm) {
   __m256 acc[kMr][2];
   for (size_t i = 0; i < kMr; ++i) {
     acc[i][0] = _mm256_loadu_ps(w);
@@ -59,6 +62,12 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
     for (; k < kc; ++k, w += kPanel) step(ap, k, w);
   }
   const __m256 lo = _mm256_set1_ps(mm.min), hi = _mm256_set1_ps(mm.max);
+  if (res != nullptr) {
+    for (size_t i = 0; i < mr; ++i) {
+      acc[i][0] = _mm256_add_ps(acc[i][0], load(res + i * c_stride, nc));
+      if (nc > 8) acc[i][1] = _mm256_add_ps(acc[i][1], load(res + i * c_stride + 8, nc - 8));
+    }
+  }
   for (size_t i = 0; i < mr; ++i) {
     store(c + i * c_stride, clamp(acc[i][0], lo, hi), nc);
     store(c + i * c_stride + 8, clamp(acc[i][1], lo, hi), nc > 8 ? nc - 8 : 0);
@@ -68,13 +77,15 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
 }  // namespace
 
 void f32_igemm_ukernel__avx2_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                  const float* w, size_t, float* c, size_t c_stride, MinMax clamp) {
-  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, clamp);
+                                  const float* w, size_t, float* c, size_t c_stride, const float* res,
+                                  MinMax clamp) {
+  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
 }
 
 void f32_igemm_ukernel__avx2_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                  const float* w, size_t, float* c, size_t c_stride, MinMax clamp) {
-  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, clamp);
+                                  const float* w, size_t, float* c, size_t c_stride, const float* res,
+                                  MinMax clamp) {
+  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
 }
 
 void f32_dwconv_ukernel__avx2(size_t channels, size_t pixels, size_t ks, const float* const* in,

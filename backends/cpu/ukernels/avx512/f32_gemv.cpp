@@ -17,7 +17,8 @@ namespace {
 inline __mmask16 tail_mask(size_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 
 template <size_t kPanels>
-void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c, MinMax mm) {
+void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c,
+          const float* res, MinMax mm) {
   __m512 even[kPanels], odd[kPanels];
   for (size_t p = 0; p < kPanels; ++p) even[p] = _mm512_loadu_ps(w + p * pf), odd[p] = _mm512_setzero_ps();
   const float* wk = w + kPanel;
@@ -39,7 +40,9 @@ void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w
   const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
   for (size_t p = 0; p < kPanels; ++p) {
     const size_t n = nc > p * kPanel ? nc - p * kPanel : 0;
-    const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(even[p], odd[p]), lo), hi);
+    __m512 v = _mm512_add_ps(even[p], odd[p]);
+    if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(tail_mask(n), res + p * kPanel));
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
     _mm512_mask_storeu_ps(c + p * kPanel, tail_mask(n), v);
   }
 }
@@ -47,12 +50,12 @@ void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w
 }  // namespace
 
 void f32_igemm_ukernel__avx512_row(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
-                                   size_t panel_floats, float* c, size_t, MinMax clamp) {
+                                   size_t panel_floats, float* c, size_t, const float* res, MinMax clamp) {
   switch ((nc + kPanel - 1) / kPanel) {
-    case 1: gemv<1>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
-    case 2: gemv<2>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
-    case 3: gemv<3>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
-    default: gemv<4>(nc, kc, ks, a, w, panel_floats, c, clamp); break;
+    case 1: gemv<1>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
+    case 2: gemv<2>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
+    case 3: gemv<3>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
+    default: gemv<4>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
   }
 }
 

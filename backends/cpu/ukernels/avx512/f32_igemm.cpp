@@ -23,7 +23,7 @@ inline __mmask16 tail_mask(size_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mm
 
 template <int kPanels>
 void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
-           size_t panel_floats, float* c, size_t c_stride, MinMax mm) {
+           size_t panel_floats, float* c, size_t c_stride, const float* res, MinMax mm) {
   const float* w1 = w + panel_floats;
   __m512 acc[kMr][kPanels];
   for (int j = 0; j < kPanels; ++j) {
@@ -63,6 +63,12 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, co
   const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
   const __mmask16 m0 = tail_mask(nc);
   const __mmask16 m1 = nc > 16 ? tail_mask(nc - 16) : __mmask16(0);
+  if (res != nullptr) {
+    for (size_t i = 0; i < mr; ++i) {
+      acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, res + i * c_stride));
+      if constexpr (kPanels == 2) acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, res + i * c_stride + 16));
+    }
+  }
   for (size_t i = 0; i < mr; ++i) {
     _mm512_mask_storeu_ps(c + i * c_stride, m0, _mm512_min_ps(_mm512_max_ps(acc[i][0], lo), hi));
     if constexpr (kPanels == 2) {
@@ -75,14 +81,14 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, co
 
 void f32_igemm_ukernel__avx512_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                                     const float* w, size_t panel_floats, float* c, size_t c_stride,
-                                    MinMax clamp) {
-  igemm<2>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, clamp);
+                                    const float* res, MinMax clamp) {
+  igemm<2>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, res, clamp);
 }
 
 void f32_igemm_ukernel__avx512_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                                     const float* w, size_t panel_floats, float* c, size_t c_stride,
-                                    MinMax clamp) {
-  igemm<1>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, clamp);
+                                    const float* res, MinMax clamp) {
+  igemm<1>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, res, clamp);
 }
 
 namespace {

@@ -17,7 +17,7 @@ constexpr size_t kMaxPanels = 4;
 
 template <size_t kPanels>
 void panels(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t panel_floats, float* c,
-            MinMax mm) {
+            const float* res, MinMax mm) {
   float even[kPanels][kPanel], odd[kPanels][kPanel];
   for (size_t p = 0; p < kPanels; ++p) {
     for (int l = 0; l < kPanel; ++l) even[p][l] = w[p * panel_floats + l], odd[p][l] = 0.f;
@@ -40,19 +40,19 @@ void panels(size_t nc, size_t kc, size_t ks, const float* const* a, const float*
     }
   }
   for (size_t j = 0; j < nc; ++j) {
-    const float v = even[j / kPanel][j % kPanel] + odd[j / kPanel][j % kPanel];
+    const float v = even[j / kPanel][j % kPanel] + odd[j / kPanel][j % kPanel] + (res != nullptr ? res[j] : 0.f);
     c[j] = v < mm.min ? mm.min : (v > mm.max ? mm.max : v);
   }
 }
 
 // The igemm signature with mr = 1 and nc <= kMaxPanels * kPanel.
 inline void row(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t panel_floats,
-                float* c, size_t, MinMax mm) {
+                float* c, size_t, const float* res, MinMax mm) {
   switch ((nc + kPanel - 1) / kPanel) {
-    case 1: panels<1>(nc, kc, ks, a, w, panel_floats, c, mm); break;
-    case 2: panels<2>(nc, kc, ks, a, w, panel_floats, c, mm); break;
-    case 3: panels<3>(nc, kc, ks, a, w, panel_floats, c, mm); break;
-    default: panels<4>(nc, kc, ks, a, w, panel_floats, c, mm); break;
+    case 1: panels<1>(nc, kc, ks, a, w, panel_floats, c, res, mm); break;
+    case 2: panels<2>(nc, kc, ks, a, w, panel_floats, c, res, mm); break;
+    case 3: panels<3>(nc, kc, ks, a, w, panel_floats, c, res, mm); break;
+    default: panels<4>(nc, kc, ks, a, w, panel_floats, c, res, mm); break;
   }
 }
 

@@ -7,8 +7,9 @@ namespace tern {
 namespace cpu {
 
 void f32_igemm_ukernel__neon_row(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
-                                  size_t panel_floats, float* c, size_t c_stride, MinMax clamp) {
-  gemv::row(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, clamp);
+                                  size_t panel_floats, float* c, size_t c_stride, const float* res,
+                                  MinMax clamp) {
+  gemv::row(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, res, clamp);
 }
 
 }  // namespace cpu

@@ -14,6 +14,14 @@ constexpr size_t kMr = 6;
 
 inline float32x4_t clamp(float32x4_t v, float32x4_t lo, float32x4_t hi) { return vminq_f32(vmaxq_f32(v, lo), hi); }
 
+// Loads the first n lanes (4 if n >= 4; the rest 0).
+inline float32x4_t load(const float* p, size_t n) {
+  if (n >= 4) return vld1q_f32(p);
+  float tmp[4] = {0.f, 0.f, 0.f, 0.f};
+  for (size_t j = 0; j < n; ++j) tmp[j] = p[j];
+  return vld1q_f32(tmp);
+}
+
 // Stores the first n (<= 4) lanes of v.
 inline void store(float* p, float32x4_t v, size_t n) {
   if (n >= 4) {
@@ -26,7 +34,7 @@ inline void store(float* p, float32x4_t v, size_t n) {
 }
 
 void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, float* c,
-                size_t c_stride, MinMax mm) {
+                size_t c_stride, const float* res, MinMax mm) {
   float32x4_t acc[kMr][4];
   for (int q = 0; q < 4; ++q) {
     const float32x4_t bias = vld1q_f32(w + 4 * q);
@@ -57,20 +65,26 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
   }
   const float32x4_t lo = vdupq_n_f32(mm.min), hi = vdupq_n_f32(mm.max);
   for (size_t i = 0; i < mr; ++i) {
-    for (size_t q = 0; q < 4 && 4 * q < nc; ++q) store(c + i * c_stride + 4 * q, clamp(acc[i][q], lo, hi), nc - 4 * q);
+    for (size_t q = 0; q < 4 && 4 * q < nc; ++q) {
+      float32x4_t v = acc[i][q];
+      if (res != nullptr) v = vaddq_f32(v, load(res + i * c_stride + 4 * q, nc - 4 * q));
+      store(c + i * c_stride + 4 * q, clamp(v, lo, hi), nc - 4 * q);
+    }
   }
 }
 
 }  // namespace
 
 void f32_igemm_ukernel__neon_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                  const float* w, size_t, float* c, size_t c_stride, MinMax clamp) {
-  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, clamp);
+                                  const float* w, size_t, float* c, size_t c_stride, const float* res,
+                                  MinMax clamp) {
+  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
 }
 
 void f32_igemm_ukernel__neon_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                  const float* w, size_t, float* c, size_t c_stride, MinMax clamp) {
-  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, clamp);
+                                  const float* w, size_t, float* c, size_t c_stride, const float* res,
+                                  MinMax clamp) {
+  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
 }
 
 void f32_dwconv_ukernel__neon(size_t channels, size_t pixels, size_t ks, const float* const* in, const float* w,

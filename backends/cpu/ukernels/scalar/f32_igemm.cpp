@@ -12,7 +12,7 @@ constexpr size_t kMr = 4;
 float clamp(float v, MinMax m) { return v < m.min ? m.min : (v > m.max ? m.max : v); }
 
 void igemm_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
-                float* c, size_t c_stride, MinMax mm) {
+                float* c, size_t c_stride, const float* res, MinMax mm) {
   float acc[kMr][kPanel];
   for (size_t i = 0; i < kMr; ++i) {
     for (int j = 0; j < kPanel; ++j) acc[i][j] = w[j];
@@ -29,20 +29,22 @@ void igemm_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
     }
   }
   for (size_t i = 0; i < mr; ++i) {
-    for (size_t j = 0; j < nc; ++j) c[i * c_stride + j] = clamp(acc[i][j], mm);
+    for (size_t j = 0; j < nc; ++j) c[i * c_stride + j] = clamp(acc[i][j] + (res ? res[i * c_stride + j] : 0.f), mm);
   }
 }
 
 }  // namespace
 
 void f32_igemm_ukernel__scalar_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                    const float* w, size_t, float* c, size_t c_stride, MinMax clamp) {
-  igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, clamp);
+                                    const float* w, size_t, float* c, size_t c_stride, const float* res,
+                                    MinMax clamp) {
+  igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
 }
 
 void f32_igemm_ukernel__scalar_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                    const float* w, size_t, float* c, size_t c_stride, MinMax clamp) {
-  igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, clamp);
+                                    const float* w, size_t, float* c, size_t c_stride, const float* res,
+                                    MinMax clamp) {
+  igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
 }
 
 void f32_dwconv_ukernel__scalar(size_t channels, size_t pixels, size_t ks, const float* const* in,
