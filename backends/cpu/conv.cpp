@@ -90,6 +90,11 @@ void tap_pointers(const ConvGeometry& g, const float* x, const float* zeros, con
 // ways; fewer, longer runs matter most for the few channels of a stem.
 bool runs_merge(const ConvGeometry& g) { return g.kw > 1 && g.dw == 1 && x_pixel(g) == g.c && !g.depthwise; }
 
+// A 1x1 convolution of stride 1 and no padding: a GEMM over the pixels.
+bool pointwise(const ConvGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.h == g.oh && g.w == g.ow;
+}
+
 // Whether `rows` pixels from p on all have their kw taps inside x horizontally.
 bool inside_horizontally(const ConvGeometry& g, Pixel p, int64_t rows) {
   for (int64_t i = 0; i < rows; ++i, next_pixel(g, &p)) {
@@ -118,6 +123,12 @@ void block_pointers(const ConvGeometry& g, int mr, const float* x, const float* 
                     const float** ptrs, bool* merged) {
   const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
   const int64_t first = mb * kTilesPerBlock * mr;
+  if (pointwise(g)) {  // output pixel q reads input pixel q: no index arithmetic
+    const int64_t xp = x_pixel(g), end = first + kTilesPerBlock * mr;
+    for (int64_t q = first; q < end; ++q) ptrs[q - first] = x + (q < pixels ? q : pixels - 1) * xp;
+    for (int64_t tile = 0; tile < kTilesPerBlock; ++tile) merged[tile] = false;
+    return;
+  }
   const bool merge = runs_merge(g);
   Pixel p = pixel_of(g, first < pixels ? first : pixels - 1);
   for (int64_t tile = 0; tile < kTilesPerBlock; ++tile) {
