@@ -156,8 +156,11 @@ class RunContext {
 
   // Splits [0, n) into contiguous ranges of `grain` items or more (fewer
   // only when n is) and calls body(ctx_t, begin, end) once for each range,
-  // over the threads: a thread takes the next range when it is done with
-  // one, so a thread that starts late or runs slowly holds back little. The
+  // over the threads: each thread starts on its own contiguous share of the
+  // ranges (the first share for the calling thread, as a rule, so that a
+  // layer and the next find their part of the data in the same core's
+  // cache), then takes ranges left in the others' shares, so a thread that
+  // starts late or runs slowly holds back little. The
   // ranges depend only on n, grain and thread_count(); which thread runs
   // which range does not, so a body's results for a range must not depend on
   // ctx_t.thread_index() (use it for scratch only). Nothing is called when
@@ -170,19 +173,29 @@ class RunContext {
       body(*this, int64_t(0), n);
       return;
     }
-    std::atomic<int64_t> next{0};
+    // task t owns the t-th contiguous run of chunks (the pool's caller
+    // claims task 0 first, as a rule), then helps with the others' runs
+    int tasks = thread_count_ < chunks ? thread_count_ : static_cast<int>(chunks);
+    if (tasks > kMaxTasks) tasks = kMaxTasks;
+    std::atomic<int64_t> next[kMaxTasks];
+    for (int t = 0; t < tasks; ++t) next[t].store(t * chunks / tasks, std::memory_order_relaxed);
     auto task = [&](RunContext& c) {
-      for (int64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
-        body(c, k * n / chunks, (k + 1) * n / chunks);  // sizes differ by at most one
+      for (int v = 0; v < tasks; ++v) {
+        const int owner = (c.thread_index() + v) % tasks;
+        const int64_t end = (owner + 1) * chunks / tasks;
+        for (int64_t k; (k = next[owner].fetch_add(1, std::memory_order_relaxed)) < end;) {
+          body(c, k * n / chunks, (k + 1) * n / chunks);  // sizes differ by at most one
+        }
       }
     };
-    parallel_impl([](RunContext& c, void* f) { (*static_cast<decltype(task)*>(f))(c); }, &task,
-                  thread_count_ < chunks ? thread_count_ : static_cast<int>(chunks));
+    parallel_impl([](RunContext& c, void* f) { (*static_cast<decltype(task)*>(f))(c); }, &task, tasks);
   }
 
   // How many ranges parallel_for(n, grain, ...) makes: up to
   // kRangesPerThread per thread, none under `grain` items (but the last).
   static constexpr int kRangesPerThread = 4;
+  // At most this many threads split one parallel_for (ThreadPool::kMaxThreads).
+  static constexpr int kMaxTasks = 64;
   int64_t split_count(int64_t n, int64_t grain) const {
     if (thread_count_ == 1 || n <= 0) return n > 0 ? 1 : 0;
     if (grain < 1) grain = 1;
