@@ -13,6 +13,39 @@ constexpr int64_t kMinElementsPerThread = 16384;
 
 float clamp(float v, MinMax m) { return v < m.min ? m.min : (v > m.max ? m.max : v); }
 
+// Reductions over a row in kLanes interleaved partial results: each lane is
+// its own chain, so the compiler vectorizes the loop without reassociating
+// (a single running sum is one dependent add per element).
+constexpr int kLanes = 16;
+
+// sum of f(v[i]) for i < n
+template <typename F>
+float row_sum(const float* v, int64_t n, F f) {
+  float part[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) part[l] += f(v[i + l]);
+  }
+  float s = 0.f;
+  for (; i < n; ++i) s += f(v[i]);
+  for (int l = 0; l < kLanes; ++l) s += part[l];
+  return s;
+}
+
+// max of v[i] for i < n (-inf for n == 0; NaN if any is NaN, as torch)
+float row_max(const float* v, int64_t n) {
+  float part[kLanes];
+  for (int l = 0; l < kLanes; ++l) part[l] = -__builtin_inff();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) part[l] = (v[i + l] > part[l] || v[i + l] != v[i + l]) ? v[i + l] : part[l];
+  }
+  float m = -__builtin_inff();
+  for (; i < n; ++i) m = (v[i] > m || v[i] != v[i]) ? v[i] : m;
+  for (int l = 0; l < kLanes; ++l) m = (part[l] > m || part[l] != part[l]) ? part[l] : m;
+  return m;
+}
+
 // y[i] = ep(y[i]) for i < n.
 void activate(const Epilogue& ep, float* y, int64_t n) {
   if (ep.activation == Activation::Clamp) {
@@ -122,11 +155,8 @@ void run_layer_norm(const CpuOp& o, RunContext& ctx) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* x = o.x + r * d;
       float* y = o.y + r * d;
-      float sum = 0.f;
-      for (int64_t i = 0; i < d; ++i) sum += x[i];
-      const float mean = sum / float(d);
-      float var = 0.f;
-      for (int64_t i = 0; i < d; ++i) var += (x[i] - mean) * (x[i] - mean);
+      const float mean = row_sum(x, d, [](float v) { return v; }) / float(d);
+      const float var = row_sum(x, d, [mean](float v) { return (v - mean) * (v - mean); });
       const float rstd = 1.f / __builtin_sqrtf(var / float(d) + o.eps);
       for (int64_t i = 0; i < d; ++i) {
         const float v = (x[i] - mean) * rstd;
@@ -142,13 +172,10 @@ void run_softmax(const CpuOp& o, const Isa& isa, RunContext& ctx) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* x = o.x + r * d;
       float* y = o.y + r * d;
-      float mx = -__builtin_inff();
-      for (int64_t i = 0; i < d; ++i) mx = x[i] > mx ? x[i] : mx;
+      const float mx = row_max(x, d);
       for (int64_t i = 0; i < d; ++i) y[i] = x[i] - mx;
       isa.vact(4, y, size_t(d));  // exp
-      float sum = 0.f;
-      for (int64_t i = 0; i < d; ++i) sum += y[i];
-      const float inv = 1.f / sum;
+      const float inv = 1.f / row_sum(y, d, [](float v) { return v; });
       for (int64_t i = 0; i < d; ++i) y[i] *= inv;
     }
   });
