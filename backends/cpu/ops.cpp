@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/cpu/program.h"
+#include "backends/cpu/reduce.h"
 
 namespace tern {
 namespace cpu {
@@ -12,39 +13,6 @@ namespace {
 constexpr int64_t kMinElementsPerThread = 16384;
 
 float clamp(float v, MinMax m) { return v < m.min ? m.min : (v > m.max ? m.max : v); }
-
-// Reductions over a row in kLanes interleaved partial results: each lane is
-// its own chain, so the compiler vectorizes the loop without reassociating
-// (a single running sum is one dependent add per element).
-constexpr int kLanes = 16;
-
-// sum of f(v[i]) for i < n
-template <typename F>
-float row_sum(const float* v, int64_t n, F f) {
-  float part[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) part[l] += f(v[i + l]);
-  }
-  float s = 0.f;
-  for (; i < n; ++i) s += f(v[i]);
-  for (int l = 0; l < kLanes; ++l) s += part[l];
-  return s;
-}
-
-// max of v[i] for i < n (-inf for n == 0; NaN if any is NaN, as torch)
-float row_max(const float* v, int64_t n) {
-  float part[kLanes];
-  for (int l = 0; l < kLanes; ++l) part[l] = -__builtin_inff();
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) part[l] = (v[i + l] > part[l] || v[i + l] != v[i + l]) ? v[i + l] : part[l];
-  }
-  float m = -__builtin_inff();
-  for (; i < n; ++i) m = (v[i] > m || v[i] != v[i]) ? v[i] : m;
-  for (int l = 0; l < kLanes; ++l) m = (part[l] > m || part[l] != part[l]) ? part[l] : m;
-  return m;
-}
 
 // y[i] = ep(y[i]) for i < n.
 void activate(const Epilogue& ep, float* y, int64_t n) {
