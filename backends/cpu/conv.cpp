@@ -20,13 +20,13 @@ int64_t taps(const ConvGeometry& g) { return int64_t(g.kh) * g.kw; }
 int64_t x_pixel(const ConvGeometry& g) { return g.x_stride ? g.x_stride : g.c; }
 int64_t y_pixel(const ConvGeometry& g) { return g.y_stride ? g.y_stride : g.oc; }
 
-// The igemm kernels add the residual and clamp themselves; other
-// activations (and, for depthwise kernels, a residual) take a post pass over
-// each tile while it is in L1.
+// Whether a post pass over each tile (while it is in L1) must follow the
+// microkernel: for an activation other than a clamp, or for a residual the
+// kernel does not add. The igemm kernels add residuals themselves (their
+// callers pass nullptr here); the depthwise kernels do not.
 bool needs_post(const Epilogue& ep, const float* residual) {
   return residual != nullptr || (ep.activation != Activation::None && ep.activation != Activation::Clamp);
 }
-bool igemm_needs_post(const Epilogue& ep) { return needs_post(ep, nullptr); }
 
 // The clamp a microkernel applies: the epilogue's, unless a residual must
 // be added first by a post pass (depthwise).
@@ -163,7 +163,7 @@ void run_rows(const ConvGeometry& g, const Isa& isa, const float* x, const float
   const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
   const int64_t unit_flops = pixels * k.nr * ks * g.c;
   const MinMax clamp = kernel_clamp(ep, nullptr);
-  const bool post_pass = igemm_needs_post(ep);
+  const bool post_pass = needs_post(ep, nullptr);
   const int64_t yp = y_pixel(g);
   ctx.parallel_for(groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
@@ -197,7 +197,7 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
   const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
   const int64_t unit_flops = kTilesPerBlock * mr * main.nr * ks * g.c;
   const MinMax clamp = kernel_clamp(ep, nullptr);
-  const bool post_pass = igemm_needs_post(ep);
+  const bool post_pass = needs_post(ep, nullptr);
   const bool group_major = g.oc > pixels;
   const int64_t yp = y_pixel(g);
   ctx.parallel_for(blocks * groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {

@@ -48,7 +48,7 @@ struct Loader {
   uint64_t blob_bytes = 0;
   ValueInfo* values = nullptr;
   size_t scratch = 0;
-  int64_t max_channels = 1;
+  int64_t zero_floats = 1;  // the zeros padding reads: the most any op needs
 
   Error parse(Span<const uint8_t> p) {
     uint32_t version;
@@ -277,7 +277,8 @@ Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   op->numel = y->numel;
   const size_t s = conv_scratch_bytes(g, isa);
   if (s > scratch) scratch = s;
-  if (int64_t(conv_zero_floats(g)) > max_channels) max_channels = int64_t(conv_zero_floats(g));
+  const int64_t zeros = int64_t(conv_zero_floats(g));
+  if (zeros > zero_floats) zero_floats = zeros;
   return Error::Ok;
 }
 
@@ -570,7 +571,7 @@ Error Loader::prepare_winograd_input(uint32_t oi, const fb::WinogradInput& wi, C
   }
   op->kind = CpuOpKind::WinogradInput;
   op->x = x->data, op->y = v->data, op->numel = v->numel;
-  if (g.c > max_channels) max_channels = g.c;
+  if (g.c > zero_floats) zero_floats = g.c;
   return Error::Ok;
 }
 
@@ -592,7 +593,7 @@ Error Loader::prepare_winograd_output(uint32_t oi, const fb::WinogradOutput& wo,
   op->kind = CpuOpKind::WinogradOutput;
   op->x = m->data, op->y = y->data, op->x2 = r ? r->data : nullptr, op->bias = b ? b->data : nullptr;
   op->numel = y->numel;
-  if (g.oc > max_channels) max_channels = g.oc;
+  if (g.oc > zero_floats) zero_floats = g.oc;
   const size_t s = winograd_scratch_bytes(g.oc);
   if (s > scratch) scratch = s;
   return Error::Ok;
@@ -649,9 +650,9 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
   CpuOp* ops = static_cast<CpuOp*>(ctx.allocate(sizeof(CpuOp) * (n ? n : 1)));
   if (p == nullptr || ops == nullptr) return Error::OutOfMemory;
   for (uint32_t i = 0; i < n; ++i) TERN_CHECK_OK(ld.prepare_op(i, &ops[i]));
-  float* zeros = static_cast<float*>(ctx.allocate(sizeof(float) * size_t(ld.max_channels)));
+  float* zeros = static_cast<float*>(ctx.allocate(sizeof(float) * size_t(ld.zero_floats)));
   if (zeros == nullptr) return Error::OutOfMemory;
-  memset(zeros, 0, sizeof(float) * size_t(ld.max_channels));
+  memset(zeros, 0, sizeof(float) * size_t(ld.zero_floats));
   ctx.request_scratch(ld.scratch);
   *p = CpuProgram{&isa, ops, n, zeros};
   return p;
