@@ -104,6 +104,11 @@ bool inside_horizontally(const ConvGeometry& g, Pixel p, int64_t rows) {
   return true;
 }
 
+// Whether output columns ox0..ox1 have all their taps inside x horizontally.
+bool columns_inside(const ConvGeometry& g, int64_t ox0, int64_t ox1) {
+  return ox0 * g.sw - g.pw >= 0 && ox1 * g.sw - g.pw + int64_t(g.kw - 1) * g.dw < g.w;
+}
+
 // The kh kernel-row pointers of pixel p (each kw * c floats, or `zeros`),
 // every `stride`-th entry of out.
 void row_pointers(const ConvGeometry& g, const float* x, const float* zeros, const Pixel& p, const float** out,
@@ -135,7 +140,30 @@ void block_pointers(const ConvGeometry& g, int mr, const float* x, const float* 
     const int64_t q0 = first + tile * mr;
     if (q0 >= pixels) break;
     const float** tp = ptrs + tile * ks * mr;
-    merged[tile] = merge && inside_horizontally(g, p, pixels - q0 < mr ? pixels - q0 : mr);
+    const int64_t rows = pixels - q0 < mr ? pixels - q0 : mr;
+    if (p.ox + rows <= g.ow && columns_inside(g, p.ox, p.ox + rows - 1)) {
+      // One output row, every tap inside horizontally: pixel i's pointers
+      // are pixel 0's moved i strides right (those in the padding stay).
+      merged[tile] = merge;
+      const int64_t n = merge ? g.kh : ks, step = g.sw * x_pixel(g);
+      if (merge) {
+        row_pointers(g, x, zeros, p, tp, mr);
+      } else {
+        tap_pointers(g, x, zeros, p, tp, mr);
+      }
+      for (int64_t t = 0; t < n; ++t) {
+        const float** r = tp + t * mr;
+        const int64_t d = r[0] == zeros ? 0 : step;
+        for (int64_t i = 1; i < mr; ++i) r[i] = r[0] + (i < rows ? i : rows - 1) * d;
+      }
+      p.ox += rows;
+      if (p.ox == g.ow && q0 + rows < pixels) {
+        p.ox = 0;
+        if (++p.oy == g.oh) p.oy = 0, ++p.b;
+      }
+      continue;
+    }
+    merged[tile] = merge && inside_horizontally(g, p, rows);
     const int64_t n = merged[tile] ? g.kh : ks;
     for (int i = 0; i < mr; ++i) {
       if (q0 + i < pixels) {

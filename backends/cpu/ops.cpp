@@ -23,6 +23,14 @@ void activate(const Epilogue& ep, float* y, int64_t n) {
   }
 }
 
+// kC planes of n floats (plane stride `stride`) into n pixels of kC.
+template <int kC>
+void interleave(const float* x, int64_t stride, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int c = 0; c < kC; ++c) y[i * kC + c] = x[c * stride + i];
+  }
+}
+
 }  // namespace
 
 void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx) {
@@ -32,6 +40,14 @@ void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ct
       const int64_t i0 = o / t.sizes[1], i1 = o % t.sizes[1];
       const float* src = x + i0 * t.strides[0] + i1 * t.strides[1];
       float* dst = y + o * inner;
+      if (t.strides[2] == 1 && t.sizes[3] <= 4) {  // an NCHW image into NHWC
+        switch (t.sizes[3]) {
+          case 1: interleave<1>(src, t.strides[3], t.sizes[2], dst); continue;
+          case 2: interleave<2>(src, t.strides[3], t.sizes[2], dst); continue;
+          case 3: interleave<3>(src, t.strides[3], t.sizes[2], dst); continue;
+          default: interleave<4>(src, t.strides[3], t.sizes[2], dst); continue;
+        }
+      }
       for (int64_t i2 = 0; i2 < t.sizes[2]; ++i2) {
         const float* s2 = src + i2 * t.strides[2];
         for (int64_t i3 = 0; i3 < t.sizes[3]; ++i3) *dst++ = s2[i3 * t.strides[3]];

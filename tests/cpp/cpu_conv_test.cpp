@@ -288,6 +288,11 @@ TEST(CpuConv, test_every_isa_matches_reference_and_threads_give_the_same_bits) {
       {2, 3, 2, 18, 18, 5, 1, 2, 1, true, true, false, Activation::None},       // depthwise, no interior column
       {5, 1, 1, 70, 45, 1, 1, 0, 1, false, true, false, Activation::None},      // linear, batch 5
       {1, 24, 24, 32, 64, 1, 1, 0, 1, false, true, false, Activation::Clamp},   // splits over threads
+      // wide rows: tiles inside one output row take pointers by stride
+      {1, 5, 41, 3, 16, 3, 2, 1, 1, false, true, false, Activation::Hardswish}, // stem, tiles cross rows
+      {2, 4, 37, 8, 40, 3, 1, 1, 1, false, true, true, Activation::Clamp},      // 3x3 s1, residual
+      {1, 6, 41, 5, 12, 3, 1, 2, 2, false, false, false, Activation::None},     // dilated: per-tap pointers
+      {1, 6, 30, 16, 24, 1, 2, 0, 1, false, true, false, Activation::None},     // 1x1 stride 2
       // few output pixels: the GEMV row kernel (run_rows)
       {1, 1, 1, 256, 770, 1, 1, 0, 1, false, true, true, Activation::None},     // linear, one row, over threads
       {2, 1, 1, 37, 45, 1, 1, 0, 1, false, false, false, Activation::Hardswish},  // two rows

@@ -62,13 +62,15 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
     for (; k < kc; ++k, w += kPanel) step(ap, k, w);
   }
   const __m256 lo = _mm256_set1_ps(mm.min), hi = _mm256_set1_ps(mm.max);
-  if (res != nullptr) {
-    for (size_t i = 0; i < mr; ++i) {
+  // Rows i < kMr with a test, not i < mr: acc is then indexed by constants
+  // only and stays in registers (a run-time index spills it to the stack).
+#pragma GCC unroll 6
+  for (size_t i = 0; i < kMr; ++i) {
+    if (i >= mr) break;
+    if (res != nullptr) {
       acc[i][0] = _mm256_add_ps(acc[i][0], load(res + i * c_stride, nc));
       if (nc > 8) acc[i][1] = _mm256_add_ps(acc[i][1], load(res + i * c_stride + 8, nc - 8));
     }
-  }
-  for (size_t i = 0; i < mr; ++i) {
     store(c + i * c_stride, clamp(acc[i][0], lo, hi), nc);
     store(c + i * c_stride + 8, clamp(acc[i][1], lo, hi), nc > 8 ? nc - 8 : 0);
   }

@@ -63,13 +63,15 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, co
   const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
   const __mmask16 m0 = tail_mask(nc);
   const __mmask16 m1 = nc > 16 ? tail_mask(nc - 16) : __mmask16(0);
-  if (res != nullptr) {
-    for (size_t i = 0; i < mr; ++i) {
+  // Rows i < kMr with a test, not i < mr: acc is then indexed by constants
+  // only and stays in registers (a run-time index spills it to the stack).
+#pragma GCC unroll 8
+  for (size_t i = 0; i < kMr; ++i) {
+    if (i >= mr) break;
+    if (res != nullptr) {
       acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, res + i * c_stride));
       if constexpr (kPanels == 2) acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, res + i * c_stride + 16));
     }
-  }
-  for (size_t i = 0; i < mr; ++i) {
     _mm512_mask_storeu_ps(c + i * c_stride, m0, _mm512_min_ps(_mm512_max_ps(acc[i][0], lo), hi));
     if constexpr (kPanels == 2) {
       _mm512_mask_storeu_ps(c + i * c_stride + 16, m1, _mm512_min_ps(_mm512_max_ps(acc[i][1], lo), hi));

@@ -64,8 +64,14 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
     for (; k < kc; ++k, w += kPanel) step(ap, k, w);
   }
   const float32x4_t lo = vdupq_n_f32(mm.min), hi = vdupq_n_f32(mm.max);
-  for (size_t i = 0; i < mr; ++i) {
-    for (size_t q = 0; q < 4 && 4 * q < nc; ++q) {
+  // Rows i < kMr with a test, not i < mr: acc is then indexed by constants
+  // only and stays in registers (a run-time index spills it to the stack).
+#pragma GCC unroll 8
+  for (size_t i = 0; i < kMr; ++i) {
+    if (i >= mr) break;
+#pragma GCC unroll 4
+    for (size_t q = 0; q < 4; ++q) {
+      if (4 * q >= nc) break;
       float32x4_t v = acc[i][q];
       if (res != nullptr) v = vaddq_f32(v, load(res + i * c_stride + 4 * q, nc - 4 * q));
       store(c + i * c_stride + 4 * q, clamp(v, lo, hi), nc - 4 * q);
