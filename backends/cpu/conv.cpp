@@ -14,6 +14,8 @@ constexpr int64_t kMinFlopsPerThread = int64_t(1) << 16;
 // Outputs of at most this many pixels, and at most half the main tile's
 // rows, go through the GEMV kernel (run_rows).
 constexpr int64_t kRowsMaxPixels = kTilesPerBlock;
+// Kernel rows a depthwise convolution may have (kh * kw <= 1024 at load).
+constexpr int kMaxKernelRows = 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t taps(const ConvGeometry& g) { return int64_t(g.kh) * g.kw; }
@@ -264,22 +266,24 @@ void interior_columns(const ConvGeometry& g, int64_t* lo, int64_t* hi) {
   if (*lo > *hi) *lo = *hi;
 }
 
-// One output row of a depthwise convolution: the interior columns through
-// the row microkernel, the edge columns through per-pixel tap pointers.
-void dwconv_row(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
-                int64_t r, float* out, MinMax clamp, const float** ptrs) {
-  const int64_t b = r / g.oh, oy = r % g.oh, ks = taps(g);
+// One output row of a depthwise convolution from its kh input rows:
+// in_rows[ki] is the start of input row oy * sh - ph + ki * dh (c floats a
+// pixel), or nullptr where that row is padding. The interior columns go
+// through the row microkernel, the edge columns through per-pixel tap
+// pointers (ptrs: room for ow * kh * kw).
+void dwconv_row(const ConvGeometry& g, const Isa& isa, const float* const* in_rows, const float* packed,
+                const float* zeros, float* out, MinMax clamp, const float** ptrs) {
+  const int64_t ks = taps(g);
   int64_t lo, hi;
   interior_columns(g, &lo, &hi);
   if (hi > lo) {
-    const float* rows[1024];  // kh <= 1024 (kh * kw checked at load)
+    const float* rows[kMaxKernelRows];
     size_t ki0 = size_t(g.kh), ki1 = 0;
     for (int32_t ki = 0; ki < g.kh; ++ki) {
-      const int64_t iy = oy * g.sh - g.ph + int64_t(ki) * g.dh;
-      if (iy < 0 || iy >= g.h) continue;
+      if (in_rows[ki] == nullptr) continue;
       ki0 = size_t(ki) < ki0 ? size_t(ki) : ki0;
       ki1 = size_t(ki) + 1;
-      rows[ki] = x + ((b * g.h + iy) * g.w + lo * g.sw - g.pw) * g.c;
+      rows[ki] = in_rows[ki] + (lo * g.sw - g.pw) * g.c;
     }
     if (ki0 >= ki1) ki0 = ki1 = 0;  // every row in the padding: bias only
     isa.dwconv_rows(size_t(g.c), size_t(hi - lo), size_t(g.kh), size_t(g.kw), ki0, ki1, rows, size_t(g.sw * g.c),
@@ -288,8 +292,25 @@ void dwconv_row(const ConvGeometry& g, const Isa& isa, const float* x, const flo
   const int64_t edges[2][2] = {{0, lo}, {hi, g.ow}};
   for (const auto& e : edges) {
     if (e[0] >= e[1]) continue;
-    for (Pixel p = {b, oy, e[0]}; p.ox < e[1]; ++p.ox) tap_pointers(g, x, zeros, p, ptrs + (p.ox - e[0]) * ks, 1);
+    const float** tp = ptrs;
+    for (int64_t ox = e[0]; ox < e[1]; ++ox) {
+      for (int32_t ki = 0; ki < g.kh; ++ki) {
+        for (int32_t kj = 0; kj < g.kw; ++kj) {
+          const int64_t ix = ox * g.sw - g.pw + int64_t(kj) * g.dw;
+          *tp++ = in_rows[ki] != nullptr && ix >= 0 && ix < g.w ? in_rows[ki] + ix * g.c : zeros;
+        }
+      }
+    }
     isa.dwconv(size_t(g.c), size_t(e[1] - e[0]), size_t(ks), ptrs, packed, out + e[0] * g.oc, size_t(g.oc), clamp);
+  }
+}
+
+// The kh input rows output row r (image r / oh, row r % oh) reads from x.
+void input_rows(const ConvGeometry& g, const float* x, int64_t r, const float** in_rows) {
+  const int64_t b = r / g.oh, oy = r % g.oh;
+  for (int32_t ki = 0; ki < g.kh; ++ki) {
+    const int64_t iy = oy * g.sh - g.ph + int64_t(ki) * g.dh;
+    in_rows[ki] = iy >= 0 && iy < g.h ? x + ((b * g.h + iy) * g.w) * g.c : nullptr;
   }
 }
 
@@ -301,12 +322,79 @@ void run_dwconv(const ConvGeometry& g, const Isa& isa, const float* x, const flo
   const int64_t row_flops = g.ow * g.c * ks;
   ctx.parallel_for(rows, kMinFlopsPerThread / row_flops + 1, [&](RunContext& t, int64_t r0, int64_t r1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
+    const float* in_rows[kMaxKernelRows];
     for (int64_t r = r0; r < r1; ++r) {
       float* out = y + r * g.ow * g.oc;
-      dwconv_row(g, isa, x, packed, zeros, r, out, clamp, ptrs);
+      input_rows(g, x, r, in_rows);
+      dwconv_row(g, isa, in_rows, packed, zeros, out, clamp, ptrs);
       if (post_pass) post(ep, residual ? residual + r * g.ow * g.oc : nullptr, out, g.ow, g.oc, g.oc);
     }
   });
+}
+
+// `count` pixels from x (x_pixel(g) floats apart) through the pointwise
+// convolution s into y (yp floats a pixel), on this thread: the calls
+// run_igemm makes for the same pixels, so the same bits. ptrs: room for mr.
+void pointwise_pixels(const ConvStage& s, const Isa& isa, const float* x, int64_t count, float* y, int64_t yp,
+                      const float* residual, const float** ptrs) {
+  const ConvGeometry& g = s.g;
+  const IgemmConfig& main = isa.igemm_main;
+  const int mr = main.mr;
+  const size_t panel_floats = size_t(kPanel) * (1 + size_t(g.c));
+  const MinMax clamp = kernel_clamp(s.ep, nullptr);
+  const bool post_pass = needs_post(s.ep, nullptr);
+  const int64_t xp = x_pixel(g);
+  for (int64_t q0 = 0; q0 < count; q0 += mr) {
+    const int64_t rows = count - q0 < mr ? count - q0 : mr;
+    for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (q0 + (i < rows ? i : rows - 1)) * xp;
+    for (int64_t col0 = 0; col0 < g.oc; col0 += main.nr) {
+      const int64_t nc = g.oc - col0 < main.nr ? g.oc - col0 : main.nr;
+      const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
+      float* c = y + q0 * yp + col0;
+      const float* res = residual ? residual + q0 * yp + col0 : nullptr;
+      k.ukernel(size_t(rows), size_t(nc), size_t(g.c), 1, ptrs, s.packed + (col0 / kPanel) * panel_floats,
+                panel_floats, c, size_t(yp), res, clamp);
+      if (post_pass) post(s.ep, nullptr, c, rows, nc, yp);
+    }
+  }
+}
+
+// Pixels a chain's pointwise stages take per call at least: a pointwise
+// call over one short row would leave most of its last tile empty.
+constexpr int64_t kChainBatchPixels = 64;
+
+// Per-thread scratch of a chain: a window of consecutive rows of t (the
+// rows the current output row reads, and a batch computed ahead), the
+// depthwise output rows waiting for the projection, and pointers.
+struct ChainScratch {
+  int64_t ahead;       // rows of t computed per pointwise call, at least
+  int64_t window;      // rows of t the window holds
+  int64_t pending;     // depthwise output rows per projection call (0: no projection)
+  int64_t row_floats;  // of one row of t (w * c)
+  size_t ptrs;         // pointers: the depthwise edges' or a pointwise tile's
+
+  ChainScratch(const ConvStage* stages, int count, const Isa& isa) {
+    const ConvGeometry& d = stages[1].g;
+    ahead = (kChainBatchPixels + d.w - 1) / d.w;
+    if (ahead < d.sh) ahead = d.sh;
+    window = int64_t(d.kh - 1) * d.dh + 1 + ahead;
+    pending = count > 2 ? (kChainBatchPixels + d.ow - 1) / d.ow : 0;
+    row_floats = d.w * d.c;
+    const size_t edge = size_t(d.ow) * size_t(taps(d)), tile = size_t(isa.igemm_main.mr);
+    ptrs = edge > tile ? edge : tile;
+  }
+  int64_t window_floats() const { return (window * row_floats + 15) / 16 * 16; }
+  int64_t pending_floats(const ConvGeometry& d) const { return (pending * d.ow * d.oc + 15) / 16 * 16; }
+  size_t bytes(const ConvGeometry& d) const {
+    return sizeof(float) * size_t(window_floats() + pending_floats(d)) + sizeof(float*) * ptrs;
+  }
+};
+
+// Input rows [first, last] that output row oy of d reads, clipped to x.
+void rows_read(const ConvGeometry& d, int64_t oy, int64_t* first, int64_t* last) {
+  const int64_t top = oy * d.sh - d.ph, bottom = top + int64_t(d.kh - 1) * d.dh;
+  *first = top > 0 ? top : 0;
+  *last = bottom < d.h - 1 ? bottom : d.h - 1;
 }
 
 }  // namespace
@@ -357,6 +445,68 @@ void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float
   } else {
     run_igemm(g, isa, x, packed, zeros, residual, y, ep, ctx);
   }
+}
+
+size_t conv_chain_scratch_bytes(const ConvStage* stages, int count, const Isa& isa) {
+  return ChainScratch(stages, count, isa).bytes(stages[1].g);
+}
+
+void run_conv_chain(const ConvStage* stages, int count, const Isa& isa, const float* x, const float* zeros, float* y,
+                    RunContext& ctx) {
+  const ConvStage& ex = stages[0];
+  const ConvStage& dw = stages[1];
+  const ConvStage* pr = count > 2 ? &stages[2] : nullptr;
+  const ConvGeometry& d = dw.g;
+  const ChainScratch layout(stages, count, isa);
+  const int64_t rows = d.n * d.oh, xp = x_pixel(ex.g), rf = layout.row_floats;
+  const MinMax dw_clamp = kernel_clamp(dw.ep, dw.residual);
+  const bool dw_post = needs_post(dw.ep, dw.residual);
+  const int64_t yp = pr ? y_pixel(pr->g) : d.oc;
+  // one range of output rows per thread: a range's first row computes every
+  // row of t it reads, later rows only the ones after those
+  const int64_t per_thread = rows / ctx.thread_count();
+  ctx.parallel_for(rows, per_thread > 1 ? per_thread : 1, [&](RunContext& t, int64_t r0, int64_t r1) {
+    float* win = static_cast<float*>(t.scratch());  // rows [lo, hi) of t in image `image`
+    float* pending = win + layout.window_floats();  // depthwise output rows [p0, r)
+    const float** ptrs = reinterpret_cast<const float**>(pending + layout.pending_floats(d));
+    int64_t image = -1, lo = 0, hi = 0, p0 = r0;
+    const float* in_rows[kMaxKernelRows];
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / d.oh, oy = r % d.oh;
+      int64_t first, last;
+      rows_read(d, oy, &first, &last);
+      if (b != image || first > hi) image = b, lo = hi = first;  // a new image, or rows skipped (kh < sh)
+      if (last >= hi) {
+        // compute rows [hi, end): at least `ahead` of them, not past what
+        // this range's output rows in this image read
+        const int64_t last_row = b == (r1 - 1) / d.oh ? (r1 - 1) % d.oh : d.oh - 1;
+        int64_t limit_first, limit;
+        rows_read(d, last_row, &limit_first, &limit);
+        int64_t end = hi + layout.ahead > last + 1 ? hi + layout.ahead : last + 1;
+        if (end > limit + 1) end = limit + 1;
+        if (end - lo > layout.window) {  // slide: keep rows [first, hi)
+          memmove(win, win + (first - lo) * rf, sizeof(float) * size_t((hi - first) * rf));
+          lo = first;
+          if (end - lo > layout.window) end = lo + layout.window;
+        }
+        pointwise_pixels(ex, isa, x + (b * d.h + hi) * d.w * xp, (end - hi) * d.w, win + (hi - lo) * rf, d.c, nullptr,
+                         ptrs);
+        hi = end;
+      }
+      for (int32_t ki = 0; ki < d.kh; ++ki) {
+        const int64_t iy = oy * d.sh - d.ph + int64_t(ki) * d.dh;
+        in_rows[ki] = iy >= 0 && iy < d.h ? win + (iy - lo) * rf : nullptr;
+      }
+      float* out = pr ? pending + (r - p0) * d.ow * d.oc : y + r * d.ow * d.oc;
+      dwconv_row(d, isa, in_rows, dw.packed, zeros, out, dw_clamp, ptrs);
+      if (dw_post) post(dw.ep, dw.residual ? dw.residual + r * d.ow * d.oc : nullptr, out, d.ow, d.oc, d.oc);
+      if (pr != nullptr && (r + 1 - p0 == layout.pending || r + 1 == r1)) {
+        const float* res = pr->residual ? pr->residual + p0 * d.ow * yp : nullptr;
+        pointwise_pixels(*pr, isa, pending, (r + 1 - p0) * d.ow, y + p0 * d.ow * yp, yp, res, ptrs);
+        p0 = r + 1;
+      }
+    }
+  });
 }
 
 void apply_activation(const Epilogue& ep, float* v, size_t n) {

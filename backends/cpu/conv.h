@@ -66,6 +66,28 @@ size_t conv_zero_floats(const ConvGeometry& g);
 void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed,
               const float* zeros, const float* residual, float* y, const Epilogue& ep, RunContext& ctx);
 
+// A chain of convolutions run output row by output row (cpu.fbs
+// Conv.fuse_next): stages[0] a pointwise convolution (x -> t, no residual),
+// stages[1] the depthwise convolution that alone reads t (t -> u) and, when
+// count is 3, stages[2] a pointwise convolution that alone reads u (u -> y).
+// Each thread takes one range of output rows and keeps the rows of t they
+// read in a ring in its scratch, and u one row at a time, so neither t nor u
+// is written to memory. Every output element comes from the same
+// microkernel calls as run_conv stage by stage: the same bits.
+struct ConvStage {
+  ConvGeometry g;
+  const float* packed;
+  const float* residual;  // or nullptr; none on stages[0]
+  Epilogue ep;
+};
+
+// Per-thread scratch run_conv_chain needs.
+size_t conv_chain_scratch_bytes(const ConvStage* stages, int count, const Isa& isa);
+
+// y = the last stage's output; `zeros`: conv_zero_floats of the depthwise stage.
+void run_conv_chain(const ConvStage* stages, int count, const Isa& isa, const float* x, const float* zeros, float* y,
+                    RunContext& ctx);
+
 // Applies ep's activation (not a clamp) in place to n floats.
 void apply_activation(const Epilogue& ep, float* v, size_t n);
 

@@ -211,6 +211,7 @@ struct Loader {
   Error prepare_winograd_input(uint32_t oi, const fb::WinogradInput& wi, CpuOp* op);
   Error prepare_winograd_output(uint32_t oi, const fb::WinogradOutput& wo, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
+  Error link_chain(uint32_t oi, CpuOp* ops, uint32_t n);
   Error make_label(const fb::Op& o, CpuOp* op);
   Error check_broadcast(uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block);
 };
@@ -273,6 +274,7 @@ Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   }
   TERN_CHECK_OK(epilogue(oi, c.activation(), c.min(), c.max(), &op->ep));
   op->kind = CpuOpKind::Conv;
+  op->fuse_next = c.fuse_next();
   op->x = x->data + xo, op->x2 = r ? r->data : nullptr, op->weights = w->data, op->y = y->data + yo;
   op->numel = y->numel;
   const size_t s = conv_scratch_bytes(g, isa);
@@ -637,6 +639,56 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
   }
 }
 
+// A pointwise convolution a chain may run: 1x1, stride 1, no padding,
+// whole dense x and y.
+bool chain_pointwise(const ConvGeometry& g) {
+  return !g.depthwise && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.dh == 1 &&
+         g.dw == 1 && g.oh == g.h && g.ow == g.w && g.x_stride == g.c && g.y_stride == g.oc;
+}
+
+// Whether Conv b reads exactly Conv a's output.
+bool reads_output(const CpuOp& a, const CpuOp& b) {
+  return b.x == a.y && b.conv.n == a.conv.n && b.conv.h == a.conv.oh && b.conv.w == a.conv.ow && b.conv.c == a.conv.oc;
+}
+
+// ops[oi] has fuse_next: makes it a ConvChain over the Convs after it
+// (cpu.fbs Conv.fuse_next), or fails naming what does not fit.
+Error Loader::link_chain(uint32_t oi, CpuOp* ops, uint32_t n) {
+  CpuOp& a = ops[oi];
+  if (!chain_pointwise(a.conv) || a.x2 != nullptr || oi + 1 >= n || ops[oi + 1].kind != CpuOpKind::Conv ||
+      !ops[oi + 1].conv.depthwise || !reads_output(a, ops[oi + 1])) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): fuse_next needs a pointwise Conv without a residual followed "
+                    "by a depthwise Conv of its output", oi, a.nodes);
+  }
+  CpuOp& d = ops[oi + 1];
+  int count = 2;
+  if (d.fuse_next) {
+    if (oi + 2 >= n || ops[oi + 2].kind != CpuOpKind::Conv || !chain_pointwise(ops[oi + 2].conv) ||
+        !reads_output(d, ops[oi + 2])) {
+      return ctx.fail(Error::InvalidProgram, "op %u (%s): fuse_next needs a pointwise Conv of its output next", oi + 1,
+                      d.nodes);
+    }
+    count = 3;
+  }
+  ConvStage stages[3];
+  for (int i = 0; i < count; ++i) stages[i] = {ops[oi + i].conv, ops[oi + i].weights, ops[oi + i].x2, ops[oi + i].ep};
+  const size_t s = conv_chain_scratch_bytes(stages, count, isa);
+  if (s > scratch) scratch = s;
+  // what profiles call it: the stages' labels joined
+  size_t len = 1;
+  for (int i = 0; i < count; ++i) len += strlen(ops[oi + i].label) + 3;
+  char* label = static_cast<char*>(ctx.allocate(len));
+  if (label == nullptr) return Error::OutOfMemory;
+  label[0] = 0;
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) strcat(label, " > ");
+    strcat(label, ops[oi + i].label);
+  }
+  a.kind = CpuOpKind::ConvChain, a.chain = count, a.label = label;
+  for (int i = 1; i < count; ++i) ops[oi + i].kind = CpuOpKind::Chained;
+  return Error::Ok;
+}
+
 }  // namespace
 
 Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> args,
@@ -650,6 +702,9 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
   CpuOp* ops = static_cast<CpuOp*>(ctx.allocate(sizeof(CpuOp) * (n ? n : 1)));
   if (p == nullptr || ops == nullptr) return Error::OutOfMemory;
   for (uint32_t i = 0; i < n; ++i) TERN_CHECK_OK(ld.prepare_op(i, &ops[i]));
+  for (uint32_t i = 0; i < n; ++i) {
+    if (ops[i].kind == CpuOpKind::Conv && ops[i].fuse_next) TERN_CHECK_OK(ld.link_chain(i, ops, n));
+  }
   float* zeros = static_cast<float*>(ctx.allocate(sizeof(float) * size_t(ld.zero_floats)));
   if (zeros == nullptr) return Error::OutOfMemory;
   memset(zeros, 0, sizeof(float) * size_t(ld.zero_floats));
@@ -661,6 +716,7 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
 void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
   for (size_t i = 0; i < p.num_ops; ++i) {
     const CpuOp& op = p.ops[i];
+    if (op.kind == CpuOpKind::Chained) continue;  // ran in its ConvChain
     ctx.begin_step(op.label);
     switch (op.kind) {
       case CpuOpKind::Conv: run_conv(op.conv, *p.isa, op.x, op.weights, p.zeros, op.x2, op.y, op.ep, ctx); break;
@@ -680,6 +736,16 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::Slice: run_slice(op, ctx); break;
       case CpuOpKind::WinogradInput: run_winograd_input(op, *p.isa, p.zeros, ctx); break;
       case CpuOpKind::WinogradOutput: run_winograd_output(op, *p.isa, p.zeros, ctx); break;
+      case CpuOpKind::ConvChain: {
+        ConvStage stages[3];
+        for (int k = 0; k < op.chain; ++k) {
+          const CpuOp& s = p.ops[i + size_t(k)];
+          stages[k] = {s.conv, s.weights, s.x2, s.ep};
+        }
+        run_conv_chain(stages, op.chain, *p.isa, op.x, p.zeros, p.ops[i + size_t(op.chain) - 1].y, ctx);
+        break;
+      }
+      case CpuOpKind::Chained: break;
     }
     ctx.end_step(op.label);
   }

@@ -45,8 +45,10 @@ struct AttentionGeometry {
   bool causal;
 };
 
+// ConvChain: this op and the next chain - 1 Convs run as one
+// (run_conv_chain); the ops it covers are Chained and skipped.
 enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
-                                 Concat, Interleave, Slice, WinogradInput, WinogradOutput };
+                                 Concat, Interleave, Slice, WinogradInput, WinogradOutput, ConvChain, Chained };
 
 // Concat (cpu.fbs): y as [outer, row]; input i fills columns
 // [offsets[i], offsets[i] + inners[i]) of every row.
@@ -83,6 +85,8 @@ struct CpuOp {
   int64_t batch, m, k, n;    // MatMul
   float* packed;             // MatMul: b packed at run time (workspace)
   Epilogue ep;
+  bool fuse_next;            // Conv: cpu.fbs Conv.fuse_next
+  int chain;                 // ConvChain: Convs it runs (2 or 3)
   ConvGeometry conv;
   Transpose4 transpose;
   PoolGeometry pool;

@@ -328,6 +328,94 @@ TEST(CpuConv, test_every_isa_matches_reference_and_threads_give_the_same_bits) {
   }
 }
 
+// ---------------------------------------------------------------- run_conv_chain
+
+// One convolution of a chain test: its geometry, packed weights, residual.
+struct Stage {
+  ConvGeometry g;
+  std::vector<float> packed, residual;
+  Epilogue ep;
+};
+
+Stage make_stage(const Case& cs, uint32_t seed) {
+  Stage st{geometry(cs), {}, {}, {}};
+  const int64_t cg = cs.depthwise ? 1 : st.g.c;
+  std::vector<float> wt = random_floats(size_t(st.g.oc * cg * st.g.kh * st.g.kw), seed);
+  std::vector<float> bias = random_floats(size_t(st.g.oc), seed + 1);
+  st.packed.resize(conv_packed_floats(st.g));
+  pack_conv_weights(st.g, wt.data(), bias.data(), st.packed.data());
+  if (cs.residual) st.residual = random_floats(size_t(st.g.n * st.g.oh * st.g.ow * st.g.oc), seed + 2);
+  st.ep.activation = cs.act;
+  if (cs.act == Activation::Clamp) st.ep.clamp = {0.f, 6.f};
+  return st;
+}
+
+// A pointwise expansion, a depthwise convolution and (count 3) a pointwise
+// projection run as a chain give the bits run_conv gives stage by stage, on
+// every ISA and for 1, 2 and 3 threads: images, strides, 3x3 and 5x5,
+// dilation, residuals on the depthwise and the projection, rows shorter
+// and longer than a tile, odd channel counts.
+TEST(CpuConvChain, test_a_chain_gives_the_bits_of_its_stages_run_one_by_one) {
+  struct ChainCase {
+    int64_t n, h, w, c, e, out;
+    int32_t k, s, d;
+    int count;
+    bool dw_residual, out_residual;
+    Activation act;
+  };
+  const ChainCase cases[] = {
+      // n  h   w   c  e   out k  s  d  count dw_res out_res act
+      {1, 9, 7, 8, 24, 8, 3, 1, 1, 3, false, true, Activation::Clamp},       // inverted residual block
+      {2, 13, 11, 5, 40, 12, 3, 2, 1, 3, false, false, Activation::Clamp},   // stride 2, two images
+      {1, 12, 30, 16, 36, 16, 5, 1, 1, 3, false, true, Activation::Hardswish},  // 5x5, rows past a tile
+      {1, 10, 9, 7, 17, 0, 5, 2, 1, 2, false, false, Activation::Hardswish},  // no projection
+      {1, 11, 12, 6, 20, 0, 3, 1, 2, 2, true, false, Activation::None},      // dilation 2, depthwise residual
+      {3, 4, 70, 3, 33, 9, 3, 1, 1, 3, false, true, Activation::Silu},       // wide rows, few of them
+      {1, 1, 5, 4, 16, 5, 3, 1, 1, 3, false, false, Activation::Clamp},      // one row
+  };
+  for (const ChainCase& cc : cases) {
+    const int32_t pad = cc.d * (cc.k / 2);
+    Stage st[3] = {
+        make_stage({cc.n, cc.h, cc.w, cc.c, cc.e, 1, 1, 0, 1, false, true, false, cc.act}, 10),
+        make_stage({cc.n, cc.h, cc.w, cc.e, cc.e, cc.k, cc.s, pad, cc.d, true, true, cc.dw_residual, cc.act}, 20),
+        {},
+    };
+    if (cc.count == 3) {
+      const ConvGeometry& d = st[1].g;
+      st[2] = make_stage({cc.n, d.oh, d.ow, cc.e, cc.out, 1, 1, 0, 1, false, true, cc.out_residual, Activation::None},
+                         30);
+    }
+    const ConvGeometry& last = st[cc.count - 1].g;
+    std::vector<float> x = random_floats(size_t(cc.n * cc.h * cc.w * cc.c), 1);
+    std::vector<float> zeros(std::max(conv_zero_floats(st[0].g), conv_zero_floats(st[1].g)), 0.f);
+    for (const Isa* isa : isas()) {
+      for (int i = 0; i < cc.count; ++i) st[i].ep.vact = isa->vact;
+      // stage by stage, each over its own tensor
+      std::vector<float> cur = x;
+      for (int i = 0; i < cc.count; ++i) {
+        cur = run(st[i].g, *isa, cur, st[i].packed, st[i].residual.empty() ? nullptr : st[i].residual.data(), st[i].ep, 1);
+      }
+      ConvStage stages[3];
+      for (int i = 0; i < cc.count; ++i) {
+        stages[i] = {st[i].g, st[i].packed.data(), st[i].residual.empty() ? nullptr : st[i].residual.data(), st[i].ep};
+      }
+      static ThreadPool pool;
+      ASSERT_EQ(pool.reserve(3), Error::Ok);
+      for (int threads : {1, 2, 3}) {
+        const size_t per = (conv_chain_scratch_bytes(stages, cc.count, *isa) + 63) & ~size_t(63);
+        std::vector<uint8_t> scratch(per * threads + 64);
+        void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t(63));
+        RunContext ctx(nullptr, base, per, threads, per, threads > 1 ? &pool : nullptr);
+        std::vector<float> y(size_t(last.n * last.oh * last.ow * last.oc), NAN);
+        run_conv_chain(stages, cc.count, *isa, x.data(), zeros.data(), y.data(), ctx);
+        ASSERT_EQ(0, memcmp(y.data(), cur.data(), y.size() * sizeof(float)))
+            << isa->name << ", " << threads << " threads: the chain differs from its stages (e=" << cc.e
+            << " k=" << cc.k << " s=" << cc.s << " count=" << cc.count << ")";
+      }
+    }
+  }
+}
+
 // Winograd F(2x2, 3x3) transforms: one tile through isa.winograd_in, the
 // elementwise products with G g G^T (in double, here), isa.winograd_out,
 // against the direct 3x3 convolution of the 4x4 patch in double.

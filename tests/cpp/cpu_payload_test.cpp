@@ -3,8 +3,9 @@
 // error, never read or write out of bounds. Mutates the payload of frozen
 // files (tests/data/v1_1/cpu_block.tern: payload version 1, convolutions,
 // pools, linear; cpu_ops_v2.tern: version 2, attention, grouped and
-// transposed convolutions, concats) byte by byte and at random, loads and
-// runs each mutant. Under `make test-sanitize` ASan and UBSan watch.
+// transposed convolutions, concats; cpu_chain.tern: row chains, Conv.fuse_next)
+// byte by byte and at random, loads and runs each mutant. Under
+// `make test-sanitize` ASan and UBSan watch.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -114,7 +115,7 @@ TEST_P(CpuPayload, test_truncated_payload_is_refused) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2"),
+INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace

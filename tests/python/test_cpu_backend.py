@@ -255,6 +255,103 @@ def _check_on_isa(model: nn.Module, args: tuple[torch.Tensor, ...], isa: str, tm
         np.testing.assert_allclose(m(*args)[0], model(*args).numpy(), rtol=1e-4, atol=1e-4)
 
 
+class InvertedResiduals(nn.Module):
+    """MobileNet-style blocks: expand 1x1, depthwise, project 1x1 (+ the
+    block's input at stride 1); the last one's depthwise output also feeds a
+    squeeze-excite gate, so only expand and depthwise can chain there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def block(c: int, e: int, o: int, k: int, s: int) -> nn.ModuleList:
+            return nn.ModuleList([nn.Conv2d(c, e, 1), nn.Conv2d(e, e, k, s, k // 2, groups=e), nn.Conv2d(e, o, 1)])
+
+        self.b1, self.b2, self.b3 = block(8, 24, 8, 3, 1), block(8, 36, 12, 5, 2), block(12, 40, 16, 3, 1)
+        self.gate = nn.Conv2d(40, 40, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        e, d, p = self.b1
+        x = p(nn.functional.relu6(d(nn.functional.relu6(e(x))))) + x
+        e, d, p = self.b2
+        x = p(nn.functional.hardswish(d(nn.functional.hardswish(e(x)))))
+        e, d, p = self.b3
+        y = torch.relu(d(torch.relu(e(x))))
+        return p(y * torch.sigmoid(self.gate(y.mean((2, 3), keepdim=True))))
+
+
+def _fuse_next(path: Path) -> list[tuple[str, bool]]:
+    """(covered nodes, fuse_next) of each Conv of the only delegate."""
+    from tern.backends.cpu.fb.Conv import Conv
+    from tern.backends.cpu.fb.OpKind import OpKind
+    from tern.backends.cpu.fb.Program import Program
+
+    data = Path(path).read_bytes()
+    info = read_program(data)
+    (d,) = info["methods"][0]["delegates"]
+    seg = info["segments"][d["payload_segment"]]
+    payload = data[seg["offset"] : seg["offset"] + seg["size"]]
+    prog = Program.GetRootAs(payload[16 : 16 + int.from_bytes(payload[8:16], "little")], 0)
+    out = []
+    for i in range(prog.OpsLength()):
+        op = prog.Ops(i)
+        if op.KindType() == OpKind.Conv:
+            conv = Conv()
+            conv.Init(op.Kind().Bytes, op.Kind().Pos)
+            out.append((op.Nodes().decode(), conv.FuseNext()))
+    return out
+
+
+def test_inverted_residual_blocks_run_as_row_chains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Expand, depthwise and projection convolutions whose outputs only the
+    next one reads are marked to run row by row (Conv.fuse_next); the results
+    match eager and are the bits the same model gives unchained."""
+    from tern.backends.cpu import compile as cpu_compile
+
+    monkeypatch.setattr(cpu_compile, "ROW_CHAIN_MIN_BYTES", 0)  # the test's tensors are small
+    torch.manual_seed(0)
+    model, x = InvertedResiduals().eval(), torch.randn(2, 8, 15, 13)
+    path = _check(model, (x,), tmp_path)
+    flags = [f for _, f in _fuse_next(path)]
+    # b1: expand, depthwise chain into the projection; b2 likewise; b3: expand
+    # into the depthwise only (its output also feeds the gate); gate, projection
+    assert flags == [True, True, False, True, True, False, True, False, False, False]
+    monkeypatch.setattr(cpu_compile, "ROW_CHAINS", False)
+    plain = tmp_path / "plain.tern"
+    tern.export(model, (x,)).save(plain)
+    assert not any(f for _, f in _fuse_next(plain))
+    for threads in (1, 2):
+        np.testing.assert_array_equal(tern.load(str(path), threads=threads)(x)[0],
+                                      tern.load(str(plain), threads=threads)(x)[0])
+
+
+def test_a_row_chain_flag_on_convolutions_that_cannot_chain_fails_to_load(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """fuse_next on a pointwise Conv followed by a full 3x3 Conv (not a
+    depthwise one) is refused at load, naming the op."""
+    from tern.backends.cpu import compile as cpu_compile
+
+    def mark_all(self: Any) -> None:
+        for op in self.p.ops:
+            if op.kind == "Conv":
+                op.fields["fuse_next"] = True
+
+    monkeypatch.setattr(cpu_compile._Compiler, "_mark_row_chains", mark_all)
+    model = nn.Sequential(nn.Conv2d(4, 8, 1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1)).eval()
+    path = tmp_path / "bad.tern"
+    tern.export(model, (torch.randn(1, 4, 6, 6),)).save(path)
+    with pytest.raises(Exception, match=r"op \d+ \(convolution[^)]*\): fuse_next needs a pointwise Conv"):
+        tern.load(str(path))(torch.randn(1, 4, 6, 6))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_row_chains_on_each_isa_give_eager_results(isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tern.backends.cpu import compile as cpu_compile
+
+    monkeypatch.setattr(cpu_compile, "ROW_CHAIN_MIN_BYTES", 0)
+    torch.manual_seed(0)
+    _check_on_isa(InvertedResiduals().eval(), (torch.randn(1, 8, 17, 10),), isa, tmp_path, monkeypatch)
+
+
 def test_weights_are_packed_in_the_payload_and_used_in_place(tmp_path: Path) -> None:
     """The payload carries the packed weights (no separate constants), and
     re-export gives the same bytes."""

@@ -101,3 +101,23 @@ def test_trace_and_profile_show_the_cpu_backends_fused_ops(tmp_path: Path) -> No
         call = next(c for c in calls if c["args"]["run"] == s["args"]["run"])
         assert call["ts"] <= s["ts"] and s["ts"] + s["dur"] <= call["ts"] + call["dur"] + 1e-3
     assert "cpu Conv" in r.stdout and "slowest backend steps" in r.stdout
+
+
+def test_trace_shows_a_row_chain_as_one_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An inverted residual block (expand, depthwise, project) runs as one
+    backend step named after the three convolutions it chains."""
+    from tern.backends.cpu import compile as cpu_compile
+
+    monkeypatch.setattr(cpu_compile, "ROW_CHAIN_MIN_BYTES", 0)
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.Conv2d(4, 16, 1), torch.nn.ReLU6(),
+                                torch.nn.Conv2d(16, 16, 3, padding=1, groups=16), torch.nn.ReLU6(),
+                                torch.nn.Conv2d(16, 4, 1))
+    path = tmp_path / "chain.tern"
+    tern.export(block.eval(), (torch.randn(1, 4, 12, 12),)).save(path)
+    out = tmp_path / "trace.json"
+    r = _run(str(path), "--iterations", "1", "--warmup", "0", "--trace", str(out))
+    assert r.returncode == 0, r.stderr
+    names = [e["name"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "backend step"]
+    convs = [n for n in names if n.startswith("Conv")]
+    assert len(convs) == 1 and convs[0].count(" > Conv: ") == 2, names

@@ -14,6 +14,10 @@ runtime keeps reading files that old exporters wrote).
   concat written in place by two convolutions, a transposed convolution
   (phases and Interleave), a concat along a plain axis, a Winograd F(2x2,
   3x3) convolution (made at 16 channels, below the exporter's usual bar).
+- cpu_chain.tern: inverted residual blocks whose convolutions run as row
+  chains (cpu.fbs Conv.fuse_next; made with the exporter's size bar at 0):
+  expand, depthwise and projection with a residual, and expand into a
+  depthwise whose output also feeds a gate.
 - delegated.tern: elementwise chains handed to the "tern_test" backend
   (tests/cpp/test_backend.h, tests/python/tern_test_backend.py) around a
   linear layer and a convolution on kernels: two BackendCall delegates with
@@ -90,6 +94,20 @@ class CpuOpsV2(torch.nn.Module):
         return torch.cat([self.token, att.transpose(1, 2).reshape(1, 16, 8)], 1)
 
 
+class CpuChain(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.e1, self.d1, self.p1 = torch.nn.Conv2d(4, 12, 1), torch.nn.Conv2d(12, 12, 3, padding=1, groups=12), \
+            torch.nn.Conv2d(12, 4, 1)
+        self.e2, self.d2 = torch.nn.Conv2d(4, 20, 1), torch.nn.Conv2d(20, 20, 5, stride=2, padding=2, groups=20)
+        self.gate = torch.nn.Conv2d(20, 20, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.p1(torch.nn.functional.relu6(self.d1(torch.nn.functional.relu6(self.e1(x))))) + x
+        y = torch.nn.functional.hardswish(self.d2(torch.nn.functional.hardswish(self.e2(x))))
+        return y * torch.sigmoid(self.gate(y.mean((2, 3), keepdim=True)))
+
+
 def save(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], **export_args: object) -> None:
     model.eval()
     tern.export(model, args, **export_args).save(HERE / f"{name}.tern")
@@ -104,7 +122,7 @@ def save(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], **ex
 def main(names: list[str]) -> None:
     """Writes the files named (all when none): a file added later is written
     alone, so the others stay as their exporter wrote them."""
-    names = names or ["attention", "delegated", "cpu_block", "cpu_ops_v2"]
+    names = names or ["attention", "delegated", "cpu_block", "cpu_ops_v2", "cpu_chain"]
     torch.manual_seed(0)
     if "attention" in names:
         save("attention", Attention(), (torch.randn(2, 5, 16),), partitioners=())
@@ -120,6 +138,12 @@ def main(names: list[str]) -> None:
 
         cpu_compile.WINOGRAD_MIN_CHANNELS, cpu_compile.WINOGRAD_MIN_PIXELS = 16, 16
         save("cpu_ops_v2", CpuOpsV2(), (torch.randn(1, 4, 4, 4),))
+    torch.manual_seed(0)
+    if "cpu_chain" in names:
+        import tern.backends.cpu.compile as cpu_compile
+
+        cpu_compile.ROW_CHAIN_MIN_BYTES = 0
+        save("cpu_chain", CpuChain(), (torch.randn(1, 4, 11, 10),))
 
 
 if __name__ == "__main__":

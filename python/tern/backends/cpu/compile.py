@@ -176,6 +176,17 @@ def winograd_fits(wshape: tuple[int, ...], stride: tuple[int, ...], dilation: tu
             and oh * ow >= WINOGRAD_MIN_PIXELS and min(c, oc) >= WINOGRAD_MIN_CHANNELS)
 
 
+# Row chains (cpu.fbs Conv.fuse_next): a pointwise convolution, the
+# depthwise one that alone reads its output and, where it alone reads the
+# depthwise output, the pointwise projection after it (an inverted residual
+# block) run output row by output row, so the wide tensors between them stay
+# in cache. Only where the expanded tensor is at least this many bytes:
+# smaller ones stay in cache anyway, and each thread recomputes the rows its
+# first output row needs (about (k - stride) rows a thread).
+ROW_CHAINS = True
+ROW_CHAIN_MIN_BYTES = 1 << 20
+
+
 def winograd_weights(weight: np.ndarray) -> np.ndarray:
     """G g G^T of each [oc, c] 3x3 kernel (in double, then float32): [16, oc, c]."""
     g = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
@@ -366,6 +377,7 @@ class _Compiler:
                 outs = node.args[0] if isinstance(node.args[0], (tuple, list)) else [node.args[0]]
                 for out in outs:
                     self._output(out)
+        self._mark_row_chains()
         self._plan()
         return self.p
 
@@ -865,6 +877,39 @@ class _Compiler:
         else:
             src = self._plain(node)
             self._op("Copy", {"x": src, "y": out}, [], [src], [out])
+
+    def _mark_row_chains(self) -> None:
+        """Sets fuse_next on each pointwise Conv whose output only the next op,
+        a depthwise Conv, reads, and on that depthwise Conv where only the
+        op after it, another pointwise Conv, reads its output (ROW_CHAINS)."""
+        if not ROW_CHAINS:
+            return
+        values, ops = self.p.values, self.p.ops
+        readers: dict[int, int] = {}  # workspace buffer -> ops that read it
+        for op in ops:
+            for b in {values[v].buffer for v in op.reads if values[v].storage == "Workspace"}:
+                readers[b] = readers.get(b, 0) + 1
+
+        def pointwise(op: Op) -> bool:
+            f = op.fields
+            return (op.kind == "Conv" and not f["depthwise"] and f["kernel"] == (1, 1) and f["stride"] == (1, 1)
+                    and f["padding"] == (0, 0) and f["dilation"] == (1, 1) and not f.get("in_channels")
+                    and not f.get("out_channels"))
+
+        def feeds(a: Op, b: Op) -> bool:  # b reads a's output, and nothing else does
+            y = values[a.fields["y"]]
+            return (b.fields["x"] == a.fields["y"] and y.storage == "Workspace" and readers.get(y.buffer) == 1)
+
+        for a, b, c in zip(ops, ops[1:], ops[2:] + [None]):
+            if not (pointwise(a) and a.fields["residual"] < 0 and b.kind == "Conv" and b.fields["depthwise"]
+                    and feeds(a, b) and values[a.fields["y"]].nbytes >= ROW_CHAIN_MIN_BYTES):
+                continue
+            # the chain reads x while it writes its output: x lives until the end
+            a.fields["fuse_next"] = True
+            b.reads.append(a.fields["x"])
+            if c is not None and pointwise(c) and feeds(b, c):
+                b.fields["fuse_next"] = True
+                c.reads.append(a.fields["x"])
 
     # memory
 
