@@ -17,7 +17,7 @@ const Isa kScalar = {"scalar",
                      {f32_igemm_ukernel__scalar_tail, 4, 16},
                      {f32_igemm_ukernel__scalar_row, 1, 64},
                      f32_dwconv_ukernel__scalar,
-                     f32_dwconv_rows_ukernel__scalar, f32_vact_ukernel__scalar,
+                     f32_dwconv_rows_ukernel__scalar, f32_vact_ukernel__scalar, f32_pool_ukernel__scalar,
                      f32_winograd_in_ukernel__scalar, f32_winograd_out_ukernel__scalar};
 
 #if defined(__x86_64__)
@@ -26,14 +26,14 @@ const Isa kAvx2 = {"avx2",
                    {f32_igemm_ukernel__avx2_tail, 6, 16},
                    {f32_igemm_ukernel__avx2_row, 1, 64},
                    f32_dwconv_ukernel__avx2,
-                     f32_dwconv_rows_ukernel__avx2, f32_vact_ukernel__avx2,
+                     f32_dwconv_rows_ukernel__avx2, f32_vact_ukernel__avx2, f32_pool_ukernel__avx2,
                      f32_winograd_in_ukernel__avx2, f32_winograd_out_ukernel__avx2};
 const Isa kAvx512 = {"avx512",
                      {f32_igemm_ukernel__avx512_main, 8, 32},
                      {f32_igemm_ukernel__avx512_tail, 8, 16},
                      {f32_igemm_ukernel__avx512_row, 1, 64},
                      f32_dwconv_ukernel__avx512,
-                     f32_dwconv_rows_ukernel__avx512, f32_vact_ukernel__avx512,
+                     f32_dwconv_rows_ukernel__avx512, f32_vact_ukernel__avx512, f32_pool_ukernel__avx512,
                      f32_winograd_in_ukernel__avx512, f32_winograd_out_ukernel__avx512};
 #endif
 #if defined(__aarch64__)
@@ -42,7 +42,7 @@ const Isa kNeon = {"neon",
                    {f32_igemm_ukernel__neon_tail, 6, 16},
                    {f32_igemm_ukernel__neon_row, 1, 64},
                    f32_dwconv_ukernel__neon,
-                     f32_dwconv_rows_ukernel__neon, f32_vact_ukernel__neon,
+                     f32_dwconv_rows_ukernel__neon, f32_vact_ukernel__neon, f32_pool_ukernel__neon,
                      f32_winograd_in_ukernel__neon, f32_winograd_out_ukernel__neon};
 #endif
 

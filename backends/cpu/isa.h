@@ -22,6 +22,7 @@ struct Isa {
   DwconvUkernel dwconv;           // any pixel, through per-pixel tap pointers
   DwconvRowsUkernel dwconv_rows;  // a row's interior pixels
   VactUkernel vact;
+  PoolUkernel pool;
   WinogradInUkernel winograd_in;
   WinogradOutUkernel winograd_out;
 };

@@ -56,33 +56,86 @@ void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ct
   });
 }
 
-void run_pool(const PoolGeometry& g, const float* x, float* y, RunContext& ctx) {
-  const int64_t rows = g.n * g.oh;
-  ctx.parallel_for(rows, kMinElementsPerThread / (g.ow * g.c * g.kh * g.kw + 1) + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+namespace {
+
+// Pools with at most this many taps go through the ISA's pool microkernel,
+// kPoolPixels output pixels a call; wider windows (a mean over a whole large
+// image) through a plain loop.
+constexpr int64_t kPoolMaxTaps = 1024;
+constexpr int64_t kPoolPixels = 64;
+
+// Output pixel (b, oy, ox) of a wide window, one tap at a time.
+void pool_pixel_wide(const PoolGeometry& g, const float* x, int64_t b, int64_t oy, int64_t ox, float* out) {
+  const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+  for (int64_t ch = 0; ch < g.c; ++ch) out[ch] = g.max ? -__builtin_inff() : 0.f;
+  int64_t count = 0;
+  for (int64_t iy = y0 < 0 ? 0 : y0; iy < y0 + g.kh && iy < g.h; ++iy) {
+    for (int64_t ix = x0 < 0 ? 0 : x0; ix < x0 + g.kw && ix < g.w; ++ix, ++count) {
+      const float* in = x + ((b * g.h + iy) * g.w + ix) * g.c;
+      if (g.max) {
+        // NaN wins, as in torch: v > m or v is NaN
+        for (int64_t ch = 0; ch < g.c; ++ch) out[ch] = (in[ch] > out[ch] || in[ch] != in[ch]) ? in[ch] : out[ch];
+      } else {
+        for (int64_t ch = 0; ch < g.c; ++ch) out[ch] += in[ch];
+      }
+    }
+  }
+  if (!g.max) {
+    const float scale = 1.f / float(g.count_padding ? int64_t(g.kh) * g.kw : (count ? count : 1));
+    for (int64_t ch = 0; ch < g.c; ++ch) out[ch] *= scale;
+  }
+}
+
+// Tap pointers (ptrs, taps a pixel) and average scales of output pixels
+// [ox0, ox0 + count) of row (b, oy). Padding taps: a max reads one of the
+// window's own taps again (every window has one: 2 * pad <= kernel, checked
+// at load), an average zeros.
+void pool_pointers(const PoolGeometry& g, const float* x, const float* zeros, int64_t b, int64_t oy, int64_t ox0,
+                   int64_t count, const float** ptrs, float* scale) {
+  const int64_t taps = int64_t(g.kh) * g.kw;
+  for (int64_t i = 0; i < count; ++i) {
+    const float** tp = ptrs + i * taps;
+    const float* first = nullptr;
+    int64_t inside = 0;
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        const int64_t iy = oy * g.sh - g.ph + ki, ix = (ox0 + i) * g.sw - g.pw + kj;
+        const bool in = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
+        tp[ki * g.kw + kj] = in ? x + ((b * g.h + iy) * g.w + ix) * g.c : nullptr;
+        if (in && inside++ == 0) first = tp[ki * g.kw + kj];
+      }
+    }
+    for (int64_t k = 0; k < taps; ++k) {
+      if (tp[k] == nullptr) tp[k] = g.max ? first : zeros;
+    }
+    scale[i] = 1.f / float(g.count_padding ? taps : (inside ? inside : 1));
+  }
+}
+
+}  // namespace
+
+size_t pool_scratch_bytes(const PoolGeometry& g) {
+  const int64_t taps = int64_t(g.kh) * g.kw;
+  return taps > kPoolMaxTaps ? 0 : size_t(kPoolPixels) * (size_t(taps) * sizeof(float*) + sizeof(float));
+}
+
+void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx) {
+  const int64_t rows = g.n * g.oh, taps = int64_t(g.kh) * g.kw;
+  ctx.parallel_for(rows, kMinElementsPerThread / (g.ow * g.c * taps + 1) + 1, [&](RunContext& t, int64_t r0, int64_t r1) {
+    const float** ptrs = static_cast<const float**>(t.scratch());
+    float* scale = reinterpret_cast<float*>(ptrs + kPoolPixels * taps);
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / g.oh, oy = r % g.oh;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        float* out = y + (r * g.ow + ox) * g.c;
-        const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
-        for (int64_t ch = 0; ch < g.c; ++ch) out[ch] = g.max ? -__builtin_inff() : 0.f;
-        int64_t count = 0;
-        for (int64_t iy = y0; iy < y0 + g.kh; ++iy) {
-          for (int64_t ix = x0; ix < x0 + g.kw; ++ix) {
-            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-            const float* in = x + ((b * g.h + iy) * g.w + ix) * g.c;
-            ++count;
-            if (g.max) {
-              // NaN wins, as in torch: v > m or v is NaN
-              for (int64_t ch = 0; ch < g.c; ++ch) out[ch] = (in[ch] > out[ch] || in[ch] != in[ch]) ? in[ch] : out[ch];
-            } else {
-              for (int64_t ch = 0; ch < g.c; ++ch) out[ch] += in[ch];
-            }
-          }
-        }
-        if (!g.max) {
-          const float scale = 1.f / float(g.count_padding ? int64_t(g.kh) * g.kw : (count ? count : 1));
-          for (int64_t ch = 0; ch < g.c; ++ch) out[ch] *= scale;
-        }
+      float* out = y + r * g.ow * g.c;
+      if (taps > kPoolMaxTaps) {
+        for (int64_t ox = 0; ox < g.ow; ++ox) pool_pixel_wide(g, x, b, oy, ox, out + ox * g.c);
+        continue;
+      }
+      for (int64_t ox0 = 0; ox0 < g.ow; ox0 += kPoolPixels) {
+        const int64_t count = g.ow - ox0 < kPoolPixels ? g.ow - ox0 : kPoolPixels;
+        pool_pointers(g, x, zeros, b, oy, ox0, count, ptrs, scale);
+        isa.pool(size_t(g.c), size_t(count), size_t(taps), ptrs, g.max ? nullptr : scale, out + ox0 * g.c,
+                 size_t(g.c));
       }
     }
   });

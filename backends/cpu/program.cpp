@@ -303,6 +303,9 @@ Error Loader::prepare_pool(uint32_t oi, const fb::Pool& p, CpuOp* op) {
   }
   op->kind = CpuOpKind::Pool;
   op->x = x->data, op->y = y->data, op->numel = y->numel;
+  const size_t s = pool_scratch_bytes(g);
+  if (s > scratch) scratch = s;
+  if (g.c > zero_floats) zero_floats = g.c;
   return Error::Ok;
 }
 
@@ -721,7 +724,7 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
     switch (op.kind) {
       case CpuOpKind::Conv: run_conv(op.conv, *p.isa, op.x, op.weights, p.zeros, op.x2, op.y, op.ep, ctx); break;
       case CpuOpKind::Transpose: run_transpose(op.transpose, op.x, op.y, ctx); break;
-      case CpuOpKind::Pool: run_pool(op.pool, op.x, op.y, ctx); break;
+      case CpuOpKind::Pool: run_pool(op.pool, *p.isa, p.zeros, op.x, op.y, ctx); break;
       case CpuOpKind::Binary: run_binary(op, ctx); break;
       case CpuOpKind::Unary: run_unary(op, ctx); break;
       case CpuOpKind::Copy:

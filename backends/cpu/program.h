@@ -113,7 +113,10 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx);
 
 // The ops other than convolution (backends/cpu/ops.cpp).
 void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx);
-void run_pool(const PoolGeometry& g, const float* x, float* y, RunContext& ctx);
+// zeros: at least c floats (an average's padding taps); per-thread scratch:
+// pool_scratch_bytes.
+void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx);
+size_t pool_scratch_bytes(const PoolGeometry& g);
 void run_binary(const CpuOp& op, RunContext& ctx);
 void run_unary(const CpuOp& op, RunContext& ctx);
 void run_layer_norm(const CpuOp& op, RunContext& ctx);

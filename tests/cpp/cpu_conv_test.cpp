@@ -14,6 +14,7 @@
 #include "tests/cpp/random_util.h"
 #include "backends/cpu/conv.h"
 #include "backends/cpu/isa.h"
+#include "backends/cpu/program.h"
 #include "runtime/core/thread_pool.h"
 
 namespace tern {
@@ -411,6 +412,67 @@ TEST(CpuConvChain, test_a_chain_gives_the_bits_of_its_stages_run_one_by_one) {
         ASSERT_EQ(0, memcmp(y.data(), cur.data(), y.size() * sizeof(float)))
             << isa->name << ", " << threads << " threads: the chain differs from its stages (e=" << cc.e
             << " k=" << cc.k << " s=" << cc.s << " count=" << cc.count << ")";
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- run_pool
+
+// Max and average pooling on every ISA against a reference in double:
+// padding (counted in the average or not), strides, a NaN (wins a max), rows
+// of more than one microkernel call, and a window too wide for it (a mean
+// over a whole image).
+TEST(CpuPool, test_every_isa_matches_reference_for_max_and_average) {
+  struct PoolCase {
+    int64_t n, h, w, c;
+    int32_t k, s, p;
+    bool max, count_padding;
+  };
+  const PoolCase cases[] = {
+      {1, 13, 11, 64, 3, 2, 1, true, false},    // resnet's stem pool
+      {2, 9, 8, 17, 3, 1, 1, false, true},      // average, padding counted
+      {1, 7, 10, 5, 3, 2, 1, false, false},     // average, padding not counted
+      {1, 6, 150, 8, 2, 2, 0, true, false},     // 75 pixels a row: two calls
+      {1, 40, 40, 3, 40, 1, 0, false, false},   // 1600 taps: the wide path
+  };
+  for (const PoolCase& pc : cases) {
+    PoolGeometry g{};
+    g.n = pc.n, g.h = pc.h, g.w = pc.w, g.c = pc.c, g.kh = g.kw = pc.k, g.sh = g.sw = pc.s, g.ph = g.pw = pc.p;
+    g.oh = (pc.h + 2 * pc.p - pc.k) / pc.s + 1, g.ow = (pc.w + 2 * pc.p - pc.k) / pc.s + 1;
+    g.max = pc.max, g.count_padding = pc.count_padding;
+    std::vector<float> x = random_floats(size_t(g.n * g.h * g.w * g.c), 7);
+    x[size_t(g.c) + 1] = NAN;  // pixel (0, 0, 1), channel 1
+    std::vector<double> want(size_t(g.n * g.oh * g.ow * g.c));
+    for (int64_t b = 0; b < g.n; ++b)
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox)
+          for (int64_t ch = 0; ch < g.c; ++ch) {
+            double acc = g.max ? -INFINITY : 0;
+            int64_t count = 0;
+            for (int64_t ki = 0; ki < g.kh; ++ki)
+              for (int64_t kj = 0; kj < g.kw; ++kj) {
+                const int64_t iy = oy * g.sh - g.ph + ki, ix = ox * g.sw - g.pw + kj;
+                if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+                const double v = x[size_t(((b * g.h + iy) * g.w + ix) * g.c + ch)];
+                ++count;
+                acc = g.max ? (std::isnan(v) || std::isnan(acc) ? NAN : std::max(acc, v)) : acc + v;
+              }
+            if (!g.max) acc /= double(g.count_padding ? int64_t(g.kh) * g.kw : count);
+            want[size_t(((b * g.oh + oy) * g.ow + ox) * g.c + ch)] = acc;
+          }
+    std::vector<float> zeros(size_t(g.c), 0.f);
+    for (const Isa* isa : isas()) {
+      std::vector<uint8_t> scratch(pool_scratch_bytes(g) + 64);
+      RunContext ctx(nullptr, scratch.data(), scratch.size());
+      std::vector<float> y(want.size(), -1.f);
+      run_pool(g, *isa, zeros.data(), x.data(), y.data(), ctx);
+      for (size_t i = 0; i < y.size(); ++i) {
+        if (std::isnan(want[i])) {
+          ASSERT_TRUE(std::isnan(y[i])) << isa->name << " at " << i << ": a NaN in the window";
+        } else {
+          ASSERT_NEAR(y[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << isa->name << " k=" << pc.k << " at " << i;
+        }
       }
     }
   }

@@ -78,6 +78,12 @@ using DwconvRowsUkernel = void (*)(size_t channels, size_t pixels, size_t kh, si
 // v[i] = f(v[i]) for i < n. Accurate to about 2e-7 (ukernels/common/f32_vact.h).
 using VactUkernel = void (*)(int kind, float* v, size_t n);
 
+// Max or average pooling of `pixels` output pixels (ukernels/common/f32_pool.h):
+// in[p * taps + t] -> the c channels of tap t of output pixel p; scale:
+// nullptr for the max, else each pixel's 1 / count for the average.
+using PoolUkernel = void (*)(size_t c, size_t pixels, size_t taps, const float* const* in, const float* scale,
+                             float* out, size_t out_stride);
+
 // Winograd F(2x2, 3x3) transforms of one tile (ukernels/common/f32_winograd.h):
 // in: 16 pointers to the patch's pixels (c floats each); v: 16 rows, stride apart.
 // out: m's 16 rows, stride apart -> 4 output pixels (oc floats each; every
@@ -96,6 +102,7 @@ using WinogradOutUkernel = void (*)(const float* m, size_t stride, size_t oc, co
   void f32_dwconv_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, \
                                  size_t, MinMax);                                                  \
   void f32_vact_ukernel__##isa(int, float*, size_t);                                                \
+  void f32_pool_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, size_t);  \
   void f32_dwconv_rows_ukernel__##isa(size_t, size_t, size_t, size_t, size_t, size_t, const float* const*,  \
                                       size_t, size_t, const float*, float*, size_t, MinMax);                \
   void f32_winograd_in_ukernel__##isa(const float* const*, size_t, float*, size_t);                         \
