@@ -46,7 +46,6 @@ Module::~Module() = default;
 Error Module::load(const char* path, const Options& options) {
   methods_.clear();
   program_.reset();
-  method_options_.threads = options.threads > 0 ? options.threads : physical_core_count();
   if (options.load_mode == LoadMode::Mmap) {
     auto loader = std::make_unique<MmapDataLoader>();
     TERN_CHECK_OK(loader->open(path));
@@ -56,6 +55,18 @@ Error Module::load(const char* path, const Options& options) {
     TERN_CHECK_OK(loader->open(path));
     loader_ = std::move(loader);
   }
+  return load_program(options);
+}
+
+Error Module::load_buffer(const void* data, size_t size, const Options& options) {
+  methods_.clear();
+  program_.reset();
+  loader_ = std::make_unique<BufferDataLoader>(data, size);
+  return load_program(options);
+}
+
+Error Module::load_program(const Options& options) {
+  method_options_.threads = options.threads > 0 ? options.threads : physical_core_count();
   Result<Program> program = Program::load(*loader_);
   if (!program.ok()) return program.error();
   program_.emplace(std::move(*program));

@@ -58,6 +58,9 @@ class Module {
   // On failure, last_error_message() says what and where.
   Error load(const char* path, LoadMode mode = LoadMode::Mmap) { return load(path, Options{mode, 0}); }
   Error load(const char* path, const Options& options);
+  // The same from `size` bytes at `data` (64-byte aligned; the caller keeps
+  // them alive and unchanged while this Module uses them).
+  Error load_buffer(const void* data, size_t size, const Options& options);
 
   const Program& program() const { return *program_; }
 
@@ -73,6 +76,8 @@ class Module {
  private:
   struct LoadedMethod;
   LoadedMethod* find(const char* name);
+  // load()'s steps once loader_ is set: verify the program, load "forward".
+  Error load_program(const Options& options);
   // method(), with the reason it failed: NotFound, OutOfMemory or Method::load's error.
   Error load_method(const char* name, Method** out);
 

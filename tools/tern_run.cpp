@@ -165,11 +165,15 @@ tern::Method* load(const Options& o, tern::Module& module, double* load_ms) {
   }
   auto t0 = std::chrono::steady_clock::now();
   const tern::Module::Options options{o.mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, o.threads};
-  if (module.load(o.model, options) != tern::Error::Ok) {
+  // a refusal is printed once, below, with the runtime's reason (not also as a log line)
+  tern::set_log_level(tern::LogLevel::Fatal);
+  const tern::Error loaded = module.load(o.model, options);
+  tern::Method* method = loaded == tern::Error::Ok ? module.method(o.method) : nullptr;
+  tern::set_log_level(tern::LogLevel::Info);  // the default, for what runs next
+  if (loaded != tern::Error::Ok) {
     fprintf(stderr, "tern-run: cannot load %s: %s\n", o.model, tern::last_error_message());
     return nullptr;
   }
-  tern::Method* method = module.method(o.method);
   if (method == nullptr) {
     fprintf(stderr, "tern-run: cannot load method '%s': %s\n", o.method, tern::last_error_message());
     return nullptr;

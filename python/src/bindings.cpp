@@ -7,7 +7,9 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -185,6 +187,23 @@ NB_MODULE(_runtime, m) {
       .def("backends", &PyModule::backends, nb::arg("method"))
       .def("arena_sizes", &PyModule::arena_sizes, nb::arg("method"))
       .def("run", &PyModule::run, nb::arg("method"), nb::arg("inputs"));
+  m.def("check_program", [](nb::bytes data) {
+    // what tern.load would do with these bytes (verify, then load every
+    // method: each kernel's and backend's own checks), on one thread
+    tern::clear_last_error();
+    const size_t n = data.size();
+    std::unique_ptr<uint8_t, void (*)(void*)> copy(static_cast<uint8_t*>(aligned_alloc(64, (n + 63) / 64 * 64 + 64)),
+                                                    free);
+    if (copy == nullptr) throw std::bad_alloc();
+    memcpy(copy.get(), data.c_str(), n);
+    tern::Module module;
+    tern::Error e = module.load_buffer(copy.get(), n, {tern::Module::LoadMode::Mmap, 1});
+    if (e != tern::Error::Ok) raise(e, "refused");
+    for (size_t i = 0; i < module.program().num_methods(); ++i) {
+      const char* name = module.program().method_name(i);
+      if (module.method(name) == nullptr) raise(tern::Error::InvalidProgram, std::string("refused: method ") + name);
+    }
+  }, nb::arg("data"), "Raises ValueError with the runtime's reason if it would refuse to load these bytes.");
   m.def("registered_ops", &registered_ops, "Names of the operators this runtime has kernels for.");
   m.def("physical_core_count", &tern::physical_core_count, "The default thread count.");
   m.def("registered_backends", [] {

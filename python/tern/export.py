@@ -6,7 +6,8 @@ Steps: torch.export in eval mode -> decompose to the core ATen op set (keeping
 ops the runtime has kernels for) -> the exporter's graph form (tern.graph) ->
 passes (tern.passes) -> hand what backends claim to them (tern.backend) ->
 check every other op has a kernel -> emit the method -> plan memory ->
-serialize.
+serialize -> load the bytes in this runtime (every kernel's and backend's own
+checks), so that a model that exports also loads.
 
 This module imports torch only when export() runs, so `import tern` stays
 free of torch.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from tern.errors import ExportError
@@ -44,7 +46,8 @@ def export(
     to those backends, in order; the rest runs on kernels. None (the default)
     means the optimized CPU backend, tern.backends.cpu.CpuPartitioner(); pass
     () for a file that runs on kernels alone.
-    Raises ExportError naming every op without a kernel and its source line.
+    Raises ExportError naming every op without a kernel and its source line,
+    or the op the runtime would refuse at load, its reason and source line.
     """
     if dynamic_shapes is not None:
         raise ExportError(
@@ -63,7 +66,9 @@ def export(
     gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported)
     gm = delegate(gm, partitioners)
     check_supported(gm, supported)
-    return build_program(gm)
+    program = build_program(gm)
+    check_loads(program, gm)
+    return program
 
 
 def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str]) -> "torch.fx.GraphModule":
@@ -137,6 +142,42 @@ def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str]) -> No
             where = frame.long(indent="      ") if frame else "(no source location)"
             lines.append(f"    node {node.name}: {where}")
     raise ExportError("\n".join(lines))
+
+
+# How the runtime names an instruction it refuses (runtime/executor/method_load.cpp).
+_REFUSED = re.compile(r"instruction \d+ \((?P<op>[^,()]+), node (?P<node>[^)]+)\): (?P<why>.*)", re.S)
+
+
+def check_loads(program: Program, gm: "torch.fx.GraphModule") -> None:
+    """Loads `program` in this runtime as tern.load would (every kernel's and
+    backend's own checks of its arguments) and raises ExportError with the
+    runtime's reason, the op and the user's source line if it refuses: a
+    model that exports also loads."""
+    from tern import _runtime
+    from tern.graph import user_frame
+    from tern.inspect import read_program
+
+    # Operators and backends this runtime lacks (custom kernels or backends
+    # of the app's own runtime: supported_ops, partitioners) cannot be judged
+    # here: the runtime that has them checks them when it loads the file.
+    info = read_program(program.data)
+    ops = {op for m in info["methods"] for op in m["operators"]}
+    backends = {d["backend"] for m in info["methods"] for d in m["delegates"]}
+    if not ops <= set(_runtime.registered_ops()) or not backends <= set(_runtime.registered_backends()):
+        return
+    try:
+        _runtime.check_program(program.data)
+    except ValueError as e:
+        message = str(e).removeprefix("refused: ")
+        m = _REFUSED.search(message)
+        if m is None:
+            raise ExportError(f"the Tern runtime would refuse to load this model: {message}") from None
+        nodes = {n.name: n for n in gm.graph.nodes}
+        node = nodes.get(m["node"])
+        frame = user_frame(node) if node is not None else None
+        where = frame.long(indent="    ") if frame else "(no source location)"
+        raise ExportError(f"the Tern runtime would refuse to load this model: {m['op']} (node {m['node']}): "
+                          f"{m['why']}\n  {where}") from None
 
 
 def _torch_name(target: Any) -> str:

@@ -87,6 +87,22 @@ TEST_F(ModuleTest, test_load_and_forward_from_a_file) {
   }
 }
 
+TEST_F(ModuleTest, test_load_and_forward_from_a_buffer) {
+  const AlignedBytes bytes = relu_program().build();
+  Module module;
+  ASSERT_EQ(module.load_buffer(bytes.data(), bytes.size(), {Module::LoadMode::Mmap, 1}), Error::Ok)
+      << last_error_message();
+  float x[6] = {-1, 2, -3, 4, 0, 0.5f};
+  Tensor input = make_tensor(x, ScalarType::Float32, {2, 3});
+  Result<Span<const Tensor>> out = module.forward({&input, 1});
+  ASSERT_TRUE(out.ok()) << last_error_message();
+  EXPECT_EQ(floats((*out)[0]), (std::vector<float>{1, 3, 1, 5, 1, 1.5f}));
+  // a damaged buffer is refused as a damaged file is
+  AlignedBytes bad = bytes;
+  bad[bad.size() / 2] ^= 0x5a;
+  EXPECT_EQ(module.load_buffer(bad.data(), bad.size(), {Module::LoadMode::Mmap, 1}), Error::ChecksumMismatch);
+}
+
 TEST_F(ModuleTest, test_run_a_second_method_by_name) {
   TempFile f(relu_program().build());
   Module module;

@@ -121,3 +121,20 @@ def test_trace_shows_a_row_chain_as_one_step(tmp_path: Path, monkeypatch: pytest
     names = [e["name"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "backend step"]
     convs = [n for n in names if n.startswith("Conv")]
     assert len(convs) == 1 and convs[0].count(" > Conv: ") == 2, names
+
+
+def test_a_file_the_runtime_refuses_is_reported_once_with_the_kernels_reason(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that an exporter without the load check wrote (transposed
+    convolution on the portable kernels): tern-run prints the kernel's reason
+    once, not also as a log line."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("tern.export"), "check_loads", lambda program, gm: None)
+    model = torch.nn.ConvTranspose2d(4, 2, 2, stride=2).eval()
+    path = tmp_path / "refused.tern"
+    tern.export(model, (torch.randn(1, 4, 5, 5),), partitioners=()).save(path)
+    r = _run(str(path), "--iterations", "1")
+    assert r.returncode == 1
+    assert r.stderr.count("transposed convolution is not supported") == 1, r.stderr
+    assert "aten::convolution" in r.stderr and str(path) in r.stderr
