@@ -71,8 +71,9 @@ void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float
 // stages[1] the depthwise convolution that alone reads t (t -> u) and, when
 // count is 3, stages[2] a pointwise convolution that alone reads u (u -> y).
 // Each thread takes one range of output rows and keeps the rows of t they
-// read in a ring in its scratch, and u one row at a time, so neither t nor u
-// is written to memory. Every output element comes from the same
+// read in a sliding window in its scratch (computed a batch of rows at a
+// time), and the rows of u until the projection takes a batch of them, so
+// neither t nor u is written to memory. Every output element comes from the same
 // microkernel calls as run_conv stage by stage: the same bits.
 struct ConvStage {
   ConvGeometry g;

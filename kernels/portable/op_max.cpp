@@ -1,3 +1,7 @@
+// aten::max(Tensor self) -> Tensor
+// args: [self, out]: torch.max(x), the max over every element, 0-d;
+// NaN propagates.
+//
 // aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 // args: [self, dim, keepdim, values, indices]
 //
@@ -7,6 +11,10 @@
 
 namespace tern {
 namespace portable {
+
+Error max_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_max_min_all(ctx, args, /*max=*/true);
+}
 
 Error max_dim_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   return prepare_max_min_dim(ctx, args, /*max=*/true);

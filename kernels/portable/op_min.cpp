@@ -1,3 +1,7 @@
+// aten::min(Tensor self) -> Tensor
+// args: [self, out]: torch.min(x), the min over every element, 0-d;
+// NaN propagates.
+//
 // aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 // args: [self, dim, keepdim, values, indices]
 //
@@ -7,6 +11,10 @@
 
 namespace tern {
 namespace portable {
+
+Error min_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_max_min_all(ctx, args, /*max=*/false);
+}
 
 Error min_dim_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   return prepare_max_min_dim(ctx, args, /*max=*/false);

@@ -29,9 +29,9 @@ class IntAddSigmoidGt(nn.Module):  # aten::add.Tensor on int64; sigmoid, gt.Scal
         return i + j, torch.sigmoid(x), x > 0
 
 
-class Expm1(nn.Module):  # aten::expm1: no portable kernel
+class Atan(nn.Module):  # aten::atan: no portable kernel
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.expm1(x)
+        return torch.atan(x)
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +39,11 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     d = tmp_path_factory.mktemp("ops_for")
     x = torch.randn(2, 3)
     i = torch.arange(6).reshape(2, 3)
-    paths = {"a": d / "a.tern", "b": d / "b.tern", "expm1": d / "expm1.tern"}
+    paths = {"a": d / "a.tern", "b": d / "b.tern", "atan": d / "atan.tern"}
     tern.export(AddRelu(), (x, x), partitioners=()).save(paths["a"])
     tern.export(IntAddSigmoidGt(), (i, i, x), partitioners=()).save(paths["b"])
-    # as a runtime with an expm1 kernel (another kernel library) would export it
-    tern.export(Expm1(), (x,), supported_ops=supported_ops() | {"aten::expm1"}, partitioners=()).save(paths["expm1"])
+    # as a runtime with an atan kernel (another kernel library) would export it
+    tern.export(Atan(), (x,), supported_ops=supported_ops() | {"aten::atan"}, partitioners=()).save(paths["atan"])
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -91,11 +91,11 @@ def test_ops_for_not_a_tern_file_fails_naming_it(tmp_path: Path, capsys) -> None
 
 
 def test_ops_for_op_without_portable_kernel_is_marked_and_fails(models: dict[str, str], capsys) -> None:
-    rc, out, err = run(capsys, "--for", models["a"], models["expm1"])
+    rc, out, err = run(capsys, "--for", models["a"], models["atan"])
     assert rc == 1
-    assert "aten::expm1 float32 # no portable kernel" in " ".join(out.split())
+    assert "aten::atan float32 # no portable kernel" in " ".join(out.split())
     assert "aten::relu" in out  # the rest is still listed
-    assert "aten::expm1" in err and models["expm1"] in err and models["a"] not in err
+    assert "aten::atan" in err and models["atan"] in err and models["a"] not in err
 
 
 def test_ops_for_def_format_feeds_the_select_script(models: dict[str, str], tmp_path: Path, capsys) -> None:
@@ -113,10 +113,10 @@ def test_ops_for_def_format_feeds_the_select_script(models: dict[str, str], tmp_
 
 
 def test_ops_for_def_format_with_missing_op_prints_nothing(models: dict[str, str], capsys) -> None:
-    rc, out, err = run(capsys, "--for", models["expm1"], "--format", "def")
+    rc, out, err = run(capsys, "--for", models["atan"], "--format", "def")
     assert rc == 1
     assert out == ""
-    assert "aten::expm1" in err
+    assert "aten::atan" in err
 
 
 def test_ops_without_for_still_lists_the_runtime_ops(capsys) -> None:

@@ -58,6 +58,11 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...], se
     "exp_int": (torch.exp, (_ints(7),), {"aten::exp"}),
     "exp2": (torch.exp2, (_randn(3, 5),), {"aten::exp2"}),
     "log": (torch.log, (_positive(2, 3, 4),), {"aten::log"}),
+    "expm1": (torch.expm1, (_randn(3, 5) * 1e-3,), {"aten::expm1"}),  # near 0, where exp(x) - 1 loses digits
+    "expm1_int": (torch.expm1, (_ints(7),), {"aten::expm1"}),
+    "log1p": (torch.log1p, (_positive(2, 3, 4) * 1e-4,), {"aten::log1p"}),
+    "trunc": (torch.trunc, (_halves(),), {"aten::trunc"}),
+    "trunc_int": (torch.trunc, (_ints(9, dtype=torch.int64),), {"aten::trunc"}),
     "sqrt": (torch.sqrt, (_positive(17),), {"aten::sqrt"}),
     "rsqrt": (torch.rsqrt, (_positive(17),), {"aten::rsqrt"}),
     "reciprocal": (torch.reciprocal, (_positive(4, 4),), {"aten::reciprocal"}),
@@ -142,3 +147,15 @@ def test_silu_softplus_mish_stay_single_ops_in_a_block(tmp_path: Path) -> None:
         want = model(x)
     (got,) = tern.load(str(path))(x)
     _check(got, want)
+
+
+@pytest.mark.parametrize("fn", [torch.expm1, torch.log1p])
+def test_expm1_and_log1p_keep_their_digits_near_zero(fn: Callable[..., torch.Tensor], tmp_path: Path) -> None:
+    """Near 0, exp(x) - 1 and log(1 + x) in float32 lose most digits; the ops
+    exist to keep them: relative error as torch's."""
+    x = torch.logspace(-9, -3, 40) * torch.tensor([1.0, -1.0]).repeat(20)
+    model = Fn(fn).eval()
+    path = tmp_path / "m.tern"
+    tern.export(model, (x,), partitioners=()).save(path)
+    got = tern.load(str(path))(x)[0]
+    np.testing.assert_allclose(got, fn(x).numpy(), rtol=1e-6)

@@ -252,6 +252,22 @@ def test_max_dim_values_only_feeds_next_op(tmp_path: Path) -> None:
     _export_and_compare(model, (torch.randn(4, 7),), tmp_path, {"aten::max.dim"})
 
 
+def test_torch_max_min_of_every_element_match_eager(tmp_path: Path) -> None:
+    """torch.max(x) / torch.min(x): a 0-d result; a NaN wins; integers exact."""
+    x = torch.randn(3, 5, 4)
+    x[1, 2, 3] = float("nan")
+    model = Fn(lambda x, i, s: (torch.max(x), torch.min(x[0]), torch.max(i), torch.min(i), torch.max(s)))
+    args = (x, torch.randint(-50, 50, (4, 7), dtype=torch.int32), torch.tensor(2.5))
+    program = tern.export(model, args, partitioners=())
+    assert {"aten::max", "aten::min"} <= {op for op, _ in program.op_counts}
+    program.save(tmp_path / "m.tern")
+    outs = tern.load(str(tmp_path / "m.tern"))(*args)
+    for got, want in zip(outs, model(*args)):
+        assert got.shape == () and got.dtype == want.numpy().dtype
+        np.testing.assert_array_equal(got, want.numpy())  # exact; NaN equals NaN here
+    assert np.isnan(outs[0])
+
+
 # index_select, index.Tensor
 
 

@@ -135,6 +135,7 @@ decltype(&Op<float, true>::run) select(ScalarType t, bool max) {
 
 struct ExtremeState {
   uint32_t mask;
+  int out;  // the out tensor's argument: 3 (amax, amin) or 1 (max, min)
   ExtremeFn fn;
 };
 
@@ -145,10 +146,10 @@ struct ArgState {
 
 Error amax_amin_run(RunContext& ctx, EValue* const* args) {
   const Tensor& self = args[0]->tensor;
-  Tensor& out = args[3]->tensor;
-  if (out.numel == 0) return Error::Ok;
   ExtremeState st;
   memcpy(&st, ctx.state(), sizeof(st));
+  Tensor& out = args[st.out]->tensor;
+  if (out.numel == 0) return Error::Ok;
   ReducePlan plan;
   reduce_plan(self, st.mask, &plan);
   st.fn(self.data, out.data, plan);
@@ -213,6 +214,7 @@ Error prepare_amax_amin(PrepareContext& ctx, Span<EValue* const> args, bool max)
   TERN_CHECK_OK(ctx.expect_tensor(args, 3));
   const Tensor& self = args[0]->tensor;
   ExtremeState st;
+  st.out = 3;
   TERN_CHECK_OK(reduce_dims_mask(ctx, *args[1], self.dim, &st.mask));
   for (int d = 0; d < self.dim; ++d) {
     if ((st.mask >> d & 1u) && self.sizes[d] == 0) {
@@ -220,6 +222,25 @@ Error prepare_amax_amin(PrepareContext& ctx, Span<EValue* const> args, bool max)
     }
   }
   TERN_CHECK_OK(expect_reduced(ctx, self, args[3]->tensor, "out", st.mask, args[2]->b, self.dtype));
+  st.fn = select<ExtremeOp>(self.dtype, max);
+  if (st.fn == nullptr) return fail_dtype(ctx, "self", self.dtype);
+  memcpy(ctx.state(), &st, sizeof(st));
+  ctx.set_run(amax_amin_run);
+  return Error::Ok;
+}
+
+Error prepare_max_min_all(PrepareContext& ctx, Span<EValue* const> args, bool max) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 2));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 0));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 1));
+  const Tensor& self = args[0]->tensor;
+  if (self.numel == 0) {
+    return ctx.fail(Error::InvalidProgram, "the %s of an empty tensor (no identity)", max ? "max" : "min");
+  }
+  ExtremeState st;
+  st.out = 1;
+  st.mask = self.dim == 0 ? 0u : uint32_t((uint64_t(1) << self.dim) - 1);  // every dim
+  TERN_CHECK_OK(expect_reduced(ctx, self, args[1]->tensor, "out", st.mask, /*keepdim=*/false, self.dtype));
   st.fn = select<ExtremeOp>(self.dtype, max);
   if (st.fn == nullptr) return fail_dtype(ctx, "self", self.dtype);
   memcpy(ctx.state(), &st, sizeof(st));

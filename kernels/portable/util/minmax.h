@@ -31,6 +31,10 @@ namespace portable {
 //   args: [self, dim, keepdim, out]; an empty dim list reduces every dim.
 Error prepare_amax_amin(PrepareContext& ctx, Span<EValue* const> args, bool max);
 
+// aten::max / aten::min (self) -> Tensor: args [self, out], out 0-d, the
+// max/min over every element (NaN propagates); an empty self is refused.
+Error prepare_max_min_all(PrepareContext& ctx, Span<EValue* const> args, bool max);
+
 // aten::argmax / aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
 //   args: [self, dim, keepdim, out]; out is int64.
 Error prepare_argmax_argmin(PrepareContext& ctx, Span<EValue* const> args, bool max);
