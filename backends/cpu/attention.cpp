@@ -18,6 +18,8 @@ namespace tern {
 namespace cpu {
 namespace {
 
+constexpr MinMax kNoClamp = {-__builtin_inff(), __builtin_inff()};
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
@@ -27,21 +29,6 @@ int64_t k_floats(const AttentionGeometry& a) { return ceil_div(a.s, kPanel) * k_
 // ... and of its packed v: ev outputs of s inputs.
 int64_t v_panel_floats(const AttentionGeometry& a) { return kPanel * (1 + a.s); }
 int64_t v_floats(const AttentionGeometry& a) { return ceil_div(a.ev, kPanel) * v_panel_floats(a); }
-
-// Columns [0, n) of rows c (row stride ldc) = a_rows . packed, through the
-// main microkernel, the tail one for a last lone panel. a has mr row
-// pointers (rows past `rows` repeat the last), each of kc floats.
-void gemm_rows(const Isa& isa, int64_t rows, const float* const* a, int64_t kc, const float* packed,
-               int64_t panel_floats, int64_t n, float* c, int64_t ldc) {
-  const MinMax none = {-__builtin_inff(), __builtin_inff()};
-  const IgemmConfig& main = isa.igemm_main;
-  for (int64_t col0 = 0; col0 < n; col0 += main.nr) {
-    const int64_t nc = n - col0 < main.nr ? n - col0 : main.nr;
-    const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
-    k.ukernel(size_t(rows), size_t(nc), size_t(kc), 1, a, packed + (col0 / kPanel) * panel_floats,
-              size_t(panel_floats), c + col0, size_t(ldc), nullptr, none);
-  }
-}
 
 // scores[i][0, keys) for query rows q0 + i: * scale, + mask, softmax.
 // Rows whose every score is -inf become zeros.
@@ -134,9 +121,10 @@ void run_attention(const CpuOp& o, const Isa& isa, RunContext& ctx) {
         ptrs[i] = q + (i < rows ? i : rows - 1) * a.e;
         ptrs[mr + i] = scores + (i < rows ? i : rows - 1) * ld;
       }
-      gemm_rows(isa, rows, ptrs, a.e, packed, k_panel_floats(a), keys, scores, ld);
+      igemm_columns(isa, rows, ptrs, a.e, 1, packed, k_panel_floats(a), 0, keys, scores, ld, nullptr, kNoClamp);
       softmax_rows(a, isa, b, h, q0, rows, keys, scores, ld);
-      gemm_rows(isa, rows, ptrs + mr, keys, packed + kf, v_panel_floats(a), a.ev, o.y + (bh * a.l + q0) * a.ev, a.ev);
+      igemm_columns(isa, rows, ptrs + mr, keys, 1, packed + kf, v_panel_floats(a), 0, a.ev,
+                    o.y + (bh * a.l + q0) * a.ev, a.ev, nullptr, kNoClamp);
     }
   });
 }

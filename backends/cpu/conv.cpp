@@ -240,18 +240,16 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
       const int64_t mb = group_major ? u % blocks : u / groups;
       const int64_t col0 = (group_major ? u / blocks : u % groups) * main.nr;
       if (mb != built) block_pointers(g, mr, x, zeros, built = mb, ptrs, merged);
-      const int64_t nc = g.oc - col0 < main.nr ? g.oc - col0 : main.nr;
-      const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
-      const float* w = packed + (col0 / kPanel) * panel_floats;
+      const int64_t col1 = g.oc - col0 < main.nr ? g.oc : col0 + main.nr;
       for (int64_t tile = 0; tile < kTilesPerBlock; ++tile) {
         const int64_t q0 = (mb * kTilesPerBlock + tile) * mr;
         if (q0 >= pixels) break;
         const int64_t rows = pixels - q0 < mr ? pixels - q0 : mr;
-        float* c = y + q0 * yp + col0;
-        const size_t kc = size_t(merged[tile] ? g.kw * g.c : g.c), n = size_t(merged[tile] ? g.kh : ks);
-        const float* res = residual ? residual + q0 * yp + col0 : nullptr;  // residual: y dense
-        k.ukernel(size_t(rows), size_t(nc), kc, n, ptrs + tile * ks * mr, w, panel_floats, c, size_t(yp), res, clamp);
-        if (post_pass) post(ep, nullptr, c, rows, nc, yp);
+        const int64_t kc = merged[tile] ? g.kw * g.c : g.c, n = merged[tile] ? g.kh : ks;
+        const float* res = residual ? residual + q0 * yp : nullptr;  // residual: y dense
+        igemm_columns(isa, rows, ptrs + tile * ks * mr, kc, n, packed, int64_t(panel_floats), col0, col1, y + q0 * yp,
+                      yp, res, clamp);
+        if (post_pass) post(ep, nullptr, y + q0 * yp + col0, rows, col1 - col0, yp);
       }
     }
   });
@@ -305,12 +303,13 @@ void dwconv_row(const ConvGeometry& g, const Isa& isa, const float* const* in_ro
   }
 }
 
-// The kh input rows output row r (image r / oh, row r % oh) reads from x.
-void input_rows(const ConvGeometry& g, const float* x, int64_t r, const float** in_rows) {
-  const int64_t b = r / g.oh, oy = r % g.oh;
+// The kh input rows output row oy of an image reads: input row iy at
+// rows + (iy - first) * row_floats, nullptr where iy is padding.
+void input_rows(const ConvGeometry& g, int64_t oy, const float* rows, int64_t first, int64_t row_floats,
+                const float** in_rows) {
   for (int32_t ki = 0; ki < g.kh; ++ki) {
     const int64_t iy = oy * g.sh - g.ph + int64_t(ki) * g.dh;
-    in_rows[ki] = iy >= 0 && iy < g.h ? x + ((b * g.h + iy) * g.w) * g.c : nullptr;
+    in_rows[ki] = iy >= 0 && iy < g.h ? rows + (iy - first) * row_floats : nullptr;
   }
 }
 
@@ -325,7 +324,7 @@ void run_dwconv(const ConvGeometry& g, const Isa& isa, const float* x, const flo
     const float* in_rows[kMaxKernelRows];
     for (int64_t r = r0; r < r1; ++r) {
       float* out = y + r * g.ow * g.oc;
-      input_rows(g, x, r, in_rows);
+      input_rows(g, r % g.oh, x + r / g.oh * g.h * g.w * g.c, 0, g.w * g.c, in_rows);
       dwconv_row(g, isa, in_rows, packed, zeros, out, clamp, ptrs);
       if (post_pass) post(ep, residual ? residual + r * g.ow * g.oc : nullptr, out, g.ow, g.oc, g.oc);
     }
@@ -338,24 +337,16 @@ void run_dwconv(const ConvGeometry& g, const Isa& isa, const float* x, const flo
 void pointwise_pixels(const ConvStage& s, const Isa& isa, const float* x, int64_t count, float* y, int64_t yp,
                       const float* residual, const float** ptrs) {
   const ConvGeometry& g = s.g;
-  const IgemmConfig& main = isa.igemm_main;
-  const int mr = main.mr;
-  const size_t panel_floats = size_t(kPanel) * (1 + size_t(g.c));
+  const int mr = isa.igemm_main.mr;
   const MinMax clamp = kernel_clamp(s.ep, nullptr);
   const bool post_pass = needs_post(s.ep, nullptr);
   const int64_t xp = x_pixel(g);
   for (int64_t q0 = 0; q0 < count; q0 += mr) {
     const int64_t rows = count - q0 < mr ? count - q0 : mr;
     for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (q0 + (i < rows ? i : rows - 1)) * xp;
-    for (int64_t col0 = 0; col0 < g.oc; col0 += main.nr) {
-      const int64_t nc = g.oc - col0 < main.nr ? g.oc - col0 : main.nr;
-      const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
-      float* c = y + q0 * yp + col0;
-      const float* res = residual ? residual + q0 * yp + col0 : nullptr;
-      k.ukernel(size_t(rows), size_t(nc), size_t(g.c), 1, ptrs, s.packed + (col0 / kPanel) * panel_floats,
-                panel_floats, c, size_t(yp), res, clamp);
-      if (post_pass) post(s.ep, nullptr, c, rows, nc, yp);
-    }
+    igemm_columns(isa, rows, ptrs, g.c, 1, s.packed, kPanel * (1 + g.c), 0, g.oc, y + q0 * yp, yp,
+                  residual ? residual + q0 * yp : nullptr, clamp);
+    if (post_pass) post(s.ep, nullptr, y + q0 * yp, rows, g.oc, yp);
   }
 }
 
@@ -398,6 +389,18 @@ void rows_read(const ConvGeometry& d, int64_t oy, int64_t* first, int64_t* last)
 }
 
 }  // namespace
+
+void igemm_columns(const Isa& isa, int64_t rows, const float* const* a, int64_t kc, int64_t ks, const float* packed,
+                   int64_t panel_floats, int64_t col0, int64_t col1, float* c, int64_t ldc, const float* res,
+                   MinMax clamp) {
+  const IgemmConfig& main = isa.igemm_main;
+  for (; col0 < col1; col0 += main.nr) {
+    const int64_t nc = col1 - col0 < main.nr ? col1 - col0 : main.nr;
+    const IgemmConfig& k = nc > kPanel ? main : isa.igemm_tail;
+    k.ukernel(size_t(rows), size_t(nc), size_t(kc), size_t(ks), a, packed + (col0 / kPanel) * panel_floats,
+              size_t(panel_floats), c + col0, size_t(ldc), res ? res + col0 : nullptr, clamp);
+  }
+}
 
 size_t conv_packed_floats(const ConvGeometry& g) {
   const size_t ks = size_t(taps(g));
@@ -493,10 +496,7 @@ void run_conv_chain(const ConvStage* stages, int count, const Isa& isa, const fl
                          ptrs);
         hi = end;
       }
-      for (int32_t ki = 0; ki < d.kh; ++ki) {
-        const int64_t iy = oy * d.sh - d.ph + int64_t(ki) * d.dh;
-        in_rows[ki] = iy >= 0 && iy < d.h ? win + (iy - lo) * rf : nullptr;
-      }
+      input_rows(d, oy, win, lo, rf, in_rows);
       float* out = pr ? pending + (r - p0) * d.ow * d.oc : y + r * d.ow * d.oc;
       dwconv_row(d, isa, in_rows, dw.packed, zeros, out, dw_clamp, ptrs);
       if (dw_post) post(dw.ep, dw.residual ? dw.residual + r * d.ow * d.oc : nullptr, out, d.ow, d.oc, d.oc);

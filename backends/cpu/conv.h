@@ -66,6 +66,16 @@ size_t conv_zero_floats(const ConvGeometry& g);
 void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed,
               const float* zeros, const float* residual, float* y, const Epilogue& ep, RunContext& ctx);
 
+// Columns [col0, col1) of `rows` output rows c (row stride ldc): the igemm
+// of a (mr row pointers a tap, ks taps of kc floats; rows past `rows` repeat
+// the last) with packed weights (panel_floats apart), + res (c's layout, or
+// nullptr), clamped. The main microkernel per nr columns, the tail one for a
+// last lone panel: every caller makes the same calls for the same columns,
+// so the same bits. col0 is a multiple of the main tile's nr.
+void igemm_columns(const Isa& isa, int64_t rows, const float* const* a, int64_t kc, int64_t ks, const float* packed,
+                   int64_t panel_floats, int64_t col0, int64_t col1, float* c, int64_t ldc, const float* res,
+                   MinMax clamp);
+
 // A chain of convolutions run output row by output row (cpu.fbs
 // Conv.fuse_next): stages[0] a pointwise convolution (x -> t, no residual),
 // stages[1] the depthwise convolution that alone reads t (t -> u) and, when

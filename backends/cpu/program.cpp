@@ -673,7 +673,8 @@ Error Loader::link_chain(uint32_t oi, CpuOp* ops, uint32_t n) {
     }
     count = 3;
   }
-  ConvStage stages[3];
+  ConvStage* stages = static_cast<ConvStage*>(ctx.allocate(sizeof(ConvStage) * size_t(count)));
+  if (stages == nullptr) return Error::OutOfMemory;
   for (int i = 0; i < count; ++i) stages[i] = {ops[oi + i].conv, ops[oi + i].weights, ops[oi + i].x2, ops[oi + i].ep};
   const size_t s = conv_chain_scratch_bytes(stages, count, isa);
   if (s > scratch) scratch = s;
@@ -687,7 +688,7 @@ Error Loader::link_chain(uint32_t oi, CpuOp* ops, uint32_t n) {
     if (i > 0) strcat(label, " > ");
     strcat(label, ops[oi + i].label);
   }
-  a.kind = CpuOpKind::ConvChain, a.chain = count, a.label = label;
+  a.kind = CpuOpKind::ConvChain, a.chain = count, a.stages = stages, a.label = label, a.y = ops[oi + count - 1].y;
   for (int i = 1; i < count; ++i) ops[oi + i].kind = CpuOpKind::Chained;
   return Error::Ok;
 }
@@ -739,15 +740,7 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::Slice: run_slice(op, ctx); break;
       case CpuOpKind::WinogradInput: run_winograd_input(op, *p.isa, p.zeros, ctx); break;
       case CpuOpKind::WinogradOutput: run_winograd_output(op, *p.isa, p.zeros, ctx); break;
-      case CpuOpKind::ConvChain: {
-        ConvStage stages[3];
-        for (int k = 0; k < op.chain; ++k) {
-          const CpuOp& s = p.ops[i + size_t(k)];
-          stages[k] = {s.conv, s.weights, s.x2, s.ep};
-        }
-        run_conv_chain(stages, op.chain, *p.isa, op.x, p.zeros, p.ops[i + size_t(op.chain) - 1].y, ctx);
-        break;
-      }
+      case CpuOpKind::ConvChain: run_conv_chain(op.stages, op.chain, *p.isa, op.x, p.zeros, op.y, ctx); break;
       case CpuOpKind::Chained: break;
     }
     ctx.end_step(op.label);

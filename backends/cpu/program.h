@@ -86,7 +86,8 @@ struct CpuOp {
   float* packed;             // MatMul: b packed at run time (workspace)
   Epilogue ep;
   bool fuse_next;            // Conv: cpu.fbs Conv.fuse_next
-  int chain;                 // ConvChain: Convs it runs (2 or 3)
+  int chain;                 // ConvChain: Convs it runs (2 or 3) ...
+  const ConvStage* stages;   // ... and their stages (y: the last one's output)
   ConvGeometry conv;
   Transpose4 transpose;
   PoolGeometry pool;

@@ -206,22 +206,20 @@ Error expect_reduced(PrepareContext& ctx, const Tensor& self, const Tensor& t, c
 
 }  // namespace
 
-Error prepare_amax_amin(PrepareContext& ctx, Span<EValue* const> args, bool max) {
-  TERN_CHECK_OK(ctx.expect_arg_count(args, 4));
-  TERN_CHECK_OK(ctx.expect_tensor(args, 0));
-  TERN_CHECK_OK(ctx.expect_tag(args, 1, Tag::IntList));
-  TERN_CHECK_OK(ctx.expect_tag(args, 2, Tag::Bool));
-  TERN_CHECK_OK(ctx.expect_tensor(args, 3));
+namespace {
+
+// The max/min of self over the dims in `mask` into args[out] (amax, amin,
+// max, min); a reduced dim of size 0 has no identity and is refused.
+Error prepare_extreme(PrepareContext& ctx, Span<EValue* const> args, int out, uint32_t mask, bool keepdim, bool max) {
   const Tensor& self = args[0]->tensor;
-  ExtremeState st;
-  st.out = 3;
-  TERN_CHECK_OK(reduce_dims_mask(ctx, *args[1], self.dim, &st.mask));
   for (int d = 0; d < self.dim; ++d) {
-    if ((st.mask >> d & 1u) && self.sizes[d] == 0) {
+    if ((mask >> d & 1u) && self.sizes[d] == 0) {
       return ctx.fail(Error::InvalidProgram, "cannot reduce dim %d of size 0 (no identity)", d);
     }
   }
-  TERN_CHECK_OK(expect_reduced(ctx, self, args[3]->tensor, "out", st.mask, args[2]->b, self.dtype));
+  TERN_CHECK_OK(expect_reduced(ctx, self, args[out]->tensor, "out", mask, keepdim, self.dtype));
+  ExtremeState st;
+  st.mask = mask, st.out = out;
   st.fn = select<ExtremeOp>(self.dtype, max);
   if (st.fn == nullptr) return fail_dtype(ctx, "self", self.dtype);
   memcpy(ctx.state(), &st, sizeof(st));
@@ -229,23 +227,26 @@ Error prepare_amax_amin(PrepareContext& ctx, Span<EValue* const> args, bool max)
   return Error::Ok;
 }
 
+}  // namespace
+
+Error prepare_amax_amin(PrepareContext& ctx, Span<EValue* const> args, bool max) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 4));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 0));
+  TERN_CHECK_OK(ctx.expect_tag(args, 1, Tag::IntList));
+  TERN_CHECK_OK(ctx.expect_tag(args, 2, Tag::Bool));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 3));
+  uint32_t mask = 0;
+  TERN_CHECK_OK(reduce_dims_mask(ctx, *args[1], args[0]->tensor.dim, &mask));
+  return prepare_extreme(ctx, args, 3, mask, args[2]->b, max);
+}
+
 Error prepare_max_min_all(PrepareContext& ctx, Span<EValue* const> args, bool max) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 2));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 1));
-  const Tensor& self = args[0]->tensor;
-  if (self.numel == 0) {
-    return ctx.fail(Error::InvalidProgram, "the %s of an empty tensor (no identity)", max ? "max" : "min");
-  }
-  ExtremeState st;
-  st.out = 1;
-  st.mask = self.dim == 0 ? 0u : uint32_t((uint64_t(1) << self.dim) - 1);  // every dim
-  TERN_CHECK_OK(expect_reduced(ctx, self, args[1]->tensor, "out", st.mask, /*keepdim=*/false, self.dtype));
-  st.fn = select<ExtremeOp>(self.dtype, max);
-  if (st.fn == nullptr) return fail_dtype(ctx, "self", self.dtype);
-  memcpy(ctx.state(), &st, sizeof(st));
-  ctx.set_run(amax_amin_run);
-  return Error::Ok;
+  const int dim = args[0]->tensor.dim;
+  const uint32_t every = dim == 0 ? 0u : uint32_t((uint64_t(1) << dim) - 1);
+  return prepare_extreme(ctx, args, 1, every, /*keepdim=*/false, max);
 }
 
 Error prepare_argmax_argmin(PrepareContext& ctx, Span<EValue* const> args, bool max) {

@@ -32,7 +32,8 @@ namespace portable {
 Error prepare_amax_amin(PrepareContext& ctx, Span<EValue* const> args, bool max);
 
 // aten::max / aten::min (self) -> Tensor: args [self, out], out 0-d, the
-// max/min over every element (NaN propagates); an empty self is refused.
+// max/min over every element (NaN propagates); an empty self is refused
+// (no identity).
 Error prepare_max_min_all(PrepareContext& ctx, Span<EValue* const> args, bool max);
 
 // aten::argmax / aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
