@@ -67,6 +67,7 @@ Error Module::load_buffer(const void* data, size_t size, const Options& options)
 
 Error Module::load_program(const Options& options) {
   method_options_.threads = options.threads > 0 ? options.threads : physical_core_count();
+  method_options_.max_loop_instructions = options.max_loop_instructions;
   Result<Program> program = Program::load(*loader_);
   if (!program.ok()) return program.error();
   program_.emplace(std::move(*program));

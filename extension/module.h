@@ -21,6 +21,9 @@
 // nothing: they copy the inputs into planned memory and execute. It does not
 // register kernels: the application registers the kernel libraries it links
 // (runtime/kernel/registry.h) before load().
+// A model with state (format 1.2: buffers its forward mutates) keeps it in
+// each loaded method between run() calls; method()->reset_state() restores
+// the values it had at export.
 // Thread safety: none; use one Module per thread.
 #pragma once
 
@@ -47,6 +50,8 @@ class Module {
     LoadMode load_mode;
     // Threads each method's kernels use; 0 = physical_core_count().
     int threads;
+    // MethodOptions::max_loop_instructions of each method.
+    uint64_t max_loop_instructions = MethodOptions{}.max_loop_instructions;
   };
 
   Module();

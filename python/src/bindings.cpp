@@ -71,10 +71,11 @@ Spec spec_of(const tern::TensorInfo& t) {
 
 class PyModule {
  public:
-  PyModule(const std::string& path, bool mmap, int threads) {
+  PyModule(const std::string& path, bool mmap, int threads, uint64_t max_loop_instructions) {
     tern::clear_last_error();
     if (threads < 0) throw nb::value_error("threads must be >= 1 (or 0 for the physical cores)");
-    const tern::Module::Options options{mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, threads};
+    const tern::Module::Options options{mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, threads,
+                                        max_loop_instructions};
     tern::Error e = module_.load(path.c_str(), options);
     if (e != tern::Error::Ok) raise(e, "cannot load '" + path + "'");
   }
@@ -131,6 +132,16 @@ class PyModule {
     return sizes;
   }
 
+  // The tensors the method keeps between runs (format 1.2): (name, copy).
+  std::vector<std::tuple<std::string, nb::object>> state(const std::string& name) {
+    tern::Method& m = method(name);
+    std::vector<std::tuple<std::string, nb::object>> out;
+    for (size_t i = 0; i < m.num_state(); ++i) out.emplace_back(m.state_name(i), to_numpy(m.state(i)));
+    return out;
+  }
+
+  void reset_state(const std::string& name) { method(name).reset_state(); }
+
   // inputs: C-contiguous arrays whose dtype and shape runtime.py has checked;
   // set_input checks the byte count again. Outputs are copied into new arrays
   // (the runtime's outputs live in planned memory that the next run reuses).
@@ -178,14 +189,16 @@ NB_MODULE(_runtime, m) {
     throw nb::import_error(tern::last_error_message());
   }
   nb::class_<PyModule>(m, "Module")
-      .def(nb::init<const std::string&, bool, int>(), nb::arg("path"), nb::arg("mmap") = true,
-           nb::arg("threads") = 0)
+      .def(nb::init<const std::string&, bool, int, uint64_t>(), nb::arg("path"), nb::arg("mmap") = true,
+           nb::arg("threads") = 0, nb::arg("max_loop_instructions") = tern::MethodOptions{}.max_loop_instructions)
       .def("threads", &PyModule::threads, nb::arg("method"))
       .def("method_names", &PyModule::method_names)
       .def("input_specs", &PyModule::input_specs, nb::arg("method"))
       .def("output_specs", &PyModule::output_specs, nb::arg("method"))
       .def("backends", &PyModule::backends, nb::arg("method"))
       .def("arena_sizes", &PyModule::arena_sizes, nb::arg("method"))
+      .def("state", &PyModule::state, nb::arg("method"))
+      .def("reset_state", &PyModule::reset_state, nb::arg("method"))
       .def("run", &PyModule::run, nb::arg("method"), nb::arg("inputs"));
   m.def("check_program", [](nb::bytes data) {
     // what tern.load would do with these bytes (verify, then load every

@@ -19,12 +19,13 @@ from tern.export import export
 from tern.program import Program
 
 
-def load(path, *, mmap=True, threads=None):
+def load(path, *, mmap=True, threads=None, max_loop_instructions=None):
     """Loads a .tern file with the compiled runtime (see tern.runtime.load);
-    threads=None uses the machine's physical cores."""
+    threads=None uses the machine's physical cores; max_loop_instructions
+    bounds the loops one call may run (None: the runtime's default)."""
     from tern.runtime import load as _load
 
-    return _load(path, mmap=mmap, threads=threads)
+    return _load(path, mmap=mmap, threads=threads, max_loop_instructions=max_loop_instructions)
 
 
 __all__ = ["ExportError", "Partitioner", "Program", "__version__", "export", "load"]

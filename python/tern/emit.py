@@ -11,7 +11,14 @@ The result, `MethodIR`, mirrors schema/tern.fbs's Method in plain Python:
     (tern.backend), with a Delegate entry: backend, payload, input and output
     values;
   - outputs that are inputs, constants or repeats get an aten::clone into a
-    fresh tensor, so every output has storage of its own.
+    fresh tensor, so every output has storage of its own;
+  - torch.cond and torch.while_loop (tern.control_flow) inline their
+    branches, condition and body, joined by JumpFalse instructions: forward
+    around a branch, backward to the top of a loop (format 1.2); results
+    and carried values are tensors of their own that Moves write;
+  - the model's state (format 1.2; tern.graph.StateBuffer): one tensor value
+    per state placeholder, kept between calls, with its initial value as a
+    constant; the method ends with one Move per state, new value -> state.
 Everything is numbered in graph order, so exporting twice gives the same
 method (no dict-order or id() dependence).
 """
@@ -51,6 +58,8 @@ class Instr:
     node: str  # fx node name
     source: str  # "file.py:LINE in fn: code", or ""
     delegate: int | None = None  # index into MethodIR.delegates, for a backend call
+    move: bool = False  # a Move: args = [from, to]
+    jump: int | None = None  # a JumpFalse: args = [condition], jump = the target instruction
 
 
 @dataclass
@@ -59,6 +68,13 @@ class DelegateIR:
     payload: bytes
     inputs: list[int]  # value indices
     outputs: list[int]
+
+
+@dataclass
+class StateIR:
+    value: int  # the state tensor (State storage: planned, kept between calls)
+    initial: int  # a constant tensor value: its value at load and reset
+    name: str  # the buffer's name in the user's module
 
 
 @dataclass
@@ -73,9 +89,18 @@ class MethodIR:
     operators: list[str] = field(default_factory=list)  # "aten::add.Tensor"
     constants: list[bytes] = field(default_factory=list)  # distinct constant payloads
     delegates: list[DelegateIR] = field(default_factory=list)
+    state: list[StateIR] = field(default_factory=list)  # sorted by value
+
+    @property
+    def state_values(self) -> list[int]:
+        return [s.value for s in self.state]
 
     def instr_name(self, instr: Instr) -> str:
-        """The op of a kernel call, or "backend:<name>" for a backend call."""
+        """The op of a kernel call, "backend:<name>" for a backend call, "move" for a move."""
+        if instr.move:
+            return "move"
+        if instr.jump is not None:
+            return "jump"
         if instr.delegate is not None:
             return f"backend:{self.delegates[instr.delegate].backend}"
         return self.operators[instr.op]
@@ -130,22 +155,121 @@ class _Emitter:
         self.env: dict[Any, int | list[int]] = {}  # fx node -> value index (or indices)
         self.op_index: dict[str, int] = {}
         self.const_index: dict[bytes, int] = {}
+        self.state_slots: list[StateIR | None] = []  # per state placeholder; None: empty, not kept
+        self.prefix = ""  # inside a branch or loop: where (see _name)
 
     def run(self) -> MethodIR:
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 self._input(node)
-            elif node.op == "get_attr":
-                self.env[node] = self._constant(getattr(self.gm, node.target))
-            elif node.op == "call_function":
-                self._call(node)
-            elif node.op == "call_module":
-                self._backend_call(node)
             elif node.op == "output":
                 self._outputs(node)
             else:
-                raise ExportError(f"node {node.name}: fx op {node.op!r} is not supported")
+                self._node(node)
         return self.m
+
+    def _node(self, node: "torch.fx.Node") -> None:
+        if node.op == "get_attr":
+            attr = getattr(self.gm, node.target)
+            if not _is_module(attr):  # a module: a branch or loop body, read by its cond / while_loop
+                self.env[node] = self._constant(attr)
+        elif node.op == "call_function":
+            self._call(node)
+        elif node.op == "call_module":
+            self._backend_call(node)
+        else:
+            raise ExportError(f"node {node.name}: fx op {node.op!r} is not supported")
+
+    def _name(self, node: "torch.fx.Node") -> str:
+        """The node's name in debug info: inside a branch or loop, prefixed
+        with where it is ("cond.true.relu")."""
+        return self.prefix + node.name
+
+    # control flow (tern.control_flow): both ops become jumps
+
+    def _subgraph(self, gm: "torch.fx.GraphModule", args: list[int], prefix: str) -> list[int]:
+        """Emits a branch, loop condition or loop body inline, its placeholders
+        bound to `args`; returns the values of its results."""
+        saved = self.gm, self.env, self.prefix
+        self.gm, self.env, self.prefix = gm, {}, prefix
+        try:
+            placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+            if len(placeholders) != len(args):
+                raise ExportError(f"{prefix}: {len(placeholders)} inputs, given {len(args)}")
+            self.env.update(zip(placeholders, args))
+            results: list[int] = []
+            for node in gm.graph.nodes:
+                if node.op == "output":
+                    out = node.args[0]
+                    items = list(out) if isinstance(out, (tuple, list)) else [out]
+                    results = [self._tensor_arg(a, f"{prefix} result {i}") for i, a in enumerate(items)]
+                elif node.op != "placeholder":
+                    self._node(node)
+            return results
+        finally:
+            self.gm, self.env, self.prefix = saved
+
+    def _jump(self, cond: int, node: "torch.fx.Node", target: int = -1) -> Instr:
+        """JumpFalse(cond, target); -1: patched by the caller."""
+        ins = Instr(-1, [cond], self._name(node), _source(node), jump=target)
+        self.m.instructions.append(ins)
+        return ins
+
+    def _goto(self, node: "torch.fx.Node", target: int = -1) -> Instr:
+        return self._jump(self._add("Bool", False), node, target)
+
+    def _condition(self, v: int, what: str) -> int:
+        info = self.m.values[v].data
+        if self.m.values[v].kind != "Tensor" or info.scalar_type != scalar_type_of_name("bool") or info.nbytes != 1:
+            raise ExportError(f"{what} must be a bool tensor with one element")
+        return v
+
+    def _moves(self, srcs: list[int], dsts: list[int], node: "torch.fx.Node") -> None:
+        for src, dst in zip(srcs, dsts):
+            if src != dst:
+                self.m.instructions.append(Instr(-1, [src, dst], self._name(node), _source(node), move=True))
+
+    def _cond(self, node: "torch.fx.Node") -> None:
+        """torch.cond: JumpFalse pred -> else; true branch; results; Jump -> end;
+        else: false branch; results; end."""
+        from tern.control_flow import branch_modules
+
+        true_gm, false_gm = branch_modules(self.gm, node)
+        pred = self._condition(self._tensor_arg(node.args[0], f"node {node.name} predicate"),
+                               f"the predicate of torch.cond (node {node.name})")
+        operands = [self._tensor_arg(a, f"node {node.name} operand {i}") for i, a in enumerate(node.args[3])]
+        results = [self._tensor(v, f"output {i} of {node.name}") for i, v in enumerate(node.meta["val"])]
+        to_false = self._jump(pred, node)
+        self._moves(self._subgraph(true_gm, operands, f"{self._name(node)}.true."), results, node)
+        to_end = self._goto(node)
+        to_false.jump = len(self.m.instructions)
+        self._moves(self._subgraph(false_gm, operands, f"{self._name(node)}.false."), results, node)
+        to_end.jump = len(self.m.instructions)
+        self.env[node] = results
+
+    def _while_loop(self, node: "torch.fx.Node") -> None:
+        """torch.while_loop: carried <- initial values; top: condition;
+        JumpFalse -> end; body; carried <- body results; Jump -> top; end.
+        The carried values are the results."""
+        from tern.control_flow import branch_modules
+
+        cond_gm, body_gm = branch_modules(self.gm, node)
+        initial = [self._tensor_arg(a, f"node {node.name} carried input {i}") for i, a in enumerate(node.args[2])]
+        additional = [self._tensor_arg(a, f"node {node.name} input {i}") for i, a in enumerate(node.args[3])]
+        carried = [self._tensor(v, f"carried value {i} of {node.name}") for i, v in enumerate(node.meta["val"])]
+        self._moves(initial, carried, node)
+        top = len(self.m.instructions)
+        (pred,) = self._subgraph(cond_gm, carried + additional, f"{self._name(node)}.cond.")
+        to_end = self._jump(self._condition(pred, f"the condition of torch.while_loop (node {node.name})"), node)
+        new = self._subgraph(body_gm, carried + additional, f"{self._name(node)}.body.")
+        # A body result that is another carried value is copied first, so the
+        # moves do not see each other's writes.
+        targets = set(carried)
+        new = [self._clone(v, node) if v in targets and v != c else v for v, c in zip(new, carried)]
+        self._moves(new, carried, node)
+        self._goto(node, top)
+        to_end.jump = len(self.m.instructions)
+        self.env[node] = carried
 
     # values
 
@@ -174,6 +298,17 @@ class _Emitter:
         return self._tensor(t, "constant", index)
 
     def _input(self, node: "torch.fx.Node") -> None:
+        state = node.meta.get("tern_state")
+        if state is not None and state.initial.numel() == 0:  # nothing to keep
+            self.env[node] = self._constant(state.initial)
+            self.state_slots.append(None)
+            return
+        if state is not None:
+            v = self._tensor(node.meta.get("val"), f"state {state.name}")
+            self.m.state.append(StateIR(v, self._constant(state.initial), state.name))
+            self.state_slots.append(self.m.state[-1])
+            self.env[node] = v
+            return
         v = self._tensor(node.meta.get("val"), f"input {node.name} (only tensor inputs are supported)")
         self.env[node] = v
         self.m.inputs.append(v)
@@ -182,6 +317,12 @@ class _Emitter:
     # instructions
 
     def _call(self, node: "torch.fx.Node") -> None:
+        from tern.control_flow import is_cond, is_while_loop
+
+        if is_cond(node):
+            return self._cond(node)
+        if is_while_loop(node):
+            return self._while_loop(node)
         if node.target is operator.getitem:
             src = self.env[node.args[0]]
             self.env[node] = src[node.args[1]] if isinstance(src, list) else src
@@ -189,7 +330,7 @@ class _Emitter:
         schema = node.target._schema
         args = self._schema_args(node, schema)
         outs, self.env[node] = self._outs(node, schema)
-        self._instr(op_name(node.target), args + outs, node.name, _source(node))
+        self._instr(op_name(node.target), args + outs, self._name(node), _source(node))
 
     def _backend_call(self, node: "torch.fx.Node") -> None:
         """A delegated subgraph (tern.backend): its inputs are the call's
@@ -212,7 +353,7 @@ class _Emitter:
         source = f"backend {backend}: " + " ".join(covered)
         if len(source) > 300:
             source = source[:297] + "..."
-        self.m.instructions.append(Instr(-1, inputs + outputs, node.name, source, len(self.m.delegates) - 1))
+        self.m.instructions.append(Instr(-1, inputs + outputs, self._name(node), source, len(self.m.delegates) - 1))
 
     def _instr(self, name: str, args: list[int], node: str, source: str) -> None:
         op = self.op_index.setdefault(name, len(self.m.operators))
@@ -252,8 +393,39 @@ class _Emitter:
         return outs, (elems[0] if single else elems)
 
     def _outputs(self, node: "torch.fx.Node") -> None:
+        results = list(node.args[0])
+        split = len(results) - len(self.state_slots)
+        self._user_outputs(results[:split])
+        kept = [(st, new) for st, new in zip(self.state_slots, results[split:]) if st is not None]
+        self._state_moves(kept, node)
+
+    def _state_moves(self, new_values: list[tuple[StateIR, Any]], node: "torch.fx.Node") -> None:
+        """state <- its new value, for each state (tern.graph.to_graph_module
+        puts them in the order of the state placeholders). A new value that is
+        another state's old value is copied first, so the moves do not see
+        each other's writes."""
+        targets = set(self.m.state_values)
+        sources: list[int] = []
+        for state, new in new_values:
+            src = self.env.get(new) if hasattr(new, "op") else None
+            if not isinstance(src, int):
+                raise ExportError(f"state {state.name}: its new value is not a tensor ({new!r})")
+            a, b = self.m.values[src].data, self.m.values[state.value].data
+            if (a.scalar_type, a.sizes) != (b.scalar_type, b.sizes):
+                raise ExportError(f"state {state.name}: forward assigns it a {SCALAR_TYPE_NAMES[a.scalar_type]}"
+                                  f"{list(a.sizes)} value, but it is {SCALAR_TYPE_NAMES[b.scalar_type]}{list(b.sizes)}; "
+                                  "a buffer keeps its dtype and shape between calls")
+            if src in targets and src != state.value:
+                src = self._clone(src, new)
+            sources.append(src)
+        for (state, _), src in zip(new_values, sources):
+            if src != state.value:
+                self.m.instructions.append(Instr(-1, [src, state.value], f"{node.name}_state_{state.name}", "",
+                                                 move=True))
+
+    def _user_outputs(self, results: list[Any]) -> None:
         seen: set[int] = set()
-        for i, arg in enumerate(node.args[0]):
+        for i, arg in enumerate(results):
             if not hasattr(arg, "op") or not isinstance(self.env.get(arg), int):
                 raise ExportError(f"output {i} is not a tensor ({arg!r}); only tensor outputs are supported")
             v = self.env[arg]
@@ -267,7 +439,7 @@ class _Emitter:
         """out = aten::clone(src, memory_format=None) into a fresh tensor."""
         info = self.m.values[src].data
         out = self._add("Tensor", TensorInfo(info.scalar_type, info.sizes, info.nbytes))
-        self._instr("aten::clone", [src, self._add("None"), out], f"{node.name}_output_copy", _source(node))
+        self._instr("aten::clone", [src, self._add("None"), out], f"{self._name(node)}_output_copy", _source(node))
         return out
 
     # arguments
@@ -327,6 +499,12 @@ class _Emitter:
         raise ExportError(f"{what}: cannot encode {v!r} as List[{elem}]")
 
 
+def _is_module(v: Any) -> bool:
+    import torch
+
+    return isinstance(v, torch.nn.Module)
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -340,7 +518,9 @@ def _tensor_bytes(t: "torch.Tensor") -> bytes:
     """The tensor's elements, contiguous row-major, in the host's (little-endian) byte order."""
     import torch
 
-    t = t.detach().cpu().contiguous()
     if t.numel() == 0:
         return b""
-    return t.reshape(-1).view(torch.uint8).numpy().tobytes()
+    # A fresh tensor: contiguous() keeps a stride of 0 on size-1 dims (an
+    # expanded scalar), which view(uint8) refuses.
+    flat = torch.empty(t.numel(), dtype=t.dtype).copy_(t.detach().cpu().reshape(-1))
+    return flat.view(torch.uint8).numpy().tobytes()

@@ -48,6 +48,9 @@ def export(
     () for a file that runs on kernels alone.
     Raises ExportError naming every op without a kernel and its source line,
     or the op the runtime would refuse at load, its reason and source line.
+    A module whose forward mutates its buffers (x.copy_, +=, index_put_ on a
+    registered buffer) keeps them as the loaded method's state between calls,
+    starting from their values now (see tern.Module.state / reset).
     """
     if dynamic_shapes is not None:
         raise ExportError(
@@ -57,14 +60,12 @@ def export(
     from tern import ops as _ops
 
     supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
-    from tern.backend import delegate
-
     if partitioners is None:
         from tern.backends.cpu import CpuPartitioner
 
         partitioners = [CpuPartitioner()]
     gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported)
-    gm = delegate(gm, partitioners)
+    gm = _delegate_all(gm, partitioners)
     check_supported(gm, supported)
     program = build_program(gm)
     check_loads(program, gm)
@@ -75,13 +76,28 @@ def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str]
     """torch.export + decompositions + passes: the graph the file is made from."""
     import torch
 
+    from tern.control_flow import for_each_graph, inline_constant_operands
     from tern.graph import to_graph_module
     from tern.passes import run_passes
 
     with _eval_mode(module):
         ep = torch.export.export(module, args)
     ep = ep.run_decompositions(_decomposition_table(frozenset(supported)))
-    return run_passes(to_graph_module(ep))
+    gm = to_graph_module(ep)
+    inline_constant_operands(gm)
+    for_each_graph(gm, run_passes)  # the branches and loop bodies too
+    return gm
+
+
+def _delegate_all(gm: "torch.fx.GraphModule", partitioners: Sequence["Partitioner"]) -> "torch.fx.GraphModule":
+    """tern.backend.delegate on gm and on each branch and loop body inside it."""
+    from tern.backend import delegate
+    from tern.control_flow import branch_targets, control_flow_nodes
+
+    for node in control_flow_nodes(gm):
+        for target in branch_targets(node):
+            setattr(gm, target, _delegate_all(getattr(gm, target), partitioners))
+    return delegate(gm, partitioners)
 
 
 @functools.lru_cache(maxsize=4)
@@ -126,12 +142,16 @@ def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str]) -> No
     from tern.graph import user_frame
     from tern.ops import op_name
 
+    from tern.control_flow import is_cond, is_while_loop, subgraphs
+
     missing: dict[str, list[Any]] = {}  # runtime op name -> its nodes
-    for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target is not operator.getitem:
-            name = op_name(node.target)
-            if name not in supported:
-                missing.setdefault(name, []).append(node)
+    for g in [gm, *subgraphs(gm)]:
+        for node in g.graph.nodes:
+            if node.op == "call_function" and node.target is not operator.getitem and not (
+                    is_cond(node) or is_while_loop(node)):
+                name = op_name(node.target)
+                if name not in supported:
+                    missing.setdefault(name, []).append(node)
     if not missing:
         return
     lines = [f"{len(missing)} operator(s) have no kernel in the Tern runtime:"]
@@ -172,8 +192,11 @@ def check_loads(program: Program, gm: "torch.fx.GraphModule") -> None:
         m = _REFUSED.search(message)
         if m is None:
             raise ExportError(f"the Tern runtime would refuse to load this model: {message}") from None
-        nodes = {n.name: n for n in gm.graph.nodes}
-        node = nodes.get(m["node"])
+        from tern.control_flow import subgraphs
+
+        # Inside a branch or loop the runtime names a node "cond.true.relu" (emit.py).
+        nodes = {n.name: n for g in [*subgraphs(gm), gm] for n in g.graph.nodes}
+        node = nodes.get(m["node"].rsplit(".", 1)[-1])
         frame = user_frame(node) if node is not None else None
         where = frame.long(indent="    ") if frame else "(no source location)"
         raise ExportError(f"the Tern runtime would refuse to load this model: {m['op']} (node {m['node']}): "
@@ -201,7 +224,11 @@ def build_program(gm: "torch.fx.GraphModule") -> Program:
         if v.kind == "Tensor" and v.data.constant is None and v.data.nbytes > 0
     }
     steps = [method.tensor_args(ins) for ins in method.instructions]
-    intervals = lifetimes(sizes, steps, method.inputs, method.outputs)
+    # State is live from the first step to the last, so no other tensor ever
+    # shares its bytes: it keeps its value from one call to the next.
+    loops = [(ins.jump, i) for i, ins in enumerate(method.instructions) if ins.jump is not None and ins.jump <= i]
+    intervals = lifetimes(sizes, steps, method.inputs + method.state_values, method.outputs + method.state_values,
+                          loops)
     mem = plan(intervals)
     check_plan(mem.intervals, mem.offsets, mem.planned_bytes)
     producer = f"tern {tern.__version__} / torch {torch.__version__}"
@@ -217,6 +244,7 @@ def build_program(gm: "torch.fx.GraphModule") -> Program:
         num_instructions=len(method.instructions),
         producer=producer,
         memory_plan=mem,
+        state_specs=_specs(method, method.state_values, [s.name for s in method.state]),
     )
 
 

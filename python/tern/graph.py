@@ -2,13 +2,17 @@
 
 `to_graph_module` turns a decomposed torch.export ExportedProgram into a plain
 torch.fx GraphModule in which:
-  - placeholders are the user's inputs only, in argument order;
-  - parameters, buffers and lifted constants are `get_attr` nodes whose
-    attribute is a tensor registered on the module (passes add new ones the
-    same way, see `add_constant`);
-  - the output node returns the user's outputs only, in order.
-So `gm(*user_inputs)` runs the model in PyTorch, which tests use as the oracle
-after every pass.
+  - placeholders are the user's inputs, in argument order, then the model's
+    state: one placeholder per buffer that forward mutates, with
+    meta["tern_state"] = StateBuffer (its name and value at export);
+  - parameters, buffers that are only read and lifted constants are
+    `get_attr` nodes whose attribute is a tensor registered on the module
+    (passes add new ones the same way, see `add_constant`);
+  - the output node returns the user's outputs, in order, then the new value
+    of each state buffer, in the order of the state placeholders.
+So `gm(*user_inputs, *state)` runs the model in PyTorch (state: the buffers'
+values, see `state_buffers`) and returns (*user_outputs, *new_state), which
+tests use as the oracle after every pass.
 """
 from __future__ import annotations
 
@@ -24,14 +28,29 @@ if TYPE_CHECKING:
     import torch.fx
 
 
+@dataclass(frozen=True)
+class StateBuffer:
+    """A buffer the model's forward mutates: the method keeps it between calls."""
+
+    name: str  # its name in the user's module, e.g. "cell.hidden"
+    initial: "torch.Tensor"  # its value when the model was exported
+
+
 def to_graph_module(ep: "torch.export.ExportedProgram") -> "torch.fx.GraphModule":
     """The GraphModule form described above (takes ownership of ep.graph_module)."""
     from torch.export.graph_signature import InputKind, OutputKind
 
     gm = ep.graph_module
+    sig = ep.graph_signature
     placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
     anchor = next(n for n in gm.graph.nodes if n.op != "placeholder")
-    for spec in ep.graph_signature.input_specs:
+    bad = [s for s in sig.output_specs if s.kind not in (OutputKind.USER_OUTPUT, OutputKind.BUFFER_MUTATION)]
+    if bad:
+        what = "; ".join(_output_kind(s) for s in bad)
+        raise ExportError(f"the model's forward {what}: Tern keeps only buffers as state between calls")
+    mutated = {s.target for s in sig.output_specs if s.kind == OutputKind.BUFFER_MUTATION}
+    state: list["torch.fx.Node"] = []
+    for spec in sig.input_specs:
         node = placeholders[spec.arg.name]
         if spec.kind == InputKind.USER_INPUT:
             continue
@@ -40,18 +59,43 @@ def to_graph_module(ep: "torch.export.ExportedProgram") -> "torch.fx.GraphModule
         tensor = ep.state_dict.get(spec.target)
         if tensor is None:
             tensor = ep.constants[spec.target]
+        if spec.kind == InputKind.BUFFER and spec.target in mutated:
+            node.meta["tern_state"] = StateBuffer(spec.target, tensor.detach().clone())
+            state.append(node)
+            continue
         with gm.graph.inserting_before(anchor):
             attr = add_constant(gm, node.name, tensor)
         attr.meta.update({k: v for k, v in node.meta.items() if k != "val"})
         node.replace_all_uses_with(attr)
         gm.graph.erase_node(node)
-    bad = [s for s in ep.graph_signature.output_specs if s.kind != OutputKind.USER_OUTPUT]
-    if bad:
-        names = ", ".join(f"{s.arg.name} ({s.kind.name})" for s in bad)
-        raise ExportError(f"outputs other than user outputs are not supported (state mutation?): {names}")
+    # State placeholders after the user's inputs, outputs likewise.
+    last = [n for n in gm.graph.nodes if n.op == "placeholder" and "tern_state" not in n.meta]
+    for node in state:
+        if last:
+            last[-1].append(node)
+        last.append(node)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    results = list(output.args[0])
+    by_kind = {k: [(s, r) for s, r in zip(sig.output_specs, results) if s.kind == k] for k in OutputKind}
+    new_value = {s.target: r for s, r in by_kind[OutputKind.BUFFER_MUTATION]}
+    output.args = ([r for _, r in by_kind[OutputKind.USER_OUTPUT]] + [new_value[n.meta["tern_state"].name] for n in state],)
     gm.graph.lint()
     gm.recompile()
     return gm
+
+
+def _output_kind(spec: "torch.export.graph_signature.OutputSpec") -> str:
+    from torch.export.graph_signature import OutputKind
+
+    if spec.kind == OutputKind.USER_INPUT_MUTATION:
+        return (f"writes to its input {spec.target!r} (Tern inputs are read-only: "
+                "write to a clone, or keep the value in a registered buffer)")
+    return f"has an output {spec.arg.name} of kind {spec.kind.name}"
+
+
+def state_buffers(gm: "torch.fx.GraphModule") -> list[StateBuffer]:
+    """The model's state, in the order of its placeholders (see to_graph_module)."""
+    return [n.meta["tern_state"] for n in gm.graph.nodes if n.op == "placeholder" and "tern_state" in n.meta]
 
 
 def add_constant(gm: "torch.fx.GraphModule", name: str, tensor: "torch.Tensor") -> "torch.fx.Node":
@@ -118,11 +162,13 @@ def frames(stack_trace: str | None) -> list[Frame]:
 
 
 def user_frame(node: "torch.fx.Node") -> Frame | None:
-    """Where `node` came from: the innermost frame outside torch itself (the
-    user's line), else the innermost frame; None without a stack trace."""
+    """Where `node` came from: the innermost frame outside torch itself and
+    outside code torch generated ("<eval_with_key>.5", the graphs of
+    torch.cond branches): the user's line; else the innermost frame; None
+    without a stack trace."""
     import torch
 
     torch_dir = os.path.dirname(torch.__file__) + os.sep
     stack = frames(node.meta.get("stack_trace"))
-    outside = [f for f in stack if not f.file.startswith(torch_dir)]
+    outside = [f for f in stack if not f.file.startswith(torch_dir) and not f.file.startswith("<")]
     return (outside or stack or [None])[-1]

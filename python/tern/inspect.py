@@ -14,15 +14,15 @@ import zlib
 from typing import Any
 
 from tern.fb import (
-    BackendCall, Bool, BoolList, Double, DoubleList, EValue, Instruction, Int, IntList, KernelCall, Method,
-    OptionalTensorList, Program, String, Tensor, TensorList,
+    BackendCall, Bool, BoolList, Double, DoubleList, EValue, Instruction, Int, IntList, JumpFalse, KernelCall, Method,
+    Move, OptionalTensorList, Program, String, Tensor, TensorList,
 )
 from tern.fb.InstructionKind import InstructionKind
 from tern.fb.Value import Value as ValueType
 from tern.serialize import HEADER_FORMAT, HEADER_SIZE, MAGIC
 
 _VALUE_KINDS = {getattr(ValueType, k): k for k in dir(ValueType) if not k.startswith("_") and k != "NONE"}
-_STORAGE = {0: "None", 1: "Constant", 2: "Planned"}
+_STORAGE = {0: "None", 1: "Constant", 2: "Planned", 3: "State"}
 
 
 def read_program(source: bytes | str | os.PathLike[str]) -> dict[str, Any]:
@@ -77,6 +77,8 @@ def _method(m: Method.Method) -> dict[str, Any]:
         "arena_sizes": [m.ArenaSizes(i) for i in range(m.ArenaSizesLength())],
         "debug": [{"node": _str(d.Node()), "source": _str(d.Source())} for d in map(m.Debug, range(m.DebugLength()))],
         "delegates": [_delegate(m.Delegates(i)) for i in range(m.DelegatesLength())],
+        "state": [{"value": s.Value(), "initial": s.Initial(), "name": _str(s.Name())}
+                  for s in map(m.State, range(m.StateLength()))],
     }
 
 
@@ -99,6 +101,14 @@ def _instruction(ins: Instruction.Instruction) -> dict[str, Any]:
         call = BackendCall.BackendCall()
         call.Init(ins.Kind().Bytes, ins.Kind().Pos)
         return {"kind": "BackendCall", "delegate": call.Delegate()}
+    if ins.KindType() == InstructionKind.JumpFalse:
+        jump = JumpFalse.JumpFalse()
+        jump.Init(ins.Kind().Bytes, ins.Kind().Pos)
+        return {"kind": "JumpFalse", "cond": jump.Cond(), "target": jump.Target()}
+    if ins.KindType() == InstructionKind.Move:
+        move = Move.Move()
+        move.Init(ins.Kind().Bytes, ins.Kind().Pos)
+        return {"kind": "Move", "from": move.From(), "to": move.To()}
     if ins.KindType() != InstructionKind.KernelCall:
         return {"kind": ins.KindType()}
     call = KernelCall.KernelCall()

@@ -64,9 +64,14 @@ def lifetimes(
     steps: Sequence[Iterable[int]],
     inputs: Iterable[int],
     outputs: Iterable[int],
+    loops: Sequence[tuple[int, int]] = (),
 ) -> list[Interval]:
     """Intervals of the tensors in `sizes` (value -> bytes, zero-byte ones skipped),
-    given the tensor values each step (instruction) reads or writes."""
+    given the tensor values each step (instruction) reads or writes.
+
+    loops: (first, last) step of each loop (a jump from `last` back to
+    `first`). A tensor live when a loop starts and used inside it stays live
+    to the loop's end: the next iteration reads it again."""
     last = max(len(steps) - 1, 0)
     first_seen: dict[int, int] = {v: 0 for v in inputs if v in sizes}
     last_seen: dict[int, int] = dict(first_seen)
@@ -79,6 +84,14 @@ def lifetimes(
         if v in sizes:
             first_seen.setdefault(v, 0)
             last_seen[v] = last
+    changed = bool(loops)
+    while changed:  # nested loops: extending into an inner loop's end may reach an outer one's
+        changed = False
+        for top, bottom in loops:
+            for v, start in first_seen.items():
+                if start < top <= last_seen[v] < bottom:
+                    last_seen[v] = bottom
+                    changed = True
     return [Interval(v, sizes[v], first_seen[v], last_seen[v]) for v in sorted(first_seen) if sizes[v] > 0]
 
 

@@ -40,6 +40,7 @@ class Program:
     num_instructions: int
     producer: str
     memory_plan: MemoryPlan = field(repr=False)  # lifetimes and offsets, for check_plan
+    state_specs: tuple[TensorSpec, ...] = ()  # buffers the method keeps between calls (name: the buffer's)
 
     def to_bytes(self) -> bytes:
         """The .tern file."""
@@ -55,6 +56,7 @@ class Program:
         lines = [f"tern program ({len(self.data):,} bytes, {self.producer})"]
         lines += [f"  input  {s.name}: {s.dtype}{list(s.shape)}" for s in self.input_specs]
         lines += [f"  output {s.name}: {s.dtype}{list(s.shape)}" for s in self.output_specs]
+        lines += [f"  state  {s.name}: {s.dtype}{list(s.shape)} (kept between calls)" for s in self.state_specs]
         lines.append(f"  {self.num_instructions} instructions, {self.num_values} values; ops:")
         lines += [f"    {n:5d}  {op}" for op, n in sorted(self.op_counts, key=lambda p: (-p[1], p[0]))]
         lines.append(f"  constants: {self.constant_bytes:,} bytes")

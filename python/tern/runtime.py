@@ -5,6 +5,15 @@
     outs = m(x)                        # same as m.run("forward", x)
     m1 = tern.load("model.tern", threads=1)
 
+A model whose forward mutates its buffers (a recurrent hidden state, a step
+counter, a KV cache) keeps them in the loaded method between calls, as the
+nn.Module keeps them between forward() calls:
+
+    for frame in frames:
+        y = m(frame)                   # carries the hidden state to the next call
+    m.state()                          # {"hidden": array(...)}: the buffers now
+    m.reset()                          # back to the values they had at export
+
 Inputs may be NumPy arrays or PyTorch CPU tensors; outputs are a list of NumPy
 arrays in the model's output order. This module never imports torch.
 """
@@ -58,11 +67,19 @@ def _as_numpy(value: Any, where: str) -> np.ndarray:
 class Module:
     """A loaded .tern file. Not thread-safe: use one Module per thread."""
 
-    def __init__(self, path: str, *, mmap: bool = True, threads: int | None = None) -> None:
+    def __init__(self, path: str, *, mmap: bool = True, threads: int | None = None,
+                 max_loop_instructions: int | None = None) -> None:
         if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
             raise ValueError(f"threads must be a whole number >= 1 (or None for the physical cores), got {threads!r}")
+        if max_loop_instructions is not None and (not isinstance(max_loop_instructions, int) or
+                                                  isinstance(max_loop_instructions, bool) or max_loop_instructions < 0):
+            raise ValueError(f"max_loop_instructions must be a whole number >= 0 (0: no limit), "
+                             f"got {max_loop_instructions!r}")
         self.path = str(path)
-        self._module = _runtime.Module(self.path, mmap, threads or 0)
+        if max_loop_instructions is None:
+            self._module = _runtime.Module(self.path, mmap, threads or 0)
+        else:
+            self._module = _runtime.Module(self.path, mmap, threads or 0, max_loop_instructions)
         self._specs: dict[str, tuple[list[TensorSpec], list[TensorSpec]]] = {}
 
     def threads(self, method: str = "forward") -> int:
@@ -108,6 +125,18 @@ class Module:
         arrays = [self._check_input(method, i, x, spec) for i, (x, spec) in enumerate(zip(inputs, specs))]
         return list(self._module.run(method, arrays))
 
+    def state(self, method: str = "forward") -> dict[str, np.ndarray]:
+        """Copies of the buffers `method` keeps between calls, by their names
+        in the exported module ({} for a model without state)."""
+        self._method_specs(method)
+        return {name: value for name, value in self._module.state(method)}
+
+    def reset(self, method: str = "forward") -> None:
+        """Sets `method`'s state back to the buffers' values at export (as
+        right after load)."""
+        self._method_specs(method)
+        self._module.reset_state(method)
+
     def __call__(self, *inputs: Any) -> list[np.ndarray]:
         return self.run("forward", *inputs)
 
@@ -131,10 +160,15 @@ class Module:
         return f"tern.Module({self.path!r}: {'; '.join(parts)})"
 
 
-def load(path: str, *, mmap: bool = True, threads: int | None = None) -> Module:
+def load(path: str, *, mmap: bool = True, threads: int | None = None,
+         max_loop_instructions: int | None = None) -> Module:
     """Loads and verifies a .tern file. Raises ValueError naming the problem if
     the file is missing, corrupted, truncated or of a newer format version.
 
     threads: how many threads the kernels split their work over (results are
-    the same for any count); None = the machine's physical cores."""
-    return Module(path, mmap=mmap, threads=threads)
+    the same for any count); None = the machine's physical cores.
+    max_loop_instructions: the most instructions one call may run again in
+    loops (torch.while_loop); a call past it raises ValueError
+    (ExecutionFailed), so no file can hang the app. None = the runtime's
+    default (2**26); 0 = no limit, for files you trust."""
+    return Module(path, mmap=mmap, threads=threads, max_loop_instructions=max_loop_instructions)

@@ -20,10 +20,11 @@ from typing import Any, Callable, Sequence
 
 import flatbuffers
 
-from tern.emit import DelegateIR, Instr, MethodIR, Value
+from tern.emit import DelegateIR, Instr, MethodIR, StateIR, Value
 from tern.fb import (
     BackendCall, Bool, BoolList, DebugInfo, Delegate, Double, DoubleList, EValue, Instruction, Int, IntList,
-    KernelCall, Method, Operator, OptionalTensorList, Program, String, Tensor, TensorList,
+    JumpFalse, KernelCall, Method, Move, Operator, OptionalTensorList, Program, StateTensor, String, Tensor,
+    TensorList,
 )
 from tern.fb.InstructionKind import InstructionKind
 from tern.fb.TensorStorage import TensorStorage
@@ -34,7 +35,16 @@ from tern.ops import split_op_name
 MAGIC = b"TERN"
 HEADER_FORMAT = "<4sIHHIQQQQQQ"  # magic, header_size, major, minor, crc32, fb off/size, table off, count, file size, reserved
 HEADER_SIZE = struct.calcsize(HEADER_FORMAT)  # 64
-VERSION_MAJOR, VERSION_MINOR = 1, 1
+VERSION_MAJOR, VERSION_MINOR = 1, 2
+# The version a file is written with: the oldest that can run it. A file with
+# state (a 1.1 runtime would run it without its state) or a loop (a backward
+# jump) needs 1.2; any other file stays 1.1, so runtimes that read 1.1 keep
+# loading it.
+VERSION_MINOR_1_1 = 1
+
+
+def _has_loop(method: MethodIR) -> bool:
+    return any(ins.jump is not None and ins.jump <= i for i, ins in enumerate(method.instructions))
 
 Builder = flatbuffers.Builder
 
@@ -62,10 +72,11 @@ def serialize(method: MethodIR, plan: MemoryPlan, producer: str) -> bytes:
     Program.AddMethods(b, methods)
     Program.AddProducer(b, prod)
     b.Finish(Program.End(b))
-    return assemble(bytes(b.Output()), segments)
+    minor = VERSION_MINOR if method.state or _has_loop(method) else VERSION_MINOR_1_1
+    return assemble(bytes(b.Output()), segments, minor)
 
 
-def assemble(flatbuffer: bytes, segments: Sequence[bytes]) -> bytes:
+def assemble(flatbuffer: bytes, segments: Sequence[bytes], minor: int = VERSION_MINOR) -> bytes:
     """Lays out header, flatbuffer, segment table and segments (see module doc)."""
     table_offset = align(HEADER_SIZE + len(flatbuffer), 8)
     cursor = table_offset + 16 * len(segments)
@@ -75,7 +86,7 @@ def assemble(flatbuffer: bytes, segments: Sequence[bytes]) -> bytes:
         entries.append((cursor, len(seg)))
         cursor += len(seg)
     header = struct.pack(
-        HEADER_FORMAT, MAGIC, HEADER_SIZE, VERSION_MAJOR, VERSION_MINOR, zlib.crc32(flatbuffer) & 0xFFFFFFFF,
+        HEADER_FORMAT, MAGIC, HEADER_SIZE, VERSION_MAJOR, minor, zlib.crc32(flatbuffer) & 0xFFFFFFFF,
         HEADER_SIZE, len(flatbuffer), table_offset, len(segments), cursor, 0,
     )
     out = bytearray(header + flatbuffer)
@@ -94,7 +105,8 @@ def assemble(flatbuffer: bytes, segments: Sequence[bytes]) -> bytes:
 
 def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int], first_payload: int) -> int:
     name = b.CreateString(m.name)
-    values = offsets_vector(b, [_evalue(b, i, v, plan, const_offsets) for i, v in enumerate(m.values)])
+    state = set(m.state_values)
+    values = offsets_vector(b, [_evalue(b, i, v, plan, const_offsets, i in state) for i, v in enumerate(m.values)])
     inputs = _scalar_vector(b, b.PrependUint32, 4, m.inputs)
     outputs = _scalar_vector(b, b.PrependUint32, 4, m.outputs)
     instructions = offsets_vector(b, [_instruction(b, ins) for ins in m.instructions])
@@ -102,6 +114,7 @@ def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int],
     arenas = _scalar_vector(b, b.PrependUint64, 8, [plan.planned_bytes] if plan.planned_bytes else [])
     debug = offsets_vector(b, [_debug(b, ins) for ins in m.instructions])
     delegates = offsets_vector(b, [_delegate(b, d, first_payload + i) for i, d in enumerate(m.delegates)])
+    states = offsets_vector(b, [_state(b, s) for s in m.state])
     Method.Start(b)
     Method.AddName(b, name)
     Method.AddValues(b, values)
@@ -113,7 +126,18 @@ def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int],
     Method.AddDebug(b, debug)
     if m.delegates:
         Method.AddDelegates(b, delegates)
+    if m.state:
+        Method.AddState(b, states)
     return Method.End(b)
+
+
+def _state(b: Builder, s: StateIR) -> int:
+    name = b.CreateString(s.name)
+    StateTensor.Start(b)
+    StateTensor.AddValue(b, s.value)
+    StateTensor.AddInitial(b, s.initial)
+    StateTensor.AddName(b, name)
+    return StateTensor.End(b)
 
 
 def _delegate(b: Builder, d: DelegateIR, segment: int) -> int:
@@ -128,12 +152,12 @@ def _delegate(b: Builder, d: DelegateIR, segment: int) -> int:
     return Delegate.End(b)
 
 
-def _evalue(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: list[int]) -> int:
+def _evalue(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: list[int], state: bool) -> int:
     if v.kind == "None":
         EValue.Start(b)
         return EValue.End(b)
     if v.kind == "Tensor":
-        table = _tensor(b, index, v, plan, const_offsets)
+        table = _tensor(b, index, v, plan, const_offsets, state)
     else:
         table = _SCALARS[v.kind](b, v.data)
     EValue.Start(b)
@@ -142,7 +166,7 @@ def _evalue(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: l
     return EValue.End(b)
 
 
-def _tensor(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: list[int]) -> int:
+def _tensor(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: list[int], state: bool) -> int:
     info = v.data
     sizes = _scalar_vector(b, b.PrependInt64, 8, list(info.sizes))
     Tensor.Start(b)
@@ -153,7 +177,7 @@ def _tensor(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: l
         Tensor.AddSegment(b, 0)
         Tensor.AddOffset(b, const_offsets[info.constant])
     elif index in plan.offsets:
-        Tensor.AddStorage(b, TensorStorage.Planned)
+        Tensor.AddStorage(b, TensorStorage.State if state else TensorStorage.Planned)
         Tensor.AddArena(b, 0)
         Tensor.AddOffset(b, plan.offsets[index])
     elif info.nbytes:
@@ -201,22 +225,32 @@ _SCALARS: dict[str, Callable[[Builder, Any], int]] = {
 
 
 def _instruction(b: Builder, ins: Instr) -> int:
+    if ins.jump is not None:
+        JumpFalse.Start(b)
+        JumpFalse.AddCond(b, ins.args[0])
+        JumpFalse.AddTarget(b, ins.jump)
+        return _wrap(b, InstructionKind.JumpFalse, JumpFalse.End(b))
+    if ins.move:
+        Move.Start(b)
+        Move.AddFrom(b, ins.args[0])
+        Move.AddTo(b, ins.args[1])
+        return _wrap(b, InstructionKind.Move, Move.End(b))
     if ins.delegate is not None:
         BackendCall.Start(b)
         BackendCall.AddDelegate(b, ins.delegate)
-        call = BackendCall.End(b)
-        Instruction.Start(b)
-        Instruction.AddKindType(b, InstructionKind.BackendCall)
-        Instruction.AddKind(b, call)
-        return Instruction.End(b)
+        return _wrap(b, InstructionKind.BackendCall, BackendCall.End(b))
     args = _scalar_vector(b, b.PrependUint32, 4, ins.args)
     KernelCall.Start(b)
     KernelCall.AddOp(b, ins.op)
     KernelCall.AddArgs(b, args)
-    call = KernelCall.End(b)
+    return _wrap(b, InstructionKind.KernelCall, KernelCall.End(b))
+
+
+def _wrap(b: Builder, kind: int, table: int) -> int:
+    """An Instruction whose `kind` union holds `table`."""
     Instruction.Start(b)
-    Instruction.AddKindType(b, InstructionKind.KernelCall)
-    Instruction.AddKind(b, call)
+    Instruction.AddKindType(b, kind)
+    Instruction.AddKind(b, table)
     return Instruction.End(b)
 
 

@@ -72,16 +72,42 @@ Error Method::execute_instruction(size_t i) {
   }
 }
 
+size_t Method::num_state() const { return fb_->state() ? fb_->state()->size() : 0; }
+
+const char* Method::state_name(size_t i) const { return fb_->state()->Get(static_cast<uint32_t>(i))->name()->c_str(); }
+
+const Tensor& Method::state(size_t i) const {
+  return values_[fb_->state()->Get(static_cast<uint32_t>(i))->value()].tensor;
+}
+
+void Method::reset_state() {
+  for (size_t i = 0; i < num_state(); ++i) {
+    const fb::StateTensor* s = fb_->state()->Get(static_cast<uint32_t>(i));
+    const Tensor& init = values_[s->initial()].tensor;  // verified: same dtype and sizes
+    if (init.nbytes() != 0) memcpy(values_[s->value()].tensor.data, init.data, init.nbytes());
+  }
+}
+
 Error Method::execute() { return hook_ ? run_instructions<true>() : run_instructions<false>(); }
 
 template <bool kTraced>
 Error Method::run_instructions() {
   size_t pc = 0;
+  uint64_t looped = 0;  // instructions run again by jumping back
   while (pc < num_instructions_) {
     const Instr& in = instrs_[pc];
     if (in.kind == Instr::Kind::JumpFalse) {
       const EValue& c = values_[in.a];
       bool cond = c.tag == Tag::Bool ? c.b : *static_cast<const uint8_t*>(c.tensor.data) != 0;
+      if (!cond && in.b <= pc) {
+        looped += pc - in.b + 1;
+        if (max_loop_instructions_ != 0 && looped > max_loop_instructions_) {
+          TERN_LOG_ERROR("method '%s': loops ran more than %llu instructions (instruction %zu jumps back to "
+                         "%u); MethodOptions::max_loop_instructions bounds them", name_,
+                         (unsigned long long)max_loop_instructions_, pc, in.b);
+          return Error::ExecutionFailed;
+        }
+      }
       pc = cond ? pc + 1 : in.b;
       continue;
     }
@@ -119,6 +145,7 @@ Method& Method::operator=(Method&& other) noexcept {
   persistent_bytes_ = other.persistent_bytes_;
   metadata_bytes_ = other.metadata_bytes_;
   threads_ = other.threads_;
+  max_loop_instructions_ = other.max_loop_instructions_;
   pool_ = other.pool_;
   delegates_ = other.delegates_;
   num_delegates_ = other.num_delegates_;

@@ -16,6 +16,11 @@
 // kernels and backend calls in order. Outputs stay valid until the next
 // execute(). Destroying the Method destroys its delegates.
 //
+// State (format 1.2): a model whose forward mutates its buffers (a recurrent
+// hidden state, a step counter, a KV cache) keeps them in the method, in
+// planned memory that no other tensor shares, from one execute() to the next.
+// load() sets them to their initial values; reset_state() does it again.
+//
 // Threads: a method runs each instruction on the thread that calls execute();
 // kernels split their work over MethodOptions::threads threads of a
 // persistent pool (runtime/core/thread_pool.h), started at load. With one
@@ -43,6 +48,11 @@ struct MethodOptions {
   // Where the threads come from when threads > 1; nullptr: the process-wide
   // pool (ThreadPool::process_pool()). Must outlive the Method.
   ThreadPool* pool = nullptr;
+  // The most instructions one execute() may run again by jumping back (the
+  // iterations of torch.while_loop loops, format 1.2); beyond it execute()
+  // stops with ExecutionFailed, so no file can make it run forever. Files
+  // without loops never reach it. 0: no limit (only for trusted files).
+  uint64_t max_loop_instructions = uint64_t(1) << 26;
 };
 
 enum class InstructionKind : uint8_t { Kernel, BackendCall, Move, JumpFalse, Free };
@@ -64,8 +74,17 @@ class Method {
   // Same, checking dtype and sizes of `t` against input i.
   Error set_input(size_t i, const Tensor& t);
 
+  // The tensors the method keeps between calls (format 1.2), in the file's
+  // order, each named after its buffer in the model ("cell.hidden").
+  size_t num_state() const;
+  const char* state_name(size_t i) const;
+  const Tensor& state(size_t i) const;
+  // Sets every state tensor back to its initial value (as right after load).
+  void reset_state();
+
   // Runs the instructions. On a kernel failure, logs the instruction index,
-  // operator and source node, and returns the error.
+  // operator and source node, and returns the error. A loop that runs more
+  // than MethodOptions::max_loop_instructions is ExecutionFailed.
   Error execute();
 
   size_t num_instructions() const { return num_instructions_; }
@@ -136,6 +155,7 @@ class Method {
   size_t persistent_bytes_ = 0;
   size_t metadata_bytes_ = 0;
   int threads_ = 1;
+  uint64_t max_loop_instructions_ = 0;
   ThreadPool* pool_ = nullptr;
   Delegate* delegates_ = nullptr;  // the first num_delegates_ are initialized
   size_t num_delegates_ = 0;

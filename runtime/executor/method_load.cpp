@@ -69,6 +69,7 @@ struct Loader {
         out->data = const_cast<uint8_t*>(program.segment_data(t.segment())) + t.offset();
         break;
       case fb::TensorStorage::Planned:
+      case fb::TensorStorage::State:
         out->data = memory.planned[t.arena()].data() + t.offset();
         break;
       default:
@@ -143,7 +144,8 @@ struct Loader {
   // A tensor value a kernel or set_input may write: planned, or empty.
   bool writable(uint32_t vi) const {
     const fb::Tensor* t = fb_tensor(vi);
-    return t != nullptr && (t->storage() == fb::TensorStorage::Planned || values[vi].tensor.numel == 0);
+    return t != nullptr && (t->storage() == fb::TensorStorage::Planned || t->storage() == fb::TensorStorage::State ||
+                            values[vi].tensor.numel == 0);
   }
 
   // An out argument: a writable tensor, or a list of them (ops returning Tensor[]).
@@ -439,6 +441,7 @@ Result<Method> Method::load(const Program& program, const char* name, MemoryMana
   m.scratch_bytes_ = ld.scratch;
   m.persistent_bytes_ = ld.persistent;
   m.metadata_bytes_ = memory.method_allocator->used() - used_before;
+  m.reset_state();
   return m;
 }
 
@@ -449,6 +452,7 @@ Error Method::set_threads(const MethodOptions& options) {
     return Error::InvalidArgument;
   }
   threads_ = options.threads;
+  max_loop_instructions_ = options.max_loop_instructions;
   if (threads_ > 1) {
     pool_ = options.pool ? options.pool : &ThreadPool::process_pool();
     TERN_CHECK_OK(pool_->reserve(threads_));

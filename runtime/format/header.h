@@ -34,7 +34,7 @@
 namespace tern {
 
 constexpr uint16_t kFormatVersionMajor = 1;
-constexpr uint16_t kFormatVersionMinor = 1;
+constexpr uint16_t kFormatVersionMinor = 2;
 constexpr size_t kHeaderSizeV1 = 64;
 constexpr size_t kSegmentAlignment = 64;
 

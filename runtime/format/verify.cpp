@@ -66,6 +66,7 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
       }
       break;
     case fb::TensorStorage::Planned:
+    case fb::TensorStorage::State:
       if (arenas == nullptr || t.arena() >= arenas->size()) {
         return invalid("method '%s' value %u: arena %u out of range (%u arenas)", m, vi, t.arena(),
                     arenas ? arenas->size() : 0);
@@ -177,10 +178,11 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
     case fb::InstructionKind::JumpFalse: {
       const fb::JumpFalse* j = ins->kind_as_JumpFalse();
       if (j->cond() >= nv) return invalid("method '%s' instruction %u: condition value out of range", m, ii);
-      // Forward only: format v1 has no loops, and a backward jump would let a
-      // file make execute() run forever.
-      if (j->target() <= ii || j->target() > ni) {
-        return invalid("method '%s' instruction %u: jump target %u is not a later instruction (of %u)", m, ii,
+      // Any instruction, or the end. A backward jump (a loop, format 1.2) is
+      // bounded at run time by MethodOptions::max_loop_instructions, so a
+      // file cannot make execute() run forever.
+      if (j->target() > ni) {
+        return invalid("method '%s' instruction %u: jump target %u is out of range (%u instructions)", m, ii,
                        j->target(), ni);
       }
       return Error::Ok;
@@ -224,6 +226,58 @@ Error verify_delegate(const fb::Method& method, uint32_t di, uint64_t num_segmen
   return Error::Ok;
 }
 
+// State names are buffer paths ("encoder.layers.0.cache"); a bound keeps log
+// lines and lookups sane.
+constexpr uint32_t kMaxStateName = 256;
+
+const fb::Tensor* tensor_of(const fb::Method& method, uint32_t vi) {
+  return vi < method.values()->size() ? method.values()->Get(vi)->value_as_Tensor() : nullptr;
+}
+
+// Method.state (format 1.2): one entry per State tensor, sorted by value (so
+// each State tensor has exactly one, checked in one pass), each with an
+// initial value of the same dtype and sizes that is read-only.
+Error verify_state(const fb::Method& method) {
+  const char* m = method.name()->c_str();
+  const uint32_t n = method.state() ? method.state()->size() : 0;
+  uint32_t num_state_tensors = 0;
+  for (uint32_t vi = 0; vi < method.values()->size(); ++vi) {
+    const fb::Tensor* t = tensor_of(method, vi);
+    num_state_tensors += t != nullptr && t->storage() == fb::TensorStorage::State;
+  }
+  if (num_state_tensors != n) {
+    return invalid("method '%s': %u tensors have State storage, but the state list has %u entries", m,
+                   num_state_tensors, n);
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::StateTensor* s = method.state()->Get(i);
+    if (s->name() == nullptr || s->name()->size() > kMaxStateName) {
+      return invalid("method '%s' state %u: name missing or longer than %u bytes", m, i, kMaxStateName);
+    }
+    if (i > 0 && s->value() <= method.state()->Get(i - 1)->value()) {
+      return invalid("method '%s' state %u (%s): values are not in increasing order", m, i, s->name()->c_str());
+    }
+    const fb::Tensor* v = tensor_of(method, s->value());
+    if (v == nullptr || v->storage() != fb::TensorStorage::State) {
+      return invalid("method '%s' state %u (%s): value %u is not a State tensor", m, i, s->name()->c_str(), s->value());
+    }
+    const fb::Tensor* init = tensor_of(method, s->initial());
+    if (init == nullptr ||
+        (init->storage() != fb::TensorStorage::Constant && init->storage() != fb::TensorStorage::None)) {
+      return invalid("method '%s' state %u (%s): initial value %u is not a constant tensor", m, i,
+                     s->name()->c_str(), s->initial());
+    }
+    Tensor a, b;
+    tensor_shape_from_fb(*v, &a);
+    tensor_shape_from_fb(*init, &b);
+    if (a.dtype != b.dtype || !tensor_same_shape(a, b)) {
+      return invalid("method '%s' state %u (%s): the initial value's dtype or sizes differ from the state's", m,
+                     i, s->name()->c_str());
+    }
+  }
+  return Error::Ok;
+}
+
 }  // namespace
 
 Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint64_t num_segments) {
@@ -251,6 +305,7 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
   for (uint32_t i = 0; i < method.instructions()->size(); ++i) {
     TERN_CHECK_OK(verify_instruction(method, i));
   }
+  TERN_CHECK_OK(verify_state(method));
   if (method.debug() && method.debug()->size() != 0 &&
       method.debug()->size() != method.instructions()->size()) {
     return invalid("method '%s': %u debug entries for %u instructions", m, method.debug()->size(),

@@ -356,7 +356,9 @@ TEST(NoMalloc, test_execute_error_path_does_not_allocate) {
 // application's path), with one thread or several (the pool's workers
 // started at load): kitchen_sink uses most portable kernels (convolution
 // with scratch, pooling, norms, embedding, softmax, where...), cpu_block
-// runs on the cpu backend (fused convolutions, depthwise, pools, linear).
+// runs on the cpu backend (fused convolutions, depthwise, pools, linear),
+// state keeps buffers between calls (format 1.2: moves into state, reset),
+// control_flow runs a loop and branches (jumps back and forth).
 class NoMallocModels : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(NoMallocModels, test_module_forward_on_exported_model_never_allocates) {
@@ -383,7 +385,10 @@ TEST_P(NoMallocModels, test_module_forward_on_exported_model_never_allocates) {
   bool all_ok = true;
   {
     AllocationCounter c;
-    for (int i = 0; i < 20; ++i) all_ok = module.forward({inputs.data(), inputs.size()}).ok() && all_ok;
+    for (int i = 0; i < 20; ++i) {
+      if (i % 2 == 0) module.method()->reset_state();  // state (v1_2/state): keeps its step counter in range
+      all_ok = module.forward({inputs.data(), inputs.size()}).ok() && all_ok;
+    }
     allocations = c.stop();
   }
   EXPECT_TRUE(all_ok);
@@ -391,7 +396,8 @@ TEST_P(NoMallocModels, test_module_forward_on_exported_model_never_allocates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, NoMallocModels,
-                         ::testing::Combine(::testing::Values("v1/kitchen_sink", "v1_1/cpu_block"),
+                         ::testing::Combine(::testing::Values("v1/kitchen_sink", "v1_1/cpu_block", "v1_2/state",
+                                                              "v1_2/control_flow"),
                                             ::testing::Values(1, 2, 3)));
 
 }  // namespace

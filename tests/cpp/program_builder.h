@@ -188,6 +188,11 @@ class MethodBuilder {
   std::vector<uint64_t> arena_sizes;
   std::vector<std::pair<std::string, std::string>> debug;  // (node, source) per instruction, or empty
   std::vector<DelegateSpec> delegates;
+  struct StateSpec {
+    uint32_t value, initial;
+    std::string name;
+  };
+  std::vector<StateSpec> state;  // format 1.2
 
   uint32_t add(ValueSpec v) {
     values.push_back(std::move(v));
@@ -207,6 +212,19 @@ class MethodBuilder {
     v.arena = arena;
     v.offset = offset;
     return add(std::move(v));
+  }
+
+  // A state tensor (format 1.2) at `offset` bytes in arena `arena`, and its
+  // Method.state entry with initial value `initial` (a constant's index).
+  uint32_t state_tensor(ScalarType dtype, std::vector<int64_t> sizes, uint64_t offset, uint32_t initial,
+                        std::string state_name, uint32_t arena = 0) {
+    ValueSpec v = tensor_spec(dtype, std::move(sizes));
+    v.storage = fb::TensorStorage::State;
+    v.arena = arena;
+    v.offset = offset;
+    const uint32_t value = add(std::move(v));
+    state.push_back({value, initial, std::move(state_name)});
+    return value;
   }
 
   // A constant tensor at (segment, offset), bytes supplied elsewhere.
@@ -355,8 +373,11 @@ class MethodBuilder {
       dels.push_back(fb::CreateDelegateDirect(b, d.has_backend ? d.backend.c_str() : nullptr, d.payload_segment,
                                               &d.inputs, &d.outputs));
     }
+    std::vector<flatbuffers::Offset<fb::StateTensor>> states;
+    for (const StateSpec& st : state) states.push_back(fb::CreateStateTensorDirect(b, st.value, st.initial, st.name.c_str()));
     return fb::CreateMethodDirect(b, has_name ? name.c_str() : nullptr, &vals, &inputs, &outputs, &ins,
-                                  &ops, &arena_sizes, &dbg, delegates.empty() ? nullptr : &dels);
+                                  &ops, &arena_sizes, &dbg, delegates.empty() ? nullptr : &dels,
+                                  state.empty() ? nullptr : &states);
   }
 
  private:

@@ -233,6 +233,23 @@ def test_plan_reuses_memory_and_reports_lower_bound() -> None:
     assert mem.planned_bytes == 2048 and all(o % 64 == 0 for o in mem.offsets.values())
 
 
+def test_lifetimes_of_tensors_read_inside_a_loop_extend_to_its_end() -> None:
+    # steps: 0 writes a, 1-3 a loop (3 jumps back to 1) that reads a at 1 and
+    # uses b (written and read inside it) at 2, and c written at 0 read at 5.
+    sizes = {0: 64, 1: 64, 2: 64, 3: 64}
+    steps = [[0, 2], [0, 1], [1], [3], [], [2]]
+    flat = {i.value: (i.start, i.end) for i in lifetimes(sizes, steps, inputs=[], outputs=[])}
+    assert flat[0] == (0, 1)
+    looped = {i.value: (i.start, i.end) for i in lifetimes(sizes, steps, inputs=[], outputs=[], loops=[(1, 3)])}
+    assert looped[0] == (0, 3), "read again by the next iteration"
+    assert looped[1] == (1, 2), "lives inside one iteration"
+    assert looped[2] == (0, 5) and looped[3] == (3, 3)
+    # nested: extending into the inner loop's end reaches into the outer one
+    nested = {i.value: (i.start, i.end)
+              for i in lifetimes({0: 64}, [[0], [], [0], [], [], []], [], [], loops=[(1, 4), (2, 3)])}
+    assert nested[0] == (0, 4)
+
+
 def test_lifetimes_zero_byte_tensors_are_not_planned() -> None:
     assert lifetimes({0: 0, 1: 8}, [[0, 1]], inputs=[0], outputs=[1]) == [Interval(1, 8, 0, 0)]
 

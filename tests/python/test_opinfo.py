@@ -504,7 +504,7 @@ def _build(gm: torch.fx.GraphModule, keep: list[bool], sizes: list[int]) -> tern
 _EXPORT_LIMITS = (
     ("is not supported by format v1", "dtype not in format v1"),
     ("dimensions, at most", "more than 8 dims (format v1)"),
-    ("state mutation", "mutates an input (in-place op)"),
+    ("writes to its input", "mutates an input (in-place op)"),
     ("only tensor outputs are supported", "non-tensor output"),
 )
 

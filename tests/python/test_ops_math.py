@@ -69,6 +69,10 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...], se
     "sin": (torch.sin, (_randn(300) * 5,), {"aten::sin"}),
     "cos": (torch.cos, (_randn(300) * 5,), {"aten::cos"}),
     "erf": (torch.erf, (_randn(3, 100),), {"aten::erf"}),
+    "bitwise_not_bool": (lambda x: ~(x > 0), (_randn(3, 5),), {"aten::bitwise_not", "aten::gt.Scalar"}),
+    "bitwise_not_int64": (torch.bitwise_not, (_ints(9, dtype=torch.int64),), {"aten::bitwise_not"}),
+    "bitwise_not_uint8": (torch.bitwise_not, (torch.tensor([0, 1, 7, 255], dtype=torch.uint8),),
+                          {"aten::bitwise_not"}),
     "abs": (torch.abs, (_randn(3, 5),), {"aten::abs"}),
     "abs_int": (torch.abs, (_ints(9, dtype=torch.int64),), {"aten::abs"}),
     "neg": (torch.neg, (_randn(3, 5),), {"aten::neg"}),
@@ -103,6 +107,14 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...], se
     "softplus": (F.softplus, (_randn(4, 6) * 10,), {"aten::softplus"}),
     "softplus_beta": (lambda x: F.softplus(x, beta=2.0, threshold=5.0), (_randn(4, 6) * 5,), {"aten::softplus"}),
     "mish": (F.mish, (_randn(4, 6) * 5,), {"aten::mish"}),
+    # Python's modulo: the sign of the divisor, broadcasting, int and float
+    "remainder_scalar_int": (lambda x: x % 3, (_ints(13, dtype=torch.int64),), {"aten::remainder.Scalar"}),
+    "remainder_negative_divisor": (lambda x: x % -4, (_ints(13),), {"aten::remainder.Scalar"}),
+    "remainder_float": (lambda x: torch.remainder(x, 0.75), (_randn(4, 6) * 4,), {"aten::remainder.Scalar"}),
+    "remainder_tensor_broadcast": (torch.remainder, (_randn(4, 6) * 5, _randn(6).abs() + 0.5 - 2 * (_randn(6) > 0)),
+                                   {"aten::remainder.Tensor"}),
+    "remainder_tensor_int": (torch.remainder, (_ints(3, 4), torch.tensor([1, -2, 3, -5], dtype=torch.int32)),
+                             {"aten::remainder.Tensor"}),
 }
 
 

@@ -1,7 +1,7 @@
 """Parity with PyTorch eager for the structure kernels: split_with_sizes,
 upsample_nearest2d.vec, upsample_bilinear2d.vec, native_group_norm,
 constant_pad_nd, amax, amin, argmax, argmin, max.dim, min.dim, index_select,
-index.Tensor.
+index.Tensor, index_put.
 
 Each test builds a tiny module that reaches the op through the public torch
 API, exports it, checks that the file runs the expected ATen op (what
@@ -289,6 +289,47 @@ def test_index_select_with_repeated_indices_matches_eager(tmp_path: Path) -> Non
 def test_advanced_indexing_with_one_tensor_matches_eager(fn: Callable[..., Any], index: torch.Tensor,
                                                         tmp_path: Path) -> None:
     _export_and_compare(Fn(fn), (torch.randn(3, 4, 5), index), tmp_path, {"aten::index.Tensor"})
+
+
+def _put(dim: int, accumulate: bool = False) -> Callable[..., Any]:
+    """x[(:,) * dim, i] = v (or +=) on a copy of x: aten::index_put."""
+    def fn(x: torch.Tensor, i: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        y = x.clone()
+        if accumulate:
+            return y.index_put_((i,), v, accumulate=True) if dim == 0 else y.index_add_(dim, i, v)
+        y[(slice(None),) * dim + (i,)] = v
+        return y
+    return fn
+
+
+@pytest.mark.parametrize(
+    "fn,x,index,values",
+    [
+        (_put(0), torch.randn(5, 3), torch.tensor([4, 0, -2]), torch.randn(3, 3)),
+        (_put(1), torch.randn(2, 6, 3), torch.tensor([[5, 1], [0, 2]]), torch.randn(2, 2, 2, 3)),
+        (_put(2), torch.randn(2, 3, 4), torch.tensor([3]), torch.randn(2, 3, 1)),
+        (_put(1), torch.randn(3, 4), torch.tensor([0, 2]), torch.randn(2)),  # values broadcast
+        (_put(0, accumulate=True), torch.randn(4, 2), torch.tensor([1, 1, 3, 1]), torch.randn(4, 2)),
+        (_put(1), torch.arange(12).reshape(3, 4), torch.tensor([3, 0], dtype=torch.int32),
+         torch.tensor([[-1, -2]])),
+        (lambda x, i, v: x.index_copy(2, i, v), torch.randn(1, 2, 8, 4), torch.tensor([5]), torch.randn(1, 2, 1, 4)),
+    ],
+    ids=["first_dim", "middle_dim_2d_index", "last_dim_broadcast", "scalar_row_broadcast", "accumulate_repeats",
+         "int64_self_int32_index", "index_copy"],
+)
+def test_index_put_matches_eager(fn: Callable[..., Any], x: torch.Tensor, index: torch.Tensor, values: torch.Tensor,
+                                 tmp_path: Path) -> None:
+    _export_and_compare(Fn(fn), (x, index, values), tmp_path, {"aten::index_put"})
+
+
+def test_index_put_out_of_range_fails_at_run(tmp_path: Path) -> None:
+    x, v = torch.randn(3, 2), torch.randn(1, 2)
+    path = tmp_path / "model.tern"
+    tern.export(Fn(_put(0)), (x, torch.tensor([0]), v), partitioners=()).save(path)
+    module = tern.load(str(path))
+    with pytest.raises(ValueError, match="ExecutionFailed"):
+        module(x, torch.tensor([3]), v)
+    np.testing.assert_array_equal(module(x, torch.tensor([-1]), v)[0], _put(0)(x, torch.tensor([-1]), v).numpy())
 
 
 @pytest.mark.parametrize(
