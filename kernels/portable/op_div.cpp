@@ -1,6 +1,7 @@
 // aten::div.Tensor(Tensor self, Tensor other) -> Tensor
 // aten::div.Scalar(Tensor self, Scalar other) -> Tensor
 // aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+// aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
 // args: [self, other, out] or [self, other, rounding_mode, out].
 //
 // True division (no rounding_mode, or None) computes in a floating out dtype:
@@ -12,7 +13,6 @@
 
 #include "kernels/portable/util/broadcast.h"
 #include "kernels/portable/util/checks.h"
-#include "runtime/core/log.h"
 
 namespace tern {
 namespace portable {
@@ -69,15 +69,7 @@ struct DivKernel {
   template <typename T>
   static Error run(RunContext&, EValue* const* args) {
     const ElemInput a = elem_input(*args[0]), b = elem_input(*args[1]);
-    const Tensor& out = args[kOut]->tensor;
-    if constexpr (std::is_integral<T>::value) {
-      if (out.numel > 0 && elem_any_equal<T>(b, T(0))) {
-        TERN_LOG_ERROR("aten::div.Tensor_mode: integer division by zero");
-        return Error::ExecutionFailed;
-      }
-    }
-    broadcast_binary<T, T>(out, a, b, DivOp<T, kMode>());
-    return Error::Ok;
+    return broadcast_divide<T>("aten::div", args[kOut]->tensor, a, b, DivOp<T, kMode>());
   }
 };
 
@@ -95,6 +87,27 @@ Error div_true_prepare(PrepareContext& ctx, Span<EValue* const> args, size_t num
   return Error::Ok;
 }
 
+// args [self, other, rounding_mode, out]; other a Scalar with scalar_other.
+Error div_mode_prepare(PrepareContext& ctx, Span<EValue* const> args, bool scalar_other) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 4));
+  if (args[2]->is_none()) return div_true_prepare(ctx, args, 4, scalar_other);
+  TERN_CHECK_OK(ctx.expect_tag(args, 2, Tag::String));
+  const char* mode = args[2]->str;
+  const bool trunc = strcmp(mode, "trunc") == 0;
+  if (!trunc && strcmp(mode, "floor") != 0) {
+    return ctx.fail(Error::InvalidProgram,
+                    "rounding_mode must be None, \"trunc\" or \"floor\", got \"%s\"", mode);
+  }
+  ScalarType common;
+  TERN_CHECK_OK(prepare_binary(ctx, args, 4, scalar_other, &common));
+  TERN_CHECK_OK(expect_dtype(ctx, args[3]->tensor, "out", common));
+  RunFn run = trunc ? select_real<DivKernel<Rounding::Trunc, 3>>(common)
+                    : select_real<DivKernel<Rounding::Floor, 3>>(common);
+  if (run == nullptr) return fail_dtype(ctx, "out", common);
+  ctx.set_run(run);
+  return Error::Ok;
+}
+
 }  // namespace
 
 Error div_tensor_prepare(PrepareContext& ctx, Span<EValue* const> args) {
@@ -106,23 +119,11 @@ Error div_scalar_prepare(PrepareContext& ctx, Span<EValue* const> args) {
 }
 
 Error div_tensor_mode_prepare(PrepareContext& ctx, Span<EValue* const> args) {
-  TERN_CHECK_OK(ctx.expect_arg_count(args, 4));
-  if (args[2]->is_none()) return div_true_prepare(ctx, args, 4, false);
-  TERN_CHECK_OK(ctx.expect_tag(args, 2, Tag::String));
-  const char* mode = args[2]->str;
-  const bool trunc = strcmp(mode, "trunc") == 0;
-  if (!trunc && strcmp(mode, "floor") != 0) {
-    return ctx.fail(Error::InvalidProgram,
-                    "rounding_mode must be None, \"trunc\" or \"floor\", got \"%s\"", mode);
-  }
-  ScalarType common;
-  TERN_CHECK_OK(prepare_binary(ctx, args, 4, false, &common));
-  TERN_CHECK_OK(expect_dtype(ctx, args[3]->tensor, "out", common));
-  RunFn run = trunc ? select_real<DivKernel<Rounding::Trunc, 3>>(common)
-                    : select_real<DivKernel<Rounding::Floor, 3>>(common);
-  if (run == nullptr) return fail_dtype(ctx, "out", common);
-  ctx.set_run(run);
-  return Error::Ok;
+  return div_mode_prepare(ctx, args, false);
+}
+
+Error div_scalar_mode_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return div_mode_prepare(ctx, args, true);
 }
 
 }  // namespace portable

@@ -10,7 +10,6 @@
 
 #include "kernels/portable/util/broadcast.h"
 #include "kernels/portable/util/checks.h"
-#include "runtime/core/log.h"
 
 namespace tern {
 namespace portable {
@@ -36,15 +35,7 @@ struct RemainderKernel {
   template <typename T>
   static Error run(RunContext&, EValue* const* args) {
     const ElemInput a = elem_input(*args[0]), b = elem_input(*args[1]);
-    const Tensor& out = args[2]->tensor;
-    if constexpr (std::is_integral<T>::value) {
-      if (out.numel > 0 && elem_any_equal<T>(b, T(0))) {
-        TERN_LOG_ERROR("aten::remainder: integer remainder by zero");
-        return Error::ExecutionFailed;
-      }
-    }
-    broadcast_binary<T, T>(out, a, b, RemainderOp<T>());
-    return Error::Ok;
+    return broadcast_divide<T>("aten::remainder", args[2]->tensor, a, b, RemainderOp<T>());
   }
 };
 

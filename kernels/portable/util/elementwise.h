@@ -284,6 +284,20 @@ RunFn select_real(ScalarType t) {
   }
 }
 
+// The integral types and bool (the bitwise ops).
+template <typename K>
+RunFn select_integral(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return K::template run<bool>;
+    case ScalarType::Int8: return K::template run<int8_t>;
+    case ScalarType::UInt8: return K::template run<uint8_t>;
+    case ScalarType::Int16: return K::template run<int16_t>;
+    case ScalarType::Int32: return K::template run<int32_t>;
+    case ScalarType::Int64: return K::template run<int64_t>;
+    default: return nullptr;
+  }
+}
+
 // Every supported type, bool included.
 template <typename K>
 RunFn select_all(ScalarType t) {

@@ -16,6 +16,8 @@
 // Only the C++ types a rule allows are instantiated.
 #pragma once
 
+#include <cstring>
+
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"
@@ -36,6 +38,13 @@ enum class UnaryDtypes {
   // As kReal, but F is the identity on integers, so an integer tensor is
   // copied byte for byte (floor, ceil, round). F::apply<float|double>.
   kRealIdentityOnIntegers,
+  // Every dtype, bool included, out in self's dtype (sign). F::apply<T> for
+  // every one of them.
+  kAll,
+  // Any dtype in, bool out: F::apply<float|double> returns bool; integer and
+  // bool inputs give false everywhere, since they hold no NaN or infinity
+  // (isnan, isinf).
+  kFloatTest,
 };
 
 template <typename F>
@@ -47,13 +56,30 @@ struct UnaryKernel {
   }
 };
 
+template <typename F>
+struct UnaryTestKernel {
+  template <typename T>
+  static Error run(RunContext&, EValue* const* args) {
+    unary_map<T>(args[0]->tensor, args[1]->tensor.data_as<bool>(), [](T x) { return F::apply(x); });
+    return Error::Ok;
+  }
+};
+
+// out (bool) = false everywhere.
+inline Error unary_all_false_run(RunContext&, EValue* const* args) {
+  const Tensor& out = args[1]->tensor;
+  if (out.numel > 0) memset(out.data, 0, static_cast<size_t>(out.numel));
+  return Error::Ok;
+}
+
 // prepare of aten::<op>(Tensor self) -> Tensor with args [self, out].
 template <UnaryDtypes kDtypes, typename F>
 Error unary_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(expect_unary(ctx, args, 2));
   const ScalarType self = args[0]->tensor.dtype;
   constexpr bool kPromote = kDtypes == UnaryDtypes::kFloatPromote;
-  const ScalarType result = kPromote ? unary_float_result(self) : self;
+  constexpr bool kTest = kDtypes == UnaryDtypes::kFloatTest;
+  const ScalarType result = kPromote ? unary_float_result(self) : kTest ? ScalarType::Bool : self;
   TERN_CHECK_OK(expect_dtype(ctx, args[1]->tensor, "out", result));
   RunFn run = nullptr;
   if constexpr (kDtypes == UnaryDtypes::kReal) {
@@ -61,6 +87,11 @@ Error unary_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   } else if constexpr (kDtypes == UnaryDtypes::kRealIdentityOnIntegers) {
     const bool integral = !scalar_type_is_floating(self) && self != ScalarType::Bool;
     run = integral ? copy_run<1> : select_floating<UnaryKernel<F>>(self);
+  } else if constexpr (kDtypes == UnaryDtypes::kAll) {
+    run = select_all<UnaryKernel<F>>(self);
+  } else if constexpr (kTest) {
+    run = scalar_type_is_floating(self) ? select_floating<UnaryTestKernel<F>>(self)
+                                        : unary_all_false_run;
   } else {
     run = select_floating<UnaryKernel<F>>(result);
   }

@@ -1,7 +1,7 @@
 """Uses the Scalar overloads when the other operand is a Python number.
 
     aten.add.Tensor(x, 2.0, alpha=a) -> aten.add.Scalar(x, 2.0, alpha=a)
-    (likewise sub, mul, div, eq)
+    (likewise sub, mul, div, eq; div.Tensor_mode -> div.Scalar_mode)
 
 PyTorch implements the Scalar overloads by wrapping the number exactly as it
 does for the Tensor overloads, so results are identical; the runtime then
@@ -28,6 +28,7 @@ def lower_scalar_operands(gm: "torch.fx.GraphModule") -> "torch.fx.GraphModule":
         "aten::sub.Tensor": aten.sub.Scalar,
         "aten::mul.Tensor": aten.mul.Scalar,
         "aten::div.Tensor": aten.div.Scalar,
+        "aten::div.Tensor_mode": aten.div.Scalar_mode,
         "aten::eq.Tensor": aten.eq.Scalar,
     }
     for node in list(gm.graph.nodes):
