@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/portable/util/broadcast.h"
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/divide.h"
 
 namespace tern {
 namespace portable {

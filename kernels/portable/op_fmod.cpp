@@ -8,8 +8,7 @@
 // is a data error (ExecutionFailed), as torch raises ZeroDivisionError.
 #include <cmath>
 
-#include "kernels/portable/util/broadcast.h"
-#include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/divide.h"
 
 namespace tern {
 namespace portable {
@@ -17,6 +16,7 @@ namespace {
 
 template <typename T>
 struct FmodOp {
+  static constexpr const char* kName = "aten::fmod";
   T operator()(T a, T b) const {
     if constexpr (std::is_integral<T>::value) {
       if constexpr (std::is_signed<T>::value) {
@@ -29,32 +29,14 @@ struct FmodOp {
   }
 };
 
-struct FmodKernel {
-  template <typename T>
-  static Error run(RunContext&, EValue* const* args) {
-    const ElemInput a = elem_input(*args[0]), b = elem_input(*args[1]);
-    return broadcast_divide<T>("aten::fmod", args[2]->tensor, a, b, FmodOp<T>());
-  }
-};
-
-Error fmod_prepare(PrepareContext& ctx, Span<EValue* const> args, bool scalar_other) {
-  ScalarType common;
-  TERN_CHECK_OK(prepare_binary(ctx, args, 3, scalar_other, &common));
-  TERN_CHECK_OK(expect_dtype(ctx, args[2]->tensor, "out", common));
-  RunFn run = select_real<FmodKernel>(common);
-  if (run == nullptr) return fail_dtype(ctx, "out", common);
-  ctx.set_run(run);
-  return Error::Ok;
-}
-
 }  // namespace
 
 Error fmod_tensor_prepare(PrepareContext& ctx, Span<EValue* const> args) {
-  return fmod_prepare(ctx, args, false);
+  return divide_prepare<FmodOp>(ctx, args, false);
 }
 
 Error fmod_scalar_prepare(PrepareContext& ctx, Span<EValue* const> args) {
-  return fmod_prepare(ctx, args, true);
+  return divide_prepare<FmodOp>(ctx, args, true);
 }
 
 }  // namespace portable

@@ -26,10 +26,8 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/portable/util/elementwise.h"
-#include "runtime/core/log.h"
 
 namespace tern {
 namespace portable {
@@ -122,23 +120,6 @@ void broadcast_binary(const Tensor& out, const ElemInput& a, const ElemInput& b,
       detail::binary_chunk(ca, cb, o + out_off + j, m, op);
     }
   });
-}
-
-// As broadcast_binary<T, T>, for the ops that divide (div with a rounding
-// mode, remainder, fmod): with an integer T, a 0 in b (as T) fails the run
-// with ExecutionFailed before anything is written, as torch raises
-// ZeroDivisionError. `op_name` is for the log.
-template <typename T, typename Op>
-Error broadcast_divide(const char* op_name, const Tensor& out, const ElemInput& a,
-                       const ElemInput& b, const Op& op) {
-  if constexpr (std::is_integral<T>::value) {
-    if (out.numel > 0 && elem_any_equal<T>(b, T(0))) {
-      TERN_LOG_ERROR("%s: integer division by zero", op_name);
-      return Error::ExecutionFailed;
-    }
-  }
-  broadcast_binary<T, T>(out, a, b, op);
-  return Error::Ok;
 }
 
 // out[i] = op(c[i'], a[i''], b[i''']) with all three broadcast; c read as C,

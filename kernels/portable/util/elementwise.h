@@ -271,24 +271,10 @@ RunFn select_floating(ScalarType t) {
   }
 }
 
-// Floating and integral types (not bool).
+// The integral types (not bool).
 template <typename K>
-RunFn select_real(ScalarType t) {
+RunFn select_integer(ScalarType t) {
   switch (t) {
-    case ScalarType::Int8: return K::template run<int8_t>;
-    case ScalarType::UInt8: return K::template run<uint8_t>;
-    case ScalarType::Int16: return K::template run<int16_t>;
-    case ScalarType::Int32: return K::template run<int32_t>;
-    case ScalarType::Int64: return K::template run<int64_t>;
-    default: return select_floating<K>(t);
-  }
-}
-
-// The integral types and bool (the bitwise ops).
-template <typename K>
-RunFn select_integral(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return K::template run<bool>;
     case ScalarType::Int8: return K::template run<int8_t>;
     case ScalarType::UInt8: return K::template run<uint8_t>;
     case ScalarType::Int16: return K::template run<int16_t>;
@@ -296,6 +282,20 @@ RunFn select_integral(ScalarType t) {
     case ScalarType::Int64: return K::template run<int64_t>;
     default: return nullptr;
   }
+}
+
+// Floating and integral types (not bool).
+template <typename K>
+RunFn select_real(ScalarType t) {
+  RunFn run = select_integer<K>(t);
+  return run != nullptr ? run : select_floating<K>(t);
+}
+
+// The integral types and bool (the bitwise ops).
+template <typename K>
+RunFn select_integral(ScalarType t) {
+  if (t == ScalarType::Bool) return K::template run<bool>;
+  return select_integer<K>(t);
 }
 
 // Every supported type, bool included.

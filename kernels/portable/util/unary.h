@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
@@ -47,20 +48,13 @@ enum class UnaryDtypes {
   kFloatTest,
 };
 
-template <typename F>
+// R: the out's C++ type; void for self's (T).
+template <typename F, typename R = void>
 struct UnaryKernel {
   template <typename T>
   static Error run(RunContext&, EValue* const* args) {
-    unary_map<T>(args[0]->tensor, args[1]->tensor.data_as<T>(), [](T x) { return F::apply(x); });
-    return Error::Ok;
-  }
-};
-
-template <typename F>
-struct UnaryTestKernel {
-  template <typename T>
-  static Error run(RunContext&, EValue* const* args) {
-    unary_map<T>(args[0]->tensor, args[1]->tensor.data_as<bool>(), [](T x) { return F::apply(x); });
+    using Out = std::conditional_t<std::is_void_v<R>, T, R>;
+    unary_map<T>(args[0]->tensor, args[1]->tensor.data_as<Out>(), [](T x) { return F::apply(x); });
     return Error::Ok;
   }
 };
@@ -90,7 +84,7 @@ Error unary_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   } else if constexpr (kDtypes == UnaryDtypes::kAll) {
     run = select_all<UnaryKernel<F>>(self);
   } else if constexpr (kTest) {
-    run = scalar_type_is_floating(self) ? select_floating<UnaryTestKernel<F>>(self)
+    run = scalar_type_is_floating(self) ? select_floating<UnaryKernel<F, bool>>(self)
                                         : unary_all_false_run;
   } else {
     run = select_floating<UnaryKernel<F>>(result);
