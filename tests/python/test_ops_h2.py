@@ -396,7 +396,7 @@ def test_topk_nan_counts_as_largest(tmp_path: Path) -> None:
 
 
 def test_topk_zero_d_k_zero_empty_and_rank_8(tmp_path: Path) -> None:
-    _run(lambda t: t.topk(1), (torch.tensor(2.0),), {"aten::topk"}, tmp_path)
+    _run(lambda t: (*t.topk(1), *t.topk(0)), (torch.tensor(2.0),), {"aten::topk"}, tmp_path)  # k=0 too, as torch
     _run(lambda t: (*t.topk(0, 1), *t.topk(2, 1)), (torch.randn(3, 4),), {"aten::topk"}, tmp_path)
     _run(lambda t: t.topk(2, 1), (torch.randn(0, 4),), {"aten::topk"}, tmp_path)
     x = _distinct(RANK8, torch.float64)

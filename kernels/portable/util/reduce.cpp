@@ -1,25 +1,17 @@
 #include "kernels/portable/util/reduce.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
+#include "kernels/portable/util/elementwise.h"
 
 namespace tern {
 namespace portable {
 namespace {
-
-// Bool storage is folded as bytes (0 or 1).
-template <typename T>
-struct Storage {
-  using type = T;
-};
-template <>
-struct Storage<bool> {
-  using type = uint8_t;
-};
 
 struct AddOp {
   static constexpr int kIdentity = 0;
@@ -33,30 +25,18 @@ struct MulOp {
   static A apply(A a, A b) { return a * b; }
 };
 
-// An element as the accumulator sees it: converted to Acc, or for a bool
-// out first to bool, as torch converts the input to the out dtype (a
-// product of nonzero integers must not wrap to 0).
-template <typename Out, typename Acc, typename In>
-Acc load(In v) {
-  if constexpr (std::is_same_v<Out, bool>) {
-    return static_cast<Acc>(v != In(0));
-  } else {
-    return static_cast<Acc>(v);
-  }
-}
-
 // Fold of n contiguous elements. Eight independent accumulators: the
 // compiler vectorizes them, and each sees only n / 8 steps.
-template <typename Op, typename In, typename Acc, typename Out>
-Acc fold_contiguous(const In* p, int64_t n) {
+template <typename Op, typename B, typename Acc>
+Acc fold_contiguous(const B* p, int64_t n) {
   Acc lanes[8];
   for (Acc& lane : lanes) lane = static_cast<Acc>(Op::kIdentity);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) lanes[j] = Op::apply(lanes[j], load<Out, Acc>(p[i + j]));
+    for (int j = 0; j < 8; ++j) lanes[j] = Op::apply(lanes[j], static_cast<Acc>(p[i + j]));
   }
   Acc acc = static_cast<Acc>(Op::kIdentity);
-  for (; i < n; ++i) acc = Op::apply(acc, load<Out, Acc>(p[i]));
+  for (; i < n; ++i) acc = Op::apply(acc, static_cast<Acc>(p[i]));
   const Acc a = Op::apply(Op::apply(lanes[0], lanes[1]), Op::apply(lanes[2], lanes[3]));
   const Acc b = Op::apply(Op::apply(lanes[4], lanes[5]), Op::apply(lanes[6], lanes[7]));
   return Op::apply(acc, Op::apply(a, b));
@@ -72,18 +52,24 @@ Out finish(Acc acc, double scale) {
 }
 
 // Last group reduced: out[o] = fold over the other reduced groups of a
-// contiguous run of the last group's size.
-template <typename Op, typename In, typename Acc, typename Out>
-void fold_last_reduced(const In* in, Out* out, const ReducePlan& p, double scale) {
+// contiguous run of the last group's size, read kElemChunk elements at a
+// time as B.
+template <typename Op, typename B, typename Acc, typename Out>
+void fold_last_reduced(const ElemInput& in, Out* out, const ReducePlan& p, double scale) {
   Odometer kept, reduced;
   reduce_odometers(p, &kept, &reduced);
   const int64_t run = p.sizes[p.groups - 1];
   const int64_t n_out = kept.count();
   const int64_t n_runs = reduced.count();
+  B buf[kElemChunk];
   for (int64_t o = 0; o < n_out; ++o, kept.next()) {
     Acc acc = static_cast<Acc>(Op::kIdentity);
     for (int64_t r = 0; r < n_runs; ++r, reduced.next()) {
-      acc = Op::apply(acc, fold_contiguous<Op, In, Acc, Out>(in + kept.offset + reduced.offset, run));
+      for (int64_t i = 0; i < run; i += kElemChunk) {
+        const int64_t n = std::min(run - i, kElemChunk);
+        const B* x = elem_chunk(in, kept.offset + reduced.offset + i, 1, n, buf).p;
+        acc = Op::apply(acc, fold_contiguous<Op, B, Acc>(x, n));
+      }
     }
     out[o] = finish<Out>(acc, scale);
   }
@@ -91,79 +77,75 @@ void fold_last_reduced(const In* in, Out* out, const ReducePlan& p, double scale
 
 // Last group kept (K columns): out row o folds every reduced input row,
 // kSumBlock columns at a time, into `acc` (scratch).
-template <typename Op, typename In, typename Acc, typename Out>
-void fold_last_kept(const In* in, Out* out, const ReducePlan& p, double scale, Acc* acc) {
+template <typename Op, typename B, typename Acc, typename Out>
+void fold_last_kept(const ElemInput& in, Out* out, const ReducePlan& p, double scale, Acc* acc) {
   Odometer kept, reduced;
   reduce_odometers(p, &kept, &reduced);
   const int64_t cols = p.sizes[p.groups - 1];
   const int64_t n_rows = kept.count();
   const int64_t n_reduced = reduced.count();
+  B buf[kElemChunk];
   for (int64_t o = 0; o < n_rows; ++o, kept.next(), out += cols) {
     for (int64_t c0 = 0; c0 < cols; c0 += kSumBlock) {
-      const int64_t n = cols - c0 < kSumBlock ? cols - c0 : kSumBlock;
+      const int64_t n = std::min(cols - c0, kSumBlock);
       for (int64_t c = 0; c < n; ++c) acc[c] = static_cast<Acc>(Op::kIdentity);
       for (int64_t r = 0; r < n_reduced; ++r, reduced.next()) {
-        const In* row = in + kept.offset + reduced.offset + c0;
-        for (int64_t c = 0; c < n; ++c) acc[c] = Op::apply(acc[c], load<Out, Acc>(row[c]));
+        for (int64_t i = 0; i < n; i += kElemChunk) {
+          const int64_t m = std::min(n - i, kElemChunk);
+          const B* x = elem_chunk(in, kept.offset + reduced.offset + c0 + i, 1, m, buf).p;
+          for (int64_t c = 0; c < m; ++c) acc[i + c] = Op::apply(acc[i + c], static_cast<Acc>(x[c]));
+        }
       }
       for (int64_t c = 0; c < n; ++c) out[c0 + c] = finish<Out>(acc[c], scale);
     }
   }
 }
 
-// Integer folds wrap (as torch's do): they accumulate in uint64, where
-// wrapping is defined. Floating sums accumulate in double; floating products
-// in the out type, so they overflow to inf where torch's do.
+// Acc, the accumulator: double for floating sums; the out type for floating
+// products, so they overflow to inf where torch's do; uint64 for integer and
+// bool outs, which wrap as torch's do. B, the type the input is read as:
+// bool for a bool out (x != 0 first, as torch converts the input to the out
+// dtype: a product of nonzero integers must not wrap to 0), int64 for
+// integer outs, else Acc. An integer out takes the low bits of the uint64
+// fold, which depend neither on converting the input to the out type first
+// nor on the out's signedness: one loop per out width.
 template <typename Op, typename Out>
-using FoldAcc = std::conditional_t<!std::is_floating_point_v<Out>, uint64_t,
-                                   std::conditional_t<std::is_same_v<Op, MulOp>, Out, double>>;
+struct FoldTypes {
+  static constexpr bool kFloat = std::is_floating_point_v<Out>;
+  using Acc = std::conditional_t<!kFloat, uint64_t,
+                                 std::conditional_t<std::is_same_v<Op, MulOp>, Out, double>>;
+  using B = std::conditional_t<kFloat, Acc, std::conditional_t<std::is_same_v<Out, bool>, bool, int64_t>>;
+};
 
-template <typename Op, typename InType, typename Out>
-void fold(const void* in, void* out, const ReducePlan& plan, double scale, void* scratch) {
-  using In = typename Storage<InType>::type;
-  using Acc = FoldAcc<Op, Out>;
-  const In* x = static_cast<const In*>(in);
+template <typename Op, typename Out>
+void fold(const Tensor& in, void* out, const ReducePlan& plan, double scale, void* scratch) {
+  using B = typename FoldTypes<Op, Out>::B;
+  using Acc = typename FoldTypes<Op, Out>::Acc;
+  const ElemInput x = {in.data, in.dtype, in.dim, in.sizes, in.numel};
   Out* y = static_cast<Out*>(out);
   if (plan.reduced[plan.groups - 1]) {
-    fold_last_reduced<Op, In, Acc, Out>(x, y, plan, scale);
+    fold_last_reduced<Op, B, Acc, Out>(x, y, plan, scale);
   } else {
-    fold_last_kept<Op, In, Acc, Out>(x, y, plan, scale, static_cast<Acc*>(scratch));
+    fold_last_kept<Op, B, Acc, Out>(x, y, plan, scale, static_cast<Acc*>(scratch));
   }
 }
 
-// fold<Op, In, Out> for a runtime `in` dtype; floating ins only for
-// floating and bool outs.
-template <typename Op, typename Out>
-FoldFn fold_from(ScalarType in) {
-  if constexpr (std::is_floating_point_v<Out> || std::is_same_v<Out, bool>) {
-    if (in == ScalarType::Float32) return fold<Op, float, Out>;
-    if (in == ScalarType::Float64) return fold<Op, double, Out>;
-  }
-  switch (in) {
-    case ScalarType::Int8: return fold<Op, int8_t, Out>;
-    case ScalarType::UInt8: return fold<Op, uint8_t, Out>;
-    case ScalarType::Int16: return fold<Op, int16_t, Out>;
-    case ScalarType::Int32: return fold<Op, int32_t, Out>;
-    case ScalarType::Int64: return fold<Op, int64_t, Out>;
-    case ScalarType::Bool: return fold<Op, bool, Out>;
-    default: return nullptr;
-  }
-}
-
-// An integer out takes the low bits of the uint64 fold, which do not depend
-// on converting the input to the out type first (as torch does) or on the
-// out's signedness: one loop per out width.
 template <typename Op>
 FoldFn select_fold_op(ScalarType in, ScalarType out) {
+  if (!elem_dtype_supported(in)) return nullptr;
   switch (out) {
-    case ScalarType::Float32: return fold_from<Op, float>(in);
-    case ScalarType::Float64: return fold_from<Op, double>(in);
-    case ScalarType::Bool: return fold_from<Op, bool>(in);
+    case ScalarType::Float32: return fold<Op, float>;
+    case ScalarType::Float64: return fold<Op, double>;
+    case ScalarType::Bool: return fold<Op, bool>;
+    default: break;
+  }
+  if (scalar_type_is_floating(in)) return nullptr;  // floating -> integer: no loop
+  switch (out) {
     case ScalarType::Int8:
-    case ScalarType::UInt8: return fold_from<Op, uint8_t>(in);
-    case ScalarType::Int16: return fold_from<Op, uint16_t>(in);
-    case ScalarType::Int32: return fold_from<Op, uint32_t>(in);
-    case ScalarType::Int64: return fold_from<Op, uint64_t>(in);
+    case ScalarType::UInt8: return fold<Op, uint8_t>;
+    case ScalarType::Int16: return fold<Op, uint16_t>;
+    case ScalarType::Int32: return fold<Op, uint32_t>;
+    case ScalarType::Int64: return fold<Op, uint64_t>;
     default: return nullptr;
   }
 }
@@ -181,7 +163,7 @@ Error fold_reduction_run(RunContext& ctx, EValue* const* args) {
   const auto* state = static_cast<const FoldState*>(ctx.state());
   ReducePlan plan;
   reduce_plan(self, state->mask, &plan);
-  state->fn(self.data, args[state->out]->tensor.data, plan, state->scale, ctx.scratch());
+  state->fn(self, args[state->out]->tensor.data, plan, state->scale, ctx.scratch());
   return Error::Ok;
 }
 

@@ -1,6 +1,7 @@
-// Reductions over any set of dims of a contiguous tensor: the folds (sum.dim_IntList,
-// mean, mean.dim, prod, prod.dim_int) here, and the plan and dims parsing
-// that the other reductions share (amax / amin in util/minmax.h, any, var).
+// Reductions over any set of dims of a contiguous tensor: the folds
+// (sum.dim_IntList, mean, mean.dim, prod, prod.dim_int) here, and the plan
+// and dims parsing that the other reductions share (amax / amin in
+// util/minmax.h, any, var).
 //
 // The reduced dims are a bitmask over the input's dims (bit d set: dim d is
 // reduced). A plan drops size-1 dims and merges neighbours of the same kind,
@@ -15,16 +16,18 @@
 //     (global average pooling is one run of H*W per element);
 //   last group kept: each out row folds whole contiguous input rows into an
 //     accumulator row in scratch, in blocks of kSumBlock columns.
-// Floating sums accumulate in double, floating products in the out type (as
-// torch's); integer sums and products accumulate in uint64 and wrap, as
-// torch's do.
+// The input is read kElemChunk elements at a time, converted to the type
+// the fold reads (util/elementwise.h's elem_chunk; in place when it has that
+// type already), so one loop serves every input dtype. Floating sums
+// accumulate in double, floating products in the out type (as torch's);
+// integer sums and products accumulate in uint64 and wrap, as torch's do.
 //
 //   prepare: reduce_dims_mask(ctx, *args[1], self.dim, &mask);
 //            reduce_plan(self, mask, &plan);
 //            ctx.request_scratch(sum_scratch_bytes(plan));
 //            fn = select_fold(Fold::kSum, self.dtype, out.dtype);
 //   run:     reduce_plan(self, mask, &plan);   // cheap: O(dims)
-//            fn(self.data, out.data, plan, scale, ctx.scratch());
+//            fn(self, out.data, plan, scale, ctx.scratch());
 #pragma once
 
 #include <cstddef>
@@ -75,7 +78,7 @@ enum class Fold { kSum, kMean, kProd };
 
 // out[o] = scale * (fold over the reduced dims of in), converted to out's
 // type. scale is 1 except for mean (1 / reduce_count); integer outs ignore it.
-using FoldFn = void (*)(const void* in, void* out, const ReducePlan& plan, double scale,
+using FoldFn = void (*)(const Tensor& in, void* out, const ReducePlan& plan, double scale,
                         void* scratch);
 
 // The fold from dtype `in` to dtype `out`, or nullptr if the pair is not

@@ -11,14 +11,16 @@ namespace tern {
 namespace portable {
 namespace {
 
-// T is the element type; bool lines are read as bytes and held as 0 / 1.
-template <typename T>
+// Lines sort on keys of two types: int64 for integer and bool selves,
+// double for floating ones. Both conversions keep the order and NaN, so the
+// algorithms compare and move exactly as they would on the original type.
+template <typename K>
 struct Entry {
-  T value;
+  K value;
   int64_t index;
 };
-constexpr size_t kEntryBytes = 16;  // for every T (the index aligns it)
-static_assert(sizeof(Entry<int8_t>) == kEntryBytes && sizeof(Entry<double>) == kEntryBytes, "");
+constexpr size_t kEntryBytes = 16;
+static_assert(sizeof(Entry<int64_t>) == kEntryBytes && sizeof(Entry<double>) == kEntryBytes, "");
 
 template <typename T>
 bool is_nan(T x) {
@@ -55,7 +57,7 @@ struct BeforeStable {
 template <typename T, bool kDescending, bool kStable>
 struct SortOrder {
   static void apply(Entry<T>* e, int64_t n, int64_t, bool) {
-    if (kStable) {
+    if constexpr (kStable) {
       std::sort(e, e + n, BeforeStable<T, kDescending>());
     } else {
       std::sort(e, e + n, Before<T, kDescending>());
@@ -85,53 +87,59 @@ struct OrderState {
 };
 static_assert(sizeof(OrderState) <= PrepareContext::kStateBytes, "state too large");
 
-// S: the storage type (uint8_t for bool, then kBool).
-template <typename S, bool kBool, typename Order>
+// Element i of an array of dtype t (prepare checked it: not float16 or
+// bfloat16) set to the key v, which came from an element of that dtype.
+template <typename K>
+void store(void* base, ScalarType t, int64_t i, K v) {
+  switch (t) {
+    case ScalarType::Float32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
+    case ScalarType::Float64: static_cast<double*>(base)[i] = static_cast<double>(v); break;
+    case ScalarType::Int8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
+    case ScalarType::UInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+    case ScalarType::Int16: static_cast<int16_t*>(base)[i] = static_cast<int16_t>(v); break;
+    case ScalarType::Int32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+    case ScalarType::Int64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    case ScalarType::Bool: static_cast<uint8_t*>(base)[i] = v != K(0); break;
+    default: break;
+  }
+}
+
+template <typename K, typename Order>
 Error order_run(RunContext& ctx, EValue* const* args) {
   OrderState st;
   memcpy(&st, ctx.state(), sizeof(st));
   const DimSplit s = st.split;
-  const S* x = args[0]->tensor.data_as<const S>();
-  S* values = args[st.values]->tensor.data_as<S>();
+  const Tensor& self = args[0]->tensor;
+  Tensor& values = args[st.values]->tensor;
   int64_t* indices = args[st.values + 1]->tensor.data_as<int64_t>();
   if (s.size == 0 || st.k == 0) return Error::Ok;
   const int64_t grain = std::max<int64_t>(1, 16384 / s.size);
   ctx.parallel_for(s.outer * s.inner, grain, [&](RunContext& c, int64_t begin, int64_t end) {
-    auto* e = static_cast<Entry<S>*>(c.scratch());
+    auto* e = static_cast<Entry<K>*>(c.scratch());
     for (int64_t line = begin; line < end; ++line) {
       const int64_t o = line / s.inner, i = line % s.inner;
-      const S* src = x + o * s.size * s.inner + i;
+      const int64_t in = o * s.size * s.inner + i;  // the line's first element
       for (int64_t j = 0; j < s.size; ++j) {
-        const S v = src[j * s.inner];
-        e[j] = {kBool ? static_cast<S>(v != 0) : v, j};
+        e[j] = {elem_load<K>(self.data, self.dtype, in + j * s.inner), j};  // bool: 0 / 1
       }
       Order::apply(e, s.size, st.k, st.sorted);
-      S* v = values + o * st.k * s.inner + i;
-      int64_t* ix = indices + o * st.k * s.inner + i;
+      const int64_t out = o * st.k * s.inner + i;
       for (int64_t j = 0; j < st.k; ++j) {
-        v[j * s.inner] = e[j].value;
-        ix[j * s.inner] = e[j].index;
+        store(values.data, values.dtype, out + j * s.inner, e[j].value);
+        indices[out + j * s.inner] = e[j].index;
       }
     }
   });
   return Error::Ok;
 }
 
-// order_run for self's dtype with Order<its type>; nullptr for a dtype
+// order_run for self's dtype with Order<its key type>; nullptr for a dtype
 // without a loop.
 template <template <typename> class Order>
 RunFn select_order(ScalarType t, bool with_bool) {
-  switch (t) {
-    case ScalarType::Float32: return order_run<float, false, Order<float>>;
-    case ScalarType::Float64: return order_run<double, false, Order<double>>;
-    case ScalarType::Int8: return order_run<int8_t, false, Order<int8_t>>;
-    case ScalarType::UInt8: return order_run<uint8_t, false, Order<uint8_t>>;
-    case ScalarType::Int16: return order_run<int16_t, false, Order<int16_t>>;
-    case ScalarType::Int32: return order_run<int32_t, false, Order<int32_t>>;
-    case ScalarType::Int64: return order_run<int64_t, false, Order<int64_t>>;
-    case ScalarType::Bool: return with_bool ? order_run<uint8_t, true, Order<uint8_t>> : nullptr;
-    default: return nullptr;
-  }
+  if (t == ScalarType::Float32 || t == ScalarType::Float64) return order_run<double, Order<double>>;
+  if (t == ScalarType::Bool && !with_bool) return nullptr;
+  return elem_dtype_supported(t) ? order_run<int64_t, Order<int64_t>> : nullptr;
 }
 
 template <bool kDescending, bool kStable>
@@ -223,7 +231,8 @@ Error prepare_topk(PrepareContext& ctx, Span<EValue* const> args) {
   }
   const RunFn run = args[3]->b ? select_order<TopkAs<true>::type>(self.dtype, false)
                                : select_order<TopkAs<false>::type>(self.dtype, false);
-  return finish_prepare(ctx, args, dim, k, args[4]->b, run);
+  // A 0-d self gives its one element for k = 0 too (as torch): the 0-d outs hold one.
+  return finish_prepare(ctx, args, dim, self.dim == 0 ? 1 : k, args[4]->b, run);
 }
 
 }  // namespace portable
