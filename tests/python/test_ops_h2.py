@@ -105,11 +105,18 @@ def test_cumsum_integers_and_bools_accumulate_in_int64(tmp_path: Path) -> None:
     assert got[0].dtype == np.int64 and got[0][-1] == 30000 and got[1][-1] == 1000
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.int32, torch.int8], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.int32, torch.int16, torch.int8], ids=str)
 def test_cumsum_dtype_argument_converts_first(dtype: torch.dtype, tmp_path: Path) -> None:
     x = _make((4, 6), torch.int64, -100, 100)
     f = torch.randn(4, 6, generator=_g()) * 50
     _run(lambda t, u: (t.cumsum(1, dtype=dtype), u.cumsum(0, dtype=dtype)), (x, f), {"aten::cumsum"}, tmp_path)
+
+
+def test_int16_conversions_wrap_as_torch(tmp_path: Path) -> None:
+    # cumsum converts through util/copy.h's select_convert, which _to_copy shares.
+    x = torch.tensor([70000.5, -1.0, 40000.0, -40000.7, 300.0, -129.0])
+    _run(lambda t: (t.to(torch.int16), t.to(torch.int16).to(torch.float32), t.cumsum(0, dtype=torch.int16)), (x,),
+         {"aten::_to_copy", "aten::cumsum"}, tmp_path)
 
 
 def test_cumsum_int8_dtype_wraps_as_torch(tmp_path: Path) -> None:

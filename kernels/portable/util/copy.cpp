@@ -128,9 +128,8 @@ To convert_one(From v) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
                        sizeof(To) <= 2) {
-    // As torch (c10::static_cast_with_inter_type for uint8; its int8 and int16
-    // casts truncate a 32-bit conversion): through int64, then wrap, so
-    // -1.0 -> uint8 is 255.
+    // As torch: through int64, then wrap, so -1.0 -> uint8 is 255 and
+    // 40000.0 -> int16 is -25536.
     return static_cast<To>(convert_one<int64_t>(v));
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     // Out-of-range float -> int is undefined in C++; saturate instead.
