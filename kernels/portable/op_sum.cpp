@@ -11,7 +11,7 @@ namespace tern {
 namespace portable {
 
 Error sum_dim_prepare(PrepareContext& ctx, Span<EValue* const> args) {
-  return prepare_sum_reduction(ctx, args, /*mean=*/false);
+  return prepare_fold_reduction(ctx, args, FoldArgs::kDimList, Fold::kSum);
 }
 
 }  // namespace portable

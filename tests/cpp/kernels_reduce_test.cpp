@@ -1,4 +1,5 @@
-// Tests of the reductions: mean.dim, sum.dim_IntList, any.dim. Expected values
+// Tests of the reductions, scans and sorts: mean.dim, mean, sum.dim_IntList,
+// prod, prod.dim_int, any.dim, any.dims, any, var, cumsum, sort, topk. Expected values
 // come from a naive reference written here (double precision, one pass over
 // the input mapping each element to its out index) or from hand computation.
 #include <cmath>
@@ -287,6 +288,120 @@ TEST(OpAny, RejectsWrongOutDtypeShapeAndDim) {
   EXPECT_EQ(h.prepare_only("aten::any.dim", {x, h.i(1), h.b(true), h.empty_of(ScalarType::Bool, {2})}),
             Error::InvalidProgram);
   EXPECT_EQ(h.prepare_only("aten::any.dim", {x, h.i(2), h.b(false), h.empty_of(ScalarType::Bool, {2})}),
+            Error::InvalidProgram);
+}
+
+// --- any over several dims, prod, var, cumsum ---
+
+TEST(OpAny, DimsListReducesSeveralDimsAndEmptyListNone) {
+  KernelHarness h;
+  EValue* x = h.tensor<int32_t>({2, 2, 2}, {0, 0, 0, 5, /**/ 0, 0, 0, 0});
+  EValue* y = h.empty_of(ScalarType::Bool, {2});
+  ASSERT_EQ(h.call("aten::any.dims", {x, h.ints({1, 2}), h.b(false), y}), Error::Ok);
+  EXPECT_EQ(h.values<uint8_t>(y), (std::vector<uint8_t>{1, 0}));
+  EValue* z = h.empty_of(ScalarType::Bool, {2, 2, 2});
+  ASSERT_EQ(h.call("aten::any.dims", {x, h.ints({}), h.b(false), z}), Error::Ok);
+  EXPECT_EQ(h.values<uint8_t>(z), (std::vector<uint8_t>{0, 0, 0, 1, 0, 0, 0, 0}));
+  EValue* all = h.empty_of(ScalarType::Bool, {});
+  ASSERT_EQ(h.call("aten::any", {x, all}), Error::Ok);
+  EXPECT_EQ(h.values<uint8_t>(all)[0], 1);
+}
+
+TEST(OpProd, MultipliesToInt64AndWrapsLikeTorch) {
+  KernelHarness h;
+  EValue* x = h.tensor<int32_t>({2, 3}, {-2, 3, 4, 1 << 20, 1 << 20, 1 << 30});
+  EValue* y = h.empty<int64_t>({2});
+  ASSERT_EQ(h.call("aten::prod.dim_int", {x, h.i(1), h.b(false), h.none(), y}), Error::Ok);
+  EXPECT_EQ(h.values<int64_t>(y), (std::vector<int64_t>{-24, 0}));  // 2^70 wraps to 0
+  EValue* b = h.bool_tensor({3}, {1, 2, 1});  // a byte other than 0 / 1 is still true
+  EValue* yb = h.empty_of(ScalarType::Bool, {});
+  ASSERT_EQ(h.call("aten::prod", {b, h.i(int(ScalarType::Bool)), yb}), Error::Ok);
+  EXPECT_EQ(h.values<uint8_t>(yb)[0], 1);
+  EValue* e = h.tensor<float>({0, 2}, {});
+  EValue* ye = h.empty<float>({2});
+  ASSERT_EQ(h.call("aten::prod.dim_int", {e, h.i(0), h.b(false), h.none(), ye}), Error::Ok);
+  EXPECT_EQ(h.values<float>(ye), (std::vector<float>{1.f, 1.f}));
+  EValue* f = h.tensor<float>({2}, {1.f, 2.f});
+  EXPECT_EQ(h.prepare_only("aten::prod", {f, h.i(int(ScalarType::Int64)), h.empty<int64_t>({})}),
+            Error::OperatorMissing);  // floating -> integer dtype: no loop
+}
+
+TEST(OpVar, TwoPassesKeepDigitsAndFollowTorchAtSmallCounts) {
+  KernelHarness h;
+  EValue* x = h.tensor<float>({2, 3}, {1e4f + 1, 1e4f + 2, 1e4f + 3, 5, 5, 5});
+  EValue* y = h.empty<float>({2});
+  ASSERT_EQ(h.call("aten::var.correction", {x, h.ints({1}), h.none(), h.b(false), y}), Error::Ok);
+  EXPECT_EQ(h.values<float>(y), (std::vector<float>{1.f, 0.f}));
+  EValue* z = h.empty<float>({3});
+  ASSERT_EQ(h.call("aten::var.dim", {x, h.ints({0}), h.b(false), h.b(false), z}), Error::Ok);
+  EXPECT_FLOAT_EQ(h.values<float>(z)[0], (1e4f + 1 - 5) * (1e4f + 1 - 5) / 4);
+  EValue* w = h.empty<float>({2});  // correction 3 >= 3 elements: m2 / 0
+  ASSERT_EQ(h.call("aten::var.correction", {x, h.ints({1}), h.i(3), h.b(false), w}), Error::Ok);
+  EXPECT_TRUE(std::isinf(h.values<float>(w)[0]));
+  EXPECT_TRUE(std::isnan(h.values<float>(w)[1]));
+  EValue* n = h.tensor<int32_t>({2}, {1, 2});
+  EXPECT_EQ(h.prepare_only("aten::var.correction", {n, h.none(), h.none(), h.b(false), h.empty<int32_t>({})}),
+            Error::InvalidProgram);
+}
+
+TEST(OpCumsum, ScansEitherDimAndWrapsNarrowIntegers) {
+  KernelHarness h;
+  EValue* x = h.tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  EValue* y0 = h.empty<float>({2, 3});
+  ASSERT_EQ(h.call("aten::cumsum", {x, h.i(0), h.none(), y0}), Error::Ok);
+  EXPECT_EQ(h.values<float>(y0), (std::vector<float>{1, 2, 3, 5, 7, 9}));
+  EValue* y1 = h.empty<float>({2, 3});
+  ASSERT_EQ(h.call("aten::cumsum", {x, h.i(-1), h.none(), y1}), Error::Ok);
+  EXPECT_EQ(h.values<float>(y1), (std::vector<float>{1, 3, 6, 4, 9, 15}));
+  EValue* c = h.tensor<int8_t>({3}, {100, 100, 100});
+  EValue* yc = h.empty<int8_t>({3});
+  ASSERT_EQ(h.call("aten::cumsum", {c, h.i(0), h.i(int(ScalarType::Int8)), yc}), Error::Ok);
+  EXPECT_EQ(h.values<int8_t>(yc), (std::vector<int8_t>{100, -56, 44}));
+  EValue* yl = h.empty<int64_t>({3});
+  ASSERT_EQ(h.call("aten::cumsum", {c, h.i(0), h.none(), yl}), Error::Ok);
+  EXPECT_EQ(h.values<int64_t>(yl), (std::vector<int64_t>{100, 200, 300}));
+  EXPECT_EQ(h.prepare_only("aten::cumsum", {c, h.i(0), h.i(int(ScalarType::Bool)), h.empty_of(ScalarType::Bool, {3})}),
+            Error::InvalidProgram);
+}
+
+// --- sort, topk ---
+
+TEST(OpSort, OrdersNanLastAndKeepsTiesStable) {
+  KernelHarness h;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EValue* x = h.tensor<float>({6}, {2, nan, -0.0f, 0.0f, -1, 2});
+  EValue* v = h.empty<float>({6});
+  EValue* i = h.empty<int64_t>({6});
+  ASSERT_EQ(h.call("aten::sort.stable", {x, h.b(true), h.i(0), h.b(false), v, i}), Error::Ok);
+  EXPECT_EQ(h.values<int64_t>(i), (std::vector<int64_t>{4, 2, 3, 0, 5, 1}));
+  ASSERT_EQ(h.call("aten::sort.stable", {x, h.b(true), h.i(0), h.b(true), v, i}), Error::Ok);
+  EXPECT_EQ(h.values<int64_t>(i), (std::vector<int64_t>{1, 0, 5, 2, 3, 4}));
+  EValue* b = h.bool_tensor({2, 2}, {2, 0, 0, 1});  // [[true, false], [false, true]] along dim 0
+  EValue* bv = h.empty_of(ScalarType::Bool, {2, 2});
+  EValue* bi = h.empty<int64_t>({2, 2});
+  ASSERT_EQ(h.call("aten::sort", {b, h.i(0), h.b(false), bv, bi}), Error::Ok);
+  EXPECT_EQ(h.values<uint8_t>(bv), (std::vector<uint8_t>{0, 0, 1, 1}));
+  EXPECT_EQ(h.values<int64_t>(bi), (std::vector<int64_t>{1, 0, 0, 1}));
+}
+
+TEST(OpTopk, TakesTheLargestOrSmallestAlongADimAndChecksK) {
+  KernelHarness h;
+  EValue* x = h.tensor<int32_t>({2, 4}, {3, 9, 1, 7, /**/ 4, 0, 8, 6});
+  EValue* v = h.empty<int32_t>({2, 2});
+  EValue* i = h.empty<int64_t>({2, 2});
+  ASSERT_EQ(h.call("aten::topk", {x, h.i(2), h.i(1), h.b(true), h.b(true), v, i}), Error::Ok);
+  EXPECT_EQ(h.values<int32_t>(v), (std::vector<int32_t>{9, 7, 8, 6}));
+  EXPECT_EQ(h.values<int64_t>(i), (std::vector<int64_t>{1, 3, 2, 3}));
+  EValue* s = h.empty<int32_t>({1, 4});
+  EValue* si = h.empty<int64_t>({1, 4});
+  ASSERT_EQ(h.call("aten::topk", {x, h.i(1), h.i(0), h.b(false), h.b(true), s, si}), Error::Ok);
+  EXPECT_EQ(h.values<int32_t>(s), (std::vector<int32_t>{3, 0, 1, 6}));
+  EXPECT_EQ(h.prepare_only("aten::topk", {x, h.i(5), h.i(1), h.b(true), h.b(true), h.empty<int32_t>({2, 5}),
+                                          h.empty<int64_t>({2, 5})}),
+            Error::InvalidProgram);
+  EValue* b = h.bool_tensor({2}, {0, 1});
+  EXPECT_EQ(h.prepare_only("aten::topk", {b, h.i(1), h.i(0), h.b(true), h.b(true),
+                                          h.empty_of(ScalarType::Bool, {1}), h.empty<int64_t>({1})}),
             Error::InvalidProgram);
 }
 

@@ -101,7 +101,6 @@ UNDEFINED_OUTPUT = {
 # Tern's passes (python/tern/passes/) or torch.export itself.
 LOWERED_IN_EXPORT = {
     "aten::clamp": "aten::hardtanh",  # lower_clamp (float, number bounds)
-    "aten::mean": "aten::mean.dim",  # lower_full_reductions
     "aten::sum": "aten::sum.dim_IntList",  # lower_full_reductions
     "aten::native_batch_norm": "aten::_native_batch_norm_legit_no_training",  # eval mode
 }

@@ -127,9 +127,9 @@ To convert_one(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
-                       sizeof(To) == 1) {
-    // As torch (c10::static_cast_with_inter_type): through int64, then wrap,
-    // so -1.0 -> uint8 is 255.
+                       sizeof(To) <= 2) {
+    // As torch: through int64, then wrap, so -1.0 -> uint8 is 255 and
+    // 40000.0 -> int16 is -25536.
     return static_cast<To>(convert_one<int64_t>(v));
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     // Out-of-range float -> int is undefined in C++; saturate instead.
@@ -168,6 +168,7 @@ ConvertFn select_convert_to(ScalarType to) {
     case ScalarType::Float64: return convert<From, double>;
     case ScalarType::Int8: return convert<From, int8_t>;
     case ScalarType::UInt8: return convert<From, uint8_t>;
+    case ScalarType::Int16: return convert<From, int16_t>;
     case ScalarType::Int32: return convert<From, int32_t>;
     case ScalarType::Int64: return convert<From, int64_t>;
     case ScalarType::Bool: return convert<From, bool>;
@@ -199,6 +200,7 @@ ConvertFn select_convert(ScalarType from, ScalarType to) {
     case ScalarType::Float64: return select_convert_to<double>(to);
     case ScalarType::Int8: return select_convert_to<int8_t>(to);
     case ScalarType::UInt8: return select_convert_to<uint8_t>(to);
+    case ScalarType::Int16: return select_convert_to<int16_t>(to);
     case ScalarType::Int32: return select_convert_to<int32_t>(to);
     case ScalarType::Int64: return select_convert_to<int64_t>(to);
     case ScalarType::Bool: return select_convert_to<bool>(to);

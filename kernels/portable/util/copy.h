@@ -47,9 +47,9 @@ void copy_strided(void* dst, const void* src, size_t elem_size, const StridedVie
 void copy_bytes(void* dst, const void* src, size_t n);
 
 // Converts n elements from one dtype to another. Supported dtypes: float32,
-// float64, int8, uint8, int32, int64, bool. Semantics follow torch's .to():
-// floating -> integer truncates toward zero (int8/uint8 through int64 then
-// wrapping, as torch; int32/int64 saturating at their range and NaN -> 0,
+// float64, int8, uint8, int16, int32, int64, bool. Semantics follow torch's
+// .to(): floating -> integer truncates toward zero (int8/uint8/int16 through
+// int64 then wrapping, as torch; int32/int64 saturating at their range and NaN -> 0,
 // where torch's result is undefined); anything -> bool is
 // value != 0; bool -> anything is 0 or 1.
 using ConvertFn = void (*)(const void* src, void* dst, int64_t n);

@@ -62,9 +62,7 @@ template <typename T, bool kMax>
 struct ExtremeOp {
   static void run(const void* in, void* out, const ReducePlan& p) {
     Odometer kept, reduced;
-    for (int g = 0; g + 1 < p.groups; ++g) {
-      (p.reduced[g] ? reduced : kept).add(p.sizes[g], p.strides[g]);
-    }
+    reduce_odometers(p, &kept, &reduced);
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
     if (p.reduced[p.groups - 1]) {

@@ -1,5 +1,7 @@
-// Sum-reductions over any set of dims of a contiguous tensor (sum.dim_IntList,
-// mean.dim).
+// Reductions over any set of dims of a contiguous tensor: the folds
+// (sum.dim_IntList, mean, mean.dim, prod, prod.dim_int) here, and the plan
+// and dims parsing that the other reductions share (amax / amin in
+// util/minmax.h, any, var).
 //
 // The reduced dims are a bitmask over the input's dims (bit d set: dim d is
 // reduced). A plan drops size-1 dims and merges neighbours of the same kind,
@@ -10,23 +12,28 @@
 //   sum over [0, 2] of [A, B, C, D]     ->  [A reduced, B kept, C reduced, D kept]
 //
 // Two loops cover every plan:
-//   last group reduced: each out element sums contiguous runs of the input
+//   last group reduced: each out element folds contiguous runs of the input
 //     (global average pooling is one run of H*W per element);
-//   last group kept: each out row adds whole contiguous input rows into an
+//   last group kept: each out row folds whole contiguous input rows into an
 //     accumulator row in scratch, in blocks of kSumBlock columns.
-// Floating sums accumulate in double, integer sums in int64.
+// The input is read kElemChunk elements at a time, converted to the type
+// the fold reads (util/elementwise.h's elem_chunk; in place when it has that
+// type already), so one loop serves every input dtype. Floating sums
+// accumulate in double, floating products in the out type (as torch's);
+// integer sums and products accumulate in uint64 and wrap, as torch's do.
 //
 //   prepare: reduce_dims_mask(ctx, *args[1], self.dim, &mask);
 //            reduce_plan(self, mask, &plan);
 //            ctx.request_scratch(sum_scratch_bytes(plan));
-//            fn = select_sum(self.dtype, out.dtype);
+//            fn = select_fold(Fold::kSum, self.dtype, out.dtype);
 //   run:     reduce_plan(self, mask, &plan);   // cheap: O(dims)
-//            fn(self.data, out.data, plan, scale, ctx.scratch());
+//            fn(self, out.data, plan, scale, ctx.scratch());
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/portable/util/copy.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/tensor.h"
 #include "runtime/kernel/kernel.h"
@@ -34,15 +41,18 @@
 namespace tern {
 namespace portable {
 
-// Parses a `int[1]? dim` argument against `rank`: None or an empty list
-// reduces every dim; negative dims count from the end; a repeated dim fails.
-Error reduce_dims_mask(PrepareContext& ctx, const EValue& dims, int rank, uint32_t* mask);
+// Parses a `int[1]? dim` argument against `rank`: None reduces every dim, an
+// empty list every dim too (sum, mean, amax, var) or none (any.dims: pass
+// empty_is_all = false); negative dims count from the end; a repeated dim
+// fails.
+Error reduce_dims_mask(PrepareContext& ctx, const EValue& dims, int rank, uint32_t* mask,
+                       bool empty_is_all = true);
 
 // Sizes of the result: reduced dims dropped, or kept as size 1 with keepdim.
 // Returns the result's rank.
 int reduce_out_sizes(const Tensor& in, uint32_t mask, bool keepdim, int64_t* sizes);
 
-// Number of input elements summed into each out element.
+// Number of input elements folded into each out element.
 int64_t reduce_count(const Tensor& in, uint32_t mask);
 
 struct ReducePlan {
@@ -54,28 +64,43 @@ struct ReducePlan {
 
 void reduce_plan(const Tensor& in, uint32_t mask, ReducePlan* plan);
 
+// The groups before the last, as two odometers: `kept` walks the out
+// elements (or rows, when the last group is kept), `reduced` the runs or
+// rows folded into each. Both wrap back to offset 0 after a full walk.
+void reduce_odometers(const ReducePlan& plan, Odometer* kept, Odometer* reduced);
+
 constexpr int64_t kSumBlock = 1024;
 
-// Scratch bytes the plan's sum needs (0 when the last group is reduced).
+// Scratch bytes the plan's fold needs (0 when the last group is reduced).
 size_t sum_scratch_bytes(const ReducePlan& plan);
 
-// out[o] = scale * (sum over the reduced dims of in), converted to out's type.
-// scale is 1 for sum, 1 / reduce_count for mean; integer outs ignore it.
-using SumFn = void (*)(const void* in, void* out, const ReducePlan& plan, double scale,
-                       void* scratch);
+enum class Fold { kSum, kMean, kProd };
 
-// The sum from dtype `in` to dtype `out`, or nullptr if the pair is not
-// supported. Supported: float32 -> float32, float64 -> float64,
-// float32 -> float64, {int64, int32, int8, uint8, bool} -> int64, int32 -> int32.
-SumFn select_sum(ScalarType in, ScalarType out);
+// out[o] = scale * (fold over the reduced dims of in), converted to out's
+// type. scale is 1 except for mean (1 / reduce_count); integer outs ignore it.
+using FoldFn = void (*)(const Tensor& in, void* out, const ReducePlan& plan, double scale,
+                        void* scratch);
 
-// The prepare shared by sum.dim_IntList and mean.dim:
-//   (Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-//   args: [self, dim, keepdim, dtype, out]
-// The out dtype is `dtype` when given, else self's (promoted to int64 for an
-// integer or bool self when summing). `mean` divides by the number of
-// elements summed (NaN when it is 0, as torch) and needs a floating out.
-Error prepare_sum_reduction(PrepareContext& ctx, Span<EValue* const> args, bool mean);
+// The fold from dtype `in` to dtype `out`, or nullptr if the pair is not
+// supported. Supported, of float32, float64, int8, uint8, int16, int32,
+// int64 and bool: any in -> float32, float64 or bool (each element != 0
+// first: a bool sum is any, a bool product all); an integer or bool in ->
+// any integer (wrapping). kMean folds as kSum.
+FoldFn select_fold(Fold fold, ScalarType in, ScalarType out);
+
+// The argument lists of the fold reductions.
+enum class FoldArgs {
+  kDimList,  // [self, int[1]? dim, bool keepdim, ScalarType? dtype, out]: sum.dim_IntList, mean.dim
+  kDim,      // [self, int dim, bool keepdim, ScalarType? dtype, out]: prod.dim_int
+  kAll,      // [self, ScalarType? dtype, out]: mean, prod (every dim, 0-d out)
+};
+
+// The prepare shared by the fold reductions. The out dtype is `dtype` when
+// given, else self's (promoted to int64 for an integer or bool self when
+// summing or multiplying). Mean divides by the number of elements summed
+// (NaN when it is 0, as torch) and needs a floating out.
+Error prepare_fold_reduction(PrepareContext& ctx, Span<EValue* const> args, FoldArgs shape,
+                             Fold fold);
 
 }  // namespace portable
 }  // namespace tern

@@ -1,10 +1,11 @@
-"""Lowers full reductions (x.mean(), x.sum()) to their dim-list forms.
+"""Lowers full sums (x.sum()) to their dim-list form.
 
-    aten.mean.default(x, dtype=d) -> aten.mean.dim(x, [0, .., n-1], False, dtype=d)
-    aten.sum.default(x, dtype=d)  -> aten.sum.dim_IntList(x, [0, .., n-1], False, dtype=d)
+    aten.sum.default(x, dtype=d) -> aten.sum.dim_IntList(x, [0, .., n-1], False, dtype=d)
 
-Same result (a 0-d tensor); the runtime has kernels for the dim forms only.
+Same result (a 0-d tensor); the runtime has a kernel for the dim form only.
 A 0-d input reduces over no dims, which is also the identity in both forms.
+Full means (aten.mean.default) stay as they are: the runtime has a kernel
+for them (kernels/portable/op_mean.cpp), and it takes 0-d inputs too.
 """
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ if TYPE_CHECKING:
 
 
 def lower_full_reductions(gm: "torch.fx.GraphModule") -> "torch.fx.GraphModule":
-    """Rewrites mean.default and sum.default nodes."""
+    """Rewrites sum.default nodes."""
     import torch
 
     aten = torch.ops.aten
-    targets = {"aten::mean": aten.mean.dim, "aten::sum": aten.sum.dim_IntList}
+    targets = {"aten::sum": aten.sum.dim_IntList}
     for node in list(gm.graph.nodes):
         target = targets.get(op_name(node.target)) if node.op == "call_function" else None
         x = node.args[0] if node.args else None
