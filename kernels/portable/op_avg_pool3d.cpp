@@ -58,16 +58,8 @@ Error avg_pool3d_run(RunContext& ctx, EValue* const* args) {
   const T* in = args[0]->tensor.data_as<const T>();
   T* out = args[7]->tensor.data_as<T>();
   const int64_t vol_in = z.in[0] * z.in[1] * z.in[2];
-  const int64_t rows = z.volumes * z.out[0] * z.out[1];  // one row: ow outputs
-  ctx.parallel_for(rows, 64, [&](RunContext&, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t oh = r % z.out[1], od = (r / z.out[1]) % z.out[0];
-      const T* x = in + r / (z.out[1] * z.out[0]) * vol_in;
-      for (int64_t ow = 0; ow < z.out[2]; ++ow) {
-        const int64_t i0[3] = {od * g.s[0] - g.p[0], oh * g.s[1] - g.p[1], ow * g.s[2] - g.p[2]};
-        out[r * z.out[2] + ow] = avg_window<T, Acc>(g, z, x, i0);
-      }
-    }
+  pool3d_for_each_window(ctx, g, z, [&](int64_t volume, int64_t o, const int64_t* i0) {
+    out[o] = avg_window<T, Acc>(g, z, in + volume * vol_in, i0);
   });
   return Error::Ok;
 }

@@ -30,14 +30,15 @@ bool is_nan(T v) {
   }
 }
 
-// The window starting at input (i0[0], i0[1], i0[2]) of one volume x.
+// The window whose first corner is input `start` (d, h, w; negative in the
+// padding) of one volume x: its max and that max's flat index.
 template <typename T>
-void max_window(const Pool3dWindow& g, const Pool3dSizes& z, const T* x, int64_t* i0, T* out,
-                int64_t* index) {
-  int64_t i1[3];
+void max_window(const Pool3dWindow& g, const Pool3dSizes& z, const T* x, const int64_t* start,
+                T* out, int64_t* index) {
+  int64_t i0[3], i1[3];
   for (int k = 0; k < 3; ++k) {
-    i1[k] = std::min<int64_t>(i0[k] + int64_t(g.k[k] - 1) * g.dil[k] + 1, z.in[k]);
-    while (i0[k] < 0) i0[k] += g.dil[k];
+    i1[k] = std::min<int64_t>(start[k] + int64_t(g.k[k] - 1) * g.dil[k] + 1, z.in[k]);
+    for (i0[k] = start[k]; i0[k] < 0;) i0[k] += g.dil[k];
   }
   int64_t best_index = (i0[0] * z.in[1] + i0[1]) * z.in[2] + i0[2];
   T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
@@ -67,17 +68,8 @@ Error max_pool3d_run(RunContext& ctx, EValue* const* args) {
   T* out = args[6]->tensor.data_as<T>();
   int64_t* indices = args[7]->tensor.data_as<int64_t>();
   const int64_t vol_in = z.in[0] * z.in[1] * z.in[2];
-  const int64_t rows = z.volumes * z.out[0] * z.out[1];  // one row: ow outputs
-  ctx.parallel_for(rows, 64, [&](RunContext&, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t oh = r % z.out[1], od = (r / z.out[1]) % z.out[0];
-      const T* x = in + r / (z.out[1] * z.out[0]) * vol_in;
-      for (int64_t ow = 0; ow < z.out[2]; ++ow) {
-        int64_t i0[3] = {od * g.s[0] - g.p[0], oh * g.s[1] - g.p[1], ow * g.s[2] - g.p[2]};
-        const int64_t o = r * z.out[2] + ow;
-        max_window(g, z, x, i0, out + o, indices + o);
-      }
-    }
+  pool3d_for_each_window(ctx, g, z, [&](int64_t volume, int64_t o, const int64_t* i0) {
+    max_window(g, z, in + volume * vol_in, i0, out + o, indices + o);
   });
   return Error::Ok;
 }

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._pytree import tree_leaves
 from torch import nn
 
 import tern
@@ -462,3 +463,69 @@ def test_distances_propagate_nan_like_eager(tmp_path: Path) -> None:
     for p in P_VALUES:
         _export_and_compare(Fn(lambda a, b: (torch.cdist(a, b, p=p), F.pdist(a, p=p))), (x, torch.zeros(2, 2)),
                             tmp_path, CDIST | {"aten::_pdist_forward"})
+
+
+# every op: empty inputs, and results independent of the thread count
+
+_W = torch.randn(5, 3, generator=_gen())
+
+EMPTY_CASES: dict[str, tuple[Callable[..., Any], tuple[torch.Tensor, ...], str]] = {
+    "max_pool3d_no_batch": (lambda x: F.max_pool3d(x, 2, return_indices=True), (torch.randn(0, 2, 4, 4, 4),),
+                            "aten::max_pool3d_with_indices"),
+    "avg_pool3d_no_batch": (lambda x: F.avg_pool3d(x, 2), (torch.randn(0, 2, 4, 4, 4),), "aten::avg_pool3d"),
+    "adaptive_no_batch": (lambda x: F.adaptive_avg_pool3d(x, 2), (torch.randn(0, 2, 4, 4, 4),),
+                          "aten::_adaptive_avg_pool3d"),
+    "adaptive_out_0": (lambda x: F.adaptive_avg_pool3d(x, (0, 2, 2)), (torch.randn(1, 2, 4, 4, 4),),
+                       "aten::_adaptive_avg_pool3d"),
+    "grid_no_batch": (lambda x, g: F.grid_sample(x, g, align_corners=False),
+                      (torch.randn(0, 2, 4, 4), torch.randn(0, 3, 3, 2)), "aten::grid_sampler_2d"),
+    "grid_no_channels": (lambda x, g: F.grid_sample(x, g, align_corners=False),
+                         (torch.randn(1, 0, 4, 4), torch.randn(1, 3, 3, 2)), "aten::grid_sampler_2d"),
+    "grid_no_points": (lambda x, g: F.grid_sample(x, g, align_corners=False),
+                       (torch.randn(1, 2, 4, 4), torch.randn(1, 0, 3, 2)), "aten::grid_sampler_2d"),
+    "fold_no_batch": (lambda x: F.fold(x, (4, 5), 2), (torch.randn(0, 12, 12),), "aten::col2im"),
+    "cdist_no_rows": (lambda a, b: torch.cdist(a, b), (torch.randn(0, 3), torch.randn(4, 3)), "aten::_cdist_forward"),
+    "cdist_no_batch": (lambda a, b: torch.cdist(a, b), (torch.randn(0, 2, 3), torch.randn(4, 3)),
+                       "aten::_cdist_forward"),
+    "pdist_no_rows": (lambda a: F.pdist(a), (torch.randn(0, 3),), "aten::_pdist_forward"),
+    "pdist_no_columns": (lambda a: F.pdist(a, p=0.5), (torch.randn(4, 0),), "aten::_pdist_forward"),
+    "bag_no_indices": (lambda i, o: F.embedding_bag(i, _W, o, mode="mean"),
+                       (torch.zeros(0, dtype=torch.int64), torch.tensor([0, 0])), "aten::_embedding_bag_forward_only"),
+    "bag_no_bags": (lambda i, o: F.embedding_bag(i, _W, o, mode="sum"),
+                    (torch.tensor([1, 2]), torch.zeros(0, dtype=torch.int64)), "aten::_embedding_bag_forward_only"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_CASES))
+def test_empty_inputs_match_eager(name: str, tmp_path: Path) -> None:
+    fn, args, op = EMPTY_CASES[name]
+    _export_and_compare(Fn(fn), args, tmp_path, {op})
+
+
+THREAD_CASES: dict[str, tuple[Callable[..., Any], tuple[torch.Tensor, ...]]] = {
+    "pads": (lambda x: (F.pad(x, (2, 3, 1, 1, 2, 0), mode="reflect"), F.pad(x, (1, 4, 0, 2, 3, 3), mode="replicate")),
+             (torch.randn(3, 4, 5, 9, 33),)),
+    "pool3d": (lambda x: (F.max_pool3d(x, 3, 2, 1, return_indices=True), F.avg_pool3d(x, 2, ceil_mode=True),
+                          F.adaptive_avg_pool3d(x, (3, 4, 5))), (torch.randn(2, 5, 9, 10, 11),)),
+    "grid_sample": (lambda x, g: F.grid_sample(x, g, mode="bicubic", align_corners=True),
+                    (torch.randn(2, 3, 9, 10), torch.rand(2, 17, 19, 2) * 2 - 1)),
+    "fold": (lambda x: F.fold(x, (20, 21), 3, padding=1), (torch.randn(3, 18, 420),)),
+    "distances": (lambda a, b: (torch.cdist(a, b, p=1), torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"),
+                                F.pdist(a[0], p=3)), (torch.randn(2, 40, 7), torch.randn(2, 33, 7))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(THREAD_CASES))
+def test_results_do_not_depend_on_the_thread_count(name: str, tmp_path: Path) -> None:
+    fn, args = THREAD_CASES[name]
+    path = tmp_path / "model.tern"
+    tern.export(Fn(fn), args, partitioners=()).save(path)
+    one = tern.load(str(path), threads=1)(*args)
+    for threads in (2, 3):
+        for a, b in zip(one, tern.load(str(path), threads=threads)(*args)):
+            np.testing.assert_array_equal(a, b)
+    with torch.no_grad():
+        refs = tree_leaves(fn(*args))
+    assert len(one) == len(refs)
+    for got, want in zip(one, refs):
+        _compare(got, want)

@@ -70,6 +70,26 @@ struct Pool3dSizes {
 };
 Pool3dSizes pool3d_sizes(const Tensor& self, const Tensor& out);
 
+// Calls fn(volume, o, i0) for every output element: volume is the index of
+// its (n, c) volume, o its flat index in out, i0[3] the input (d, h, w) of
+// its window's first corner (negative inside the padding). The threads
+// split the output rows.
+template <typename Fn>
+void pool3d_for_each_window(RunContext& ctx, const Pool3dWindow& g, const Pool3dSizes& z,
+                            const Fn& fn) {
+  const int64_t rows = z.volumes * z.out[0] * z.out[1];  // a row: ow outputs
+  ctx.parallel_for(rows, 64, [&](RunContext&, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t oh = r % z.out[1], od = (r / z.out[1]) % z.out[0];
+      const int64_t volume = r / (z.out[1] * z.out[0]);
+      for (int64_t ow = 0; ow < z.out[2]; ++ow) {
+        const int64_t i0[3] = {od * g.s[0] - g.p[0], oh * g.s[1] - g.p[1], ow * g.s[2] - g.p[2]};
+        fn(volume, r * z.out[2] + ow, i0);
+      }
+    }
+  });
+}
+
 // Checks self (4-d or 5-d; only the batch may be empty; the dtype is the
 // op's to check) and the window arguments as ATen's pool3d_shape_check does,
 // fills w (count_include_pad and divisor zeroed) and checks that `out` has
