@@ -87,8 +87,9 @@ Error cdist_out_sizes(PrepareContext& ctx, const Tensor& x1, const Tensor& x2, i
     const int d1 = d - (nb - (x1.dim - 2)), d2 = d - (nb - (x2.dim - 2));
     const int64_t s1 = d1 < 0 ? 1 : x1.sizes[d1], s2 = d2 < 0 ? 1 : x2.sizes[d2];
     if (s1 != s2 && s1 != 1 && s2 != 1) {
-      return ctx.fail(Error::InvalidProgram, "batch dims of x1 and x2 do not broadcast (%lld, %lld)",
-                      (long long)s1, (long long)s2);
+      return ctx.fail(Error::InvalidProgram,
+                      "batch dims of x1 and x2 do not broadcast (%lld, %lld)", (long long)s1,
+                      (long long)s2);
     }
     sizes[d] = s1 == 1 ? s2 : s1;
   }

@@ -7,7 +7,8 @@
 // with L = bh * bw blocks, bh = (oh + 2 * ph - dh * (kh - 1) - 1) / sh + 1
 // (bw likewise) -> out [n, c, oh, ow] or [c, oh, ow]:
 //
-//   out[c, i * sh - ph + ki * dh, j * sw - pw + kj * dw] += self[(c * kh + ki) * kw + kj, i * bw + j]
+//   out[c, i * sh - ph + ki * dh, j * sw - pw + kj * dw]
+//       += self[(c * kh + ki) * kw + kj, i * bw + j]
 //
 // over the positions inside the image, added in ATen's order (so floats
 // give the same bits). float32, float64 and bool (sums are logical or), the
@@ -60,7 +61,9 @@ Error col2im_run(RunContext& ctx, EValue* const* args) {
   T* dst = out.data_as<T>();
   const int64_t col_plane = int64_t(g.kh) * g.kw * g.bh * g.bw;
   ctx.parallel_for(planes, 1, [&](RunContext&, int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) fold_plane(g, col + p * col_plane, oh, ow, dst + p * oh * ow);
+    for (int64_t p = begin; p < end; ++p) {
+      fold_plane(g, col + p * col_plane, oh, ow, dst + p * oh * ow);
+    }
   });
   return Error::Ok;
 }

@@ -152,7 +152,8 @@ Error expect_out_sizes(PrepareContext& ctx, Span<EValue* const> args, const BagS
   TERN_CHECK_OK(expect_dtype(ctx, args[9]->tensor, "out", weight.dtype));
   TERN_CHECK_OK(expect_sizes(ctx, args[9]->tensor, "out", out, 2));
   // ATen's float32 sum fast path keeps no offset2bag
-  const bool fast_sum = st.mode == kSum && weight.dtype == ScalarType::Float32 && st.padding_idx < 0;
+  const bool fast_sum =
+      st.mode == kSum && weight.dtype == ScalarType::Float32 && st.padding_idx < 0;
   const int64_t offset2bag = fast_sum ? 0 : args[1]->tensor.numel;
   const int64_t bag_size = forward_only ? offsets.numel : bags;
   const char* names[] = {"offset2bag", "bag_size", "max_indices"};

@@ -31,7 +31,9 @@ Error pdist_run(RunContext& ctx, EValue* const* args) {
   ctx.parallel_for(n, 1, [&](RunContext&, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       T* o = out + i * n - i * (i + 1) / 2;  // pairs (i, i + 1 ..) start after rows < i
-      for (int64_t j = i + 1; j < n; ++j) *o++ = row_distance(x + i * m, x + j * m, m, st.kind, p, true);
+      for (int64_t j = i + 1; j < n; ++j) {
+        *o++ = row_distance(x + i * m, x + j * m, m, st.kind, p, true);
+      }
     }
   });
   return Error::Ok;

@@ -124,7 +124,9 @@ Error pool3d_prepare_window(PrepareContext& ctx, const Tensor& self, const PoolA
   for (int k = 0; k < 3; ++k) {
     const int64_t o = pool_output_size(self.sizes[d - 3 + k], win[0][k], win[2][k], win[1][k],
                                        win[3][k], a.ceil_mode);
-    if (o < 1) return ctx.fail(Error::InvalidProgram, "output size %lld is too small", (long long)o);
+    if (o < 1) {
+      return ctx.fail(Error::InvalidProgram, "output size %lld is too small", (long long)o);
+    }
     out_sizes[d - 3 + k] = o;
   }
   TERN_CHECK_OK(expect_sizes(ctx, out, "out", out_sizes, d));
