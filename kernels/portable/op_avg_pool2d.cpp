@@ -60,20 +60,13 @@ Error avg_pool2d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_tag(args, 4, Tag::Bool));
   TERN_CHECK_OK(ctx.expect_tag(args, 5, Tag::Bool));
   TERN_CHECK_OK(ctx.expect_tensor(args, 7));
-  const EValue& divisor = *args[6];
-  if (!divisor.is_none() && !divisor.is_int()) {
-    return ctx.fail(Error::InvalidProgram, "divisor_override must be an int or None, got %s",
-                    tag_name(divisor.tag));
-  }
-  if (divisor.is_int() && (divisor.i == 0 || divisor.i > INT32_MAX || divisor.i < INT32_MIN)) {
-    return ctx.fail(Error::InvalidProgram, "divisor_override %lld out of range",
-                    (long long)divisor.i);
-  }
+  int32_t divisor = 0;
+  TERN_CHECK_OK(read_divisor_override(ctx, *args[6], &divisor));
   const PoolArgs pa{args[1], args[2], args[3], nullptr, args[4]->b};
   PoolGeometry g;
   TERN_CHECK_OK(pool_prepare_geometry(ctx, args[0]->tensor, pa, args[7]->tensor, &g));
   g.count_include_pad = args[5]->b ? 1 : 0;
-  g.divisor = divisor.is_int() ? static_cast<int32_t>(divisor.i) : 0;
+  g.divisor = divisor;
   memcpy(ctx.state(), &g, sizeof(g));
   ctx.set_run(avg_pool2d_run);
   return Error::Ok;

@@ -1,4 +1,5 @@
-// 2-d pooling geometry shared by max_pool2d_with_indices and avg_pool2d.
+// Pooling geometry shared by max_pool2d_with_indices and avg_pool2d (2-d),
+// max_pool3d_with_indices and avg_pool3d (3-d).
 //
 // Inputs are [c, h, w] or [n, c, h, w]; every (n, c) plane is pooled alone,
 // so the kernels see `planes` = n * c planes of [h, w] -> [oh, ow].
@@ -47,6 +48,54 @@ int64_t pool_output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int
 // divisor zeroed) and checks that `out` has the pooled sizes.
 Error pool_prepare_geometry(PrepareContext& ctx, const Tensor& self, const PoolArgs& a,
                             const Tensor& out, PoolGeometry* g);
+
+// avg_pool2d/3d's divisor_override: None gives 0, else a non-zero int32.
+Error read_divisor_override(PrepareContext& ctx, const EValue& v, int32_t* divisor);
+
+// 3-d pooling: self [c, d, h, w] or [n, c, d, h, w]; every (n, c) volume is
+// pooled alone. The window (56 bytes) goes in state; the sizes, which do
+// not fit beside it, are read back from self and out at run (pool3d_sizes).
+struct Pool3dWindow {
+  int32_t k[3], s[3], p[3], dil[3];  // kernel, stride, padding, dilation as (d, h, w)
+  int32_t count_include_pad;         // avg_pool3d: padding counts in the divisor
+  int32_t divisor;                   // avg_pool3d: divisor_override, 0 if None
+};
+static_assert(sizeof(Pool3dWindow) <= PrepareContext::kStateBytes,
+              "Pool3dWindow must fit in state");
+
+struct Pool3dSizes {
+  int64_t volumes;  // n * c
+  int64_t in[3];    // (d, h, w) of self
+  int64_t out[3];   // (od, oh, ow)
+};
+Pool3dSizes pool3d_sizes(const Tensor& self, const Tensor& out);
+
+// Calls fn(volume, o, i0) for every output element: volume is the index of
+// its (n, c) volume, o its flat index in out, i0[3] the input (d, h, w) of
+// its window's first corner (negative inside the padding). The threads
+// split the output rows.
+template <typename Fn>
+void pool3d_for_each_window(RunContext& ctx, const Pool3dWindow& g, const Pool3dSizes& z,
+                            const Fn& fn) {
+  const int64_t rows = z.volumes * z.out[0] * z.out[1];  // a row: ow outputs
+  ctx.parallel_for(rows, 64, [&](RunContext&, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t oh = r % z.out[1], od = (r / z.out[1]) % z.out[0];
+      const int64_t volume = r / (z.out[1] * z.out[0]);
+      for (int64_t ow = 0; ow < z.out[2]; ++ow) {
+        const int64_t i0[3] = {od * g.s[0] - g.p[0], oh * g.s[1] - g.p[1], ow * g.s[2] - g.p[2]};
+        fn(volume, r * z.out[2] + ow, i0);
+      }
+    }
+  });
+}
+
+// Checks self (4-d or 5-d; only the batch may be empty; the dtype is the
+// op's to check) and the window arguments as ATen's pool3d_shape_check does,
+// fills w (count_include_pad and divisor zeroed) and checks that `out` has
+// the pooled sizes.
+Error pool3d_prepare_window(PrepareContext& ctx, const Tensor& self, const PoolArgs& a,
+                            const Tensor& out, Pool3dWindow* w);
 
 }  // namespace portable
 }  // namespace tern
