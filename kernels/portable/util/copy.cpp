@@ -4,6 +4,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/portable/util/checks.h"
+
 namespace tern {
 namespace portable {
 namespace {
@@ -127,9 +129,9 @@ To convert_one(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
-                       sizeof(To) == 1) {
+                       sizeof(To) <= 2) {
     // As torch (c10::static_cast_with_inter_type): through int64, then wrap,
-    // so -1.0 -> uint8 is 255.
+    // so -1.0 -> uint8 is 255 and 40000.0 -> int16 is -25536.
     return static_cast<To>(convert_one<int64_t>(v));
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     // Out-of-range float -> int is undefined in C++; saturate instead.
@@ -168,6 +170,7 @@ ConvertFn select_convert_to(ScalarType to) {
     case ScalarType::Float64: return convert<From, double>;
     case ScalarType::Int8: return convert<From, int8_t>;
     case ScalarType::UInt8: return convert<From, uint8_t>;
+    case ScalarType::Int16: return convert<From, int16_t>;
     case ScalarType::Int32: return convert<From, int32_t>;
     case ScalarType::Int64: return convert<From, int64_t>;
     case ScalarType::Bool: return convert<From, bool>;
@@ -199,6 +202,7 @@ ConvertFn select_convert(ScalarType from, ScalarType to) {
     case ScalarType::Float64: return select_convert_to<double>(to);
     case ScalarType::Int8: return select_convert_to<int8_t>(to);
     case ScalarType::UInt8: return select_convert_to<uint8_t>(to);
+    case ScalarType::Int16: return select_convert_to<int16_t>(to);
     case ScalarType::Int32: return select_convert_to<int32_t>(to);
     case ScalarType::Int64: return select_convert_to<int64_t>(to);
     case ScalarType::Bool: return select_convert_to<bool>(to);
@@ -222,6 +226,42 @@ int64_t gather_slices(void* dst, const void* src, size_t elem_size, int64_t oute
     }
   }
   return -1;
+}
+
+void scatter_slices(void* dst, size_t dst_elem, const void* src, size_t src_elem, ConvertFn convert,
+                    int64_t outer, int64_t n, int64_t inner, int64_t start, int64_t step,
+                    int64_t count) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  const size_t dst_slice = static_cast<size_t>(inner) * dst_elem;
+  const size_t src_slice = static_cast<size_t>(inner) * src_elem;
+  for (int64_t o = 0; o < outer; ++o, d += n * dst_slice) {
+    for (int64_t i = 0; i < count; ++i, s += src_slice) convert(s, d + (start + i * step) * dst_slice, inner);
+  }
+}
+
+void broadcast_strides(const Tensor& t, int rank, int64_t* strides) {
+  const int lead = rank - t.dim;
+  for (int k = 0; k < rank; ++k) {
+    const int j = k - lead;
+    strides[k] = (j < 0 || t.sizes[j] == 1) ? 0 : t.stride(j);
+  }
+}
+
+Error expect_slice_scatter(PrepareContext& ctx, Span<EValue* const> args, size_t i_out,
+                           const int64_t* src_sizes, int src_dim, SliceScatterState* st) {
+  TERN_CHECK_OK(ctx.expect_tensor(args, 1));
+  TERN_CHECK_OK(ctx.expect_tensor(args, i_out));
+  const Tensor& self = args[0]->tensor;
+  const Tensor& src = args[1]->tensor;
+  TERN_CHECK_OK(expect_sizes(ctx, src, "src", src_sizes, src_dim));
+  TERN_CHECK_OK(expect_same_shape(ctx, args[i_out]->tensor, self, "out", "self"));
+  st->convert = select_convert(src.dtype, self.dtype);
+  if (st->convert == nullptr) {
+    return ctx.fail(Error::OperatorMissing, "unsupported conversion of src %s to self %s",
+                    scalar_type_name(src.dtype), scalar_type_name(self.dtype));
+  }
+  return Error::Ok;
 }
 
 Error parse_optional_dtype(PrepareContext& ctx, const EValue& v, const char* name,
