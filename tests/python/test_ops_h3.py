@@ -210,13 +210,13 @@ def test_scatter_add_wraps_int8_like_eager(tmp_path: Path) -> None:
 @pytest.mark.parametrize("op", ["scatter", "scatter_add", "scatter_value"])
 def test_scatter_out_of_range_index_fails_at_run(op: str, tmp_path: Path) -> None:
     x, src = torch.randn(3, 4), torch.randn(2, 4)
-    fns = {"scatter": lambda x, i, s: x.scatter(1, i, s),
-           "scatter_add": lambda x, i, s: x.scatter_add(1, i, s),
-           "scatter_value": lambda x, i, s: x.scatter(1, i, 1.5) + s.sum()}
+    fns = {"scatter": (lambda x, i, s: x.scatter(1, i, s), "aten::scatter.src"),
+           "scatter_add": (lambda x, i, s: x.scatter_add(1, i, s), "aten::scatter_add"),
+           "scatter_value": (lambda x, i, s: x.scatter(1, i, 1.5) + s.sum(), "aten::scatter.value")}
+    fn, name = fns[op]
     good = torch.tensor([[0, 3], [1, 1]])
     for bad in (torch.tensor([[0, 4], [1, 1]]), torch.tensor([[0, 3], [-1, 1]])):
-        _fails_at_run(fns[op], (x, good, src), (x, bad, src), tmp_path,
-                      "aten::scatter.value" if op == "scatter_value" else f"aten::{op}" + (".src" if op == "scatter" else ""))
+        _fails_at_run(fn, (x, good, src), (x, bad, src), tmp_path, name)
 
 
 # scatter_reduce.two
@@ -262,8 +262,8 @@ def test_scatter_reduce_integer_mean_rounds_down_like_eager(dtype: torch.dtype, 
 def test_scatter_reduce_0d_and_empty_match_eager(tmp_path: Path) -> None:
     model = lambda x, i, s, y, e, t: (x.scatter_reduce(0, i, s, "amax", include_self=False),  # noqa: E731
                                       y.scatter_reduce(0, e, t, "mean"))
-    args = (torch.tensor(1.5), torch.tensor(0), torch.tensor(4.0), torch.randn(3, 2), torch.zeros(0, 2, dtype=torch.long),
-            torch.randn(1, 2))
+    empty_index = torch.zeros(0, 2, dtype=torch.long)
+    args = (torch.tensor(1.5), torch.tensor(0), torch.tensor(4.0), torch.randn(3, 2), empty_index, torch.randn(1, 2))
     _compare(model, args, tmp_path, "aten::scatter_reduce.two")
 
 
@@ -409,6 +409,10 @@ def test_squeeze_dim_on_0d_matches_eager(tmp_path: Path) -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_alias_every_dtype_matches_eager(dtype: torch.dtype, tmp_path: Path) -> None:
     _compare(lambda x: torch.ops.aten.alias(x), (_rand((2, 3), dtype),), tmp_path, "aten::alias")
+
+
+def test_transpose_of_a_1d_tensor_exports_as_alias_and_matches_eager(tmp_path: Path) -> None:
+    _compare(lambda x: x.t(), (torch.randn(5),), tmp_path, "aten::alias")
 
 
 def test_alias_of_0d_and_empty_match_eager(tmp_path: Path) -> None:

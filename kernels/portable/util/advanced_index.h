@@ -23,7 +23,7 @@
 //     return Error::ExecutionFailed;
 //   }
 //
-// Everything here is allocation-free; the plan is ~800 bytes on the stack.
+// Everything here is allocation-free; the plan is about 900 bytes, on the stack.
 #pragma once
 
 #include <cstdint>
