@@ -465,8 +465,9 @@ def test_as_strided_shapes_match_eager(shape: tuple[int, ...], size: tuple[int, 
 
 
 def test_as_strided_reading_past_self_is_refused_at_export() -> None:
-    # Eager reads past x's elements here (its storage is larger: x is a view);
-    # format v1 gives the kernel only x's own elements, so export refuses.
+    # Reads elements 2 to 6 of a 5-element tensor: eager raises when it runs;
+    # export (which traces without running) leaves it to the kernel, which
+    # refuses it at load.
     model = Fn(lambda x: torch.as_strided(x[1:] * 1, (3,), (2,), 2))
     with pytest.raises(tern.ExportError, match="as_strided"):
         tern.export(model, (torch.randn(6),), partitioners=())
