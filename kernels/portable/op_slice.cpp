@@ -39,28 +39,12 @@ Error slice_run(RunContext& ctx, EValue* const* args) {
   return Error::Ok;
 }
 
-// Python-style bound: None -> `none_value`, negative -> counted from the end,
-// then clamped to [lo, size].
-int64_t clamp_bound(const EValue& v, int64_t none_value, int64_t size, int64_t lo) {
-  int64_t x = v.is_none() ? none_value : v.i;
-  if (x < 0) x += size;
-  if (x < lo) return lo;
-  return x > size ? size : x;
-}
-
-Error expect_int_or_none(PrepareContext& ctx, Span<EValue* const> args, size_t i) {
-  if (args[i]->is_none()) return Error::Ok;
-  return ctx.expect_tag(args, i, Tag::Int);
-}
-
 }  // namespace
 
 Error slice_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 6));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tag(args, 1, Tag::Int));
-  TERN_CHECK_OK(expect_int_or_none(ctx, args, 2));
-  TERN_CHECK_OK(expect_int_or_none(ctx, args, 3));
   TERN_CHECK_OK(ctx.expect_tag(args, 4, Tag::Int));
   TERN_CHECK_OK(ctx.expect_tensor(args, 5));
   const Tensor& self = args[0]->tensor;
@@ -68,16 +52,10 @@ Error slice_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   SliceState state;
   TERN_CHECK_OK(normalize_dim(ctx, args[1]->i, self.dim, "dim", &state.dim));
   state.step = args[4]->i;
-  if (state.step <= 0) {
-    return ctx.fail(Error::InvalidProgram, "step %lld must be positive", (long long)state.step);
-  }
-  const int64_t size = self.sizes[state.dim];
-  state.start = clamp_bound(*args[2], 0, size, 0);
-  const int64_t end = clamp_bound(*args[3], INT64_MAX, size, state.start);
-  const int64_t len = end - state.start;
   int64_t sizes[kMaxDims];
   for (int k = 0; k < self.dim; ++k) sizes[k] = self.sizes[k];
-  sizes[state.dim] = len == 0 ? 0 : (len - 1) / state.step + 1;
+  TERN_CHECK_OK(slice_bounds(ctx, *args[2], *args[3], state.step, self.sizes[state.dim], &state.start,
+                             &sizes[state.dim]));
   TERN_CHECK_OK(expect_sizes(ctx, args[5]->tensor, "out", sizes, self.dim));
   TERN_CHECK_OK(expect_dtype(ctx, args[5]->tensor, "out", self.dtype));
   memcpy(ctx.state(), &state, sizeof(state));

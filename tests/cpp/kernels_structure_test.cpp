@@ -690,18 +690,41 @@ TEST(OpIndexTensor, FailsAtRunOutOfRange) {
             Error::ExecutionFailed);
 }
 
-TEST(OpIndexTensor, RejectsSeveralIndicesMasksAllNoneAndWrongOut) {
+TEST(OpIndexTensor, SeveralIndexTensorsBroadcastAndKeepTheirPlaceWhenAdjacent) {
+  // x [2, 3, 4]: x[:, i, j] with i [2, 1] and j [3] broadcast to [2, 3] -> [2, 2, 3].
+  KernelHarness h;
+  EValue* x = h.tensor<float>({2, 3, 4}, iota_as<float>(24));
+  EValue* i = h.tensor<int64_t>({2, 1}, {0, -1});
+  EValue* j = h.tensor<int32_t>({3}, {3, 0, 1});
+  EValue* y = h.empty<float>({2, 2, 3});
+  ASSERT_EQ(h.call("aten::index.Tensor", {x, h.tensors({nullptr, i, j}, true), y}), Error::Ok);
+  EXPECT_EQ(h.values<float>(y), (std::vector<float>{3, 0, 1, 11, 8, 9, 15, 12, 13, 23, 20, 21}));
+}
+
+TEST(OpIndexTensor, SeparatedIndexTensorsPutTheBroadcastDimsFirst) {
+  // x [2, 3, 4]: x[i, :, j] with i, j [2] -> [2, 3]: out[b, c] = x[i[b], c, j[b]].
+  KernelHarness h;
+  EValue* x = h.tensor<float>({2, 3, 4}, iota_as<float>(24));
+  EValue* i = h.tensor<int64_t>({2}, {1, 0});
+  EValue* j = h.tensor<int64_t>({2}, {2, 3});
+  EValue* y = h.empty<float>({2, 3});
+  ASSERT_EQ(h.call("aten::index.Tensor", {x, h.tensors({i, nullptr, j}, true), y}), Error::Ok);
+  EXPECT_EQ(h.values<float>(y), (std::vector<float>{14, 18, 22, 3, 7, 11}));
+}
+
+TEST(OpIndexTensor, RejectsMasksAllNoneNonBroadcastingAndWrongOut) {
   KernelHarness h;
   EValue* x = h.tensor<float>({2, 3}, iota_as<float>(6));
   EValue* i0 = h.tensor<int64_t>({1}, {0});
-  EValue* i1 = h.tensor<int64_t>({1}, {1});
-  EXPECT_EQ(h.prepare_only("aten::index.Tensor", {x, h.tensors({i0, i1}, true), h.empty<float>({1})}),
-            Error::OperatorMissing);
   EXPECT_EQ(h.prepare_only("aten::index.Tensor",
                            {x, h.tensors({h.bool_tensor({2}, {1, 0})}, true), h.empty<float>({1, 3})}),
-            Error::OperatorMissing);
+            Error::OperatorMissing);  // the result's shape would depend on the mask
   EXPECT_EQ(h.prepare_only("aten::index.Tensor", {x, h.tensors({nullptr}, true), h.empty<float>({2, 3})}),
-            Error::OperatorMissing);
+            Error::InvalidProgram);  // torch refuses it too
+  EXPECT_EQ(h.prepare_only("aten::index.Tensor",
+                           {x, h.tensors({h.tensor<int64_t>({2}, {0, 1}), h.tensor<int64_t>({3}, {0, 1, 2})}, true),
+                            h.empty<float>({3})}),
+            Error::InvalidProgram);  // [2] and [3] do not broadcast
   EXPECT_EQ(h.prepare_only("aten::index.Tensor",
                            {x, h.tensors({nullptr, nullptr, i0}, true), h.empty<float>({2, 3})}),
             Error::InvalidProgram);  // more indices than dims

@@ -1,5 +1,6 @@
 #include "kernels/portable/util/checks.h"
 
+#include <cstdint>
 #include <cstdio>
 
 namespace tern {
@@ -12,6 +13,15 @@ void format_sizes(const int64_t* sizes, int dim, char* buf, size_t n) {
     used += snprintf(buf + used, n - used, i ? ", %lld" : "%lld", (long long)sizes[i]);
   }
   if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+// Python-style bound: None -> `none_value`, negative -> counted from the end,
+// then clamped to [lo, size].
+int64_t clamp_bound(const EValue& v, int64_t none_value, int64_t size, int64_t lo) {
+  int64_t x = v.is_none() ? none_value : v.i;
+  if (x < 0) x += size;
+  if (x < lo) return lo;
+  return x > size ? size : x;
 }
 
 }  // namespace
@@ -54,6 +64,19 @@ Error normalize_dim(PrepareContext& ctx, int64_t d, int rank, const char* name, 
                     (long long)d, rank);
   }
   *out = static_cast<int>(d < 0 ? d + r : d);
+  return Error::Ok;
+}
+
+Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, int64_t step,
+                   int64_t size, int64_t* first, int64_t* count) {
+  if (!(start.is_none() || start.is_int()) || !(end.is_none() || end.is_int())) {
+    return ctx.fail(Error::InvalidProgram, "start and end must be Int or None, got %s and %s",
+                    tag_name(start.tag), tag_name(end.tag));
+  }
+  if (step <= 0) return ctx.fail(Error::InvalidProgram, "step %lld must be positive", (long long)step);
+  *first = clamp_bound(start, 0, size, 0);
+  const int64_t len = clamp_bound(end, INT64_MAX, size, *first) - *first;
+  *count = len == 0 ? 0 : (len - 1) / step + 1;
   return Error::Ok;
 }
 

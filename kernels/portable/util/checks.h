@@ -26,5 +26,12 @@ Error expect_dtype(PrepareContext& ctx, const Tensor& t, const char* name, Scala
 // Normalizes a possibly negative dim against `rank`; fails if out of range.
 Error normalize_dim(PrepareContext& ctx, int64_t d, int rank, const char* name, int* out);
 
+// A Python slice start:end:step over `size` elements, as torch takes it
+// (aten::slice, aten::slice_scatter): start and end are Int or None,
+// negative counts from the end, out of range is clamped; step must be
+// positive. Gives the first element (in [0, size]) and the element count.
+Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, int64_t step,
+                   int64_t size, int64_t* first, int64_t* count);
+
 }  // namespace portable
 }  // namespace tern

@@ -4,6 +4,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/portable/util/checks.h"
+
 namespace tern {
 namespace portable {
 namespace {
@@ -224,6 +226,42 @@ int64_t gather_slices(void* dst, const void* src, size_t elem_size, int64_t oute
     }
   }
   return -1;
+}
+
+void scatter_slices(void* dst, size_t dst_elem, const void* src, size_t src_elem, ConvertFn convert,
+                    int64_t outer, int64_t n, int64_t inner, int64_t start, int64_t step,
+                    int64_t count) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  const size_t dst_slice = static_cast<size_t>(inner) * dst_elem;
+  const size_t src_slice = static_cast<size_t>(inner) * src_elem;
+  for (int64_t o = 0; o < outer; ++o, d += n * dst_slice) {
+    for (int64_t i = 0; i < count; ++i, s += src_slice) convert(s, d + (start + i * step) * dst_slice, inner);
+  }
+}
+
+void broadcast_strides(const Tensor& t, int rank, int64_t* strides) {
+  const int lead = rank - t.dim;
+  for (int k = 0; k < rank; ++k) {
+    const int j = k - lead;
+    strides[k] = (j < 0 || t.sizes[j] == 1) ? 0 : t.stride(j);
+  }
+}
+
+Error expect_slice_scatter(PrepareContext& ctx, Span<EValue* const> args, size_t i_out,
+                           const int64_t* src_sizes, int src_dim, SliceScatterState* st) {
+  TERN_CHECK_OK(ctx.expect_tensor(args, 1));
+  TERN_CHECK_OK(ctx.expect_tensor(args, i_out));
+  const Tensor& self = args[0]->tensor;
+  const Tensor& src = args[1]->tensor;
+  TERN_CHECK_OK(expect_sizes(ctx, src, "src", src_sizes, src_dim));
+  TERN_CHECK_OK(expect_same_shape(ctx, args[i_out]->tensor, self, "out", "self"));
+  st->convert = select_convert(src.dtype, self.dtype);
+  if (st->convert == nullptr) {
+    return ctx.fail(Error::OperatorMissing, "unsupported conversion of src %s to self %s",
+                    scalar_type_name(src.dtype), scalar_type_name(self.dtype));
+  }
+  return Error::Ok;
 }
 
 Error parse_optional_dtype(PrepareContext& ctx, const EValue& v, const char* name,

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/core/evalue.h"
 #include "runtime/core/scalar_type.h"
@@ -72,11 +73,25 @@ Error parse_optional_dtype(PrepareContext& ctx, const EValue& v, const char* nam
 int64_t gather_slices(void* dst, const void* src, size_t elem_size, int64_t outer, int64_t n,
                       int64_t inner, const Tensor& index, bool wrap);
 
+// Writes slices along one dim, the inverse of a strided slice (slice_scatter,
+// select_scatter): dst is [outer, n, inner] elements of dst_elem bytes, src
+// is [outer, count, inner] elements of src_elem bytes, and
+// dst[o, start + i * step, :] = convert(src[o, i, :]) for i < count. The
+// caller checks that start + (count - 1) * step < n.
+void scatter_slices(void* dst, size_t dst_elem, const void* src, size_t src_elem, ConvertFn convert,
+                    int64_t outer, int64_t n, int64_t inner, int64_t start, int64_t step,
+                    int64_t count);
+
 // Entry i of an int64 or int32 index tensor, as int64 (for error messages).
 inline int64_t index_at(const Tensor& index, int64_t i) {
   return index.dtype == ScalarType::Int64 ? index.data_as<const int64_t>()[i]
                                           : index.data_as<const int32_t>()[i];
 }
+
+// Strides (in elements) that read t broadcast to a shape of `rank` dims
+// (rank >= t.dim): t's dims line up with the last ones; 0 along new and
+// size-1 dims, as aten::expand reads.
+void broadcast_strides(const Tensor& t, int rank, int64_t* strides);
 
 // Walks a multi-index over `sizes` in row-major order, keeping the matching
 // offset under `strides` (in elements). For the outer loops of copies and
@@ -116,6 +131,37 @@ template <size_t kOut>
 Error copy_run(RunContext&, EValue* const* args) {
   const Tensor& self = args[0]->tensor;
   copy_bytes(args[kOut]->tensor.data, self.data, self.nbytes());
+  return Error::Ok;
+}
+
+// slice_scatter and select_scatter (args [self, src, ..., out at kOut]):
+// out = self, then the `count` slices of out along `dim` from `start` by
+// `step` = src converted to out's dtype. Prepare fills the state.
+struct SliceScatterState {
+  ConvertFn convert;  // src dtype -> self dtype
+  int32_t dim;
+  int64_t start, step, count;
+};
+
+// prepare for slice_scatter_run: args[1] (src) is a Tensor with `src_sizes`
+// whose dtype converts to self's; out (args[i_out]) has self's dtype and
+// sizes. Fills st->convert.
+Error expect_slice_scatter(PrepareContext& ctx, Span<EValue* const> args, size_t i_out,
+                           const int64_t* src_sizes, int src_dim, SliceScatterState* st);
+
+template <size_t kOut>
+Error slice_scatter_run(RunContext& ctx, EValue* const* args) {
+  SliceScatterState st;
+  memcpy(&st, ctx.state(), sizeof(st));
+  const Tensor& self = args[0]->tensor;
+  const Tensor& src = args[1]->tensor;
+  Tensor& out = args[kOut]->tensor;
+  copy_bytes(out.data, self.data, self.nbytes());
+  const int64_t n = self.sizes[st.dim];
+  const int64_t inner = self.stride(st.dim);
+  const int64_t outer = n * inner == 0 ? 0 : self.numel / (n * inner);
+  scatter_slices(out.data, scalar_type_size(out.dtype), src.data, scalar_type_size(src.dtype), st.convert,
+                 outer, n, inner, st.start, st.step, st.count);
   return Error::Ok;
 }
 
