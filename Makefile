@@ -10,6 +10,9 @@
 #   make bench    Tern side by side with PyTorch, ONNX Runtime, ExecuTorch (bench/README.md);
 #                 BENCH_ARGS=--quick for a smoke test
 #   make size     stripped sizes: full and selective (mobilenet_v2) tern-run, the core alone
+#   make test-ops-full   every OpInfo sample of every op and dtype (slow); records
+#                 docs/opinfo_status.json and regenerates docs/ops.md
+#   make ops-doc  regenerates docs/ops.md from kernels/portable/ops.def and docs/opinfo_status.json
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -19,7 +22,7 @@ BUILD := build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 
-.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize bench size clean
+.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc bench size clean
 
 setup:
 	@bash scripts/setup_env.sh
@@ -64,6 +67,14 @@ test-aarch64: setup
 	$(VENV_BIN)/ctest --test-dir build-aarch64 -L '^arch$$' --output-on-failure -j $(JOBS)
 
 # The C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+# `make test` runs a fixed subset of the OpInfo samples (tests/python/test_opinfo.py).
+test-ops-full: build python
+	TERN_OPINFO_FULL=1 TERN_OPINFO_STATUS=docs/opinfo_status.json $(PY) -m pytest -q tests/python/test_opinfo.py
+	$(PY) scripts/ops_doc.py
+
+ops-doc: setup
+	$(PY) scripts/ops_doc.py
+
 test-sanitize: setup
 	mkdir -p build-asan && $(VENV_BIN)/cmake -S . -B build-asan -G Ninja -DCMAKE_MAKE_PROGRAM=$(VENV_BIN)/ninja \
 	  -DPython3_EXECUTABLE=$(abspath $(PY)) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_SANITIZE=ON \

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-# TERN_OP("aten::add.Tensor", 1, add_tensor_prepare, op_add.cpp)
-_TERN_OP = re.compile(r'^\s*TERN_OP\(\s*"([^"]+)"\s*,\s*\d+\s*,\s*\w+\s*,\s*([\w.]+\.cpp)\s*\)\s*$')
+# TERN_OP("aten::add.Tensor", 1, add_tensor_prepare, op_add.cpp, "floating integral bool")
+_TERN_OP = re.compile(r'^\s*TERN_OP\(\s*"([^"]+)"\s*,\s*\d+\s*,\s*\w+\s*,\s*([\w.]+\.cpp)\s*,\s*"[\w ]+"\s*\)\s*$')
 
 
 class SelectError(Exception):

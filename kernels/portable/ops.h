@@ -5,7 +5,7 @@
 
 namespace tern {
 namespace portable {
-#define TERN_OP(name, outs, prepare, file) Error prepare(PrepareContext&, Span<EValue* const>);
+#define TERN_OP(name, outs, prepare, file, dtypes) Error prepare(PrepareContext&, Span<EValue* const>);
 #include "kernels/portable/ops.def"
 #undef TERN_OP
 }  // namespace portable

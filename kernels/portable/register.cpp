@@ -11,9 +11,29 @@
 
 namespace tern {
 
+namespace {
+
+// Each op's dtypes, from the last column of ops.def.
+constexpr uint32_t kDtypes[] = {
+#define TERN_OP(name, outs, prepare, file, dtypes) dtype_set(dtypes),
+#include TERN_OPS_DEF
+#undef TERN_OP
+};
+
+constexpr bool all_valid(const uint32_t* sets, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (sets[i] == kDtypeSetInvalid) return false;
+  }
+  return true;
+}
+static_assert(all_valid(kDtypes, sizeof(kDtypes) / sizeof(kDtypes[0])),
+              "a dtype list in ops.def names an unknown dtype (or is empty)");
+
+}  // namespace
+
 Error register_portable_kernels() {
   static const OpKernel kKernels[] = {
-#define TERN_OP(name, outs, prepare, file) {name, outs, portable::prepare},
+#define TERN_OP(name, outs, prepare, file, dtypes) {name, outs, portable::prepare, dtype_set(dtypes)},
 #include TERN_OPS_DEF
 #undef TERN_OP
   };

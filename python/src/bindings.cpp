@@ -179,6 +179,22 @@ std::vector<std::string> registered_ops() {
   return names;
 }
 
+// (op, the dtype names of its OpKernel::dtypes, empty for any) of every
+// kernel of every library, in registration order.
+std::vector<std::tuple<std::string, std::vector<std::string>>> registered_op_dtypes() {
+  std::vector<std::tuple<std::string, std::vector<std::string>>> out;
+  for (const tern::KernelLibrary& lib : tern::kernel_libraries()) {
+    for (const tern::OpKernel& k : lib.kernels) {
+      std::vector<std::string> names;
+      for (int t = 0; t < tern::kNumScalarTypes; ++t) {
+        if (k.dtypes & (uint32_t(1) << t)) names.emplace_back(tern::scalar_type_name(static_cast<tern::ScalarType>(t)));
+      }
+      out.emplace_back(k.name, std::move(names));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 NB_MODULE(_runtime, m) {
@@ -218,6 +234,8 @@ NB_MODULE(_runtime, m) {
     }
   }, nb::arg("data"), "Raises ValueError with the runtime's reason if it would refuse to load these bytes.");
   m.def("registered_ops", &registered_ops, "Names of the operators this runtime has kernels for.");
+  m.def("registered_op_dtypes", &registered_op_dtypes,
+        "(op, dtype names of its first tensor argument; empty: any) for every registered kernel.");
   m.def("physical_core_count", &tern::physical_core_count, "The default thread count.");
   m.def("registered_backends", [] {
     std::vector<std::string> names;

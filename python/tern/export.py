@@ -66,7 +66,7 @@ def export(
         partitioners = [CpuPartitioner()]
     gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported)
     gm = _delegate_all(gm, partitioners)
-    check_supported(gm, supported)
+    check_supported(gm, supported, _ops.supported_dtypes() if supported_ops is None else None)
     program = build_program(gm)
     check_loads(program, gm)
     return program
@@ -134,15 +134,16 @@ def _eval_mode(module: Any) -> Iterator[None]:
             m.training = training
 
 
-def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str]) -> None:
+def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str],
+                    dtypes: dict[str, frozenset[str] | None] | None = None) -> None:
     """Raises one ExportError listing every op in `gm` that has no kernel, with
-    the source line of each use."""
+    the source line of each use; then, given `dtypes` (op -> the dtypes of its
+    first tensor argument the runtime takes, tern.ops.supported_dtypes()), one
+    listing every op used with a dtype its kernel does not take."""
     import operator
 
-    from tern.graph import user_frame
-    from tern.ops import op_name
-
     from tern.control_flow import is_cond, is_while_loop, subgraphs
+    from tern.ops import op_name
 
     missing: dict[str, list[Any]] = {}  # runtime op name -> its nodes
     for g in [gm, *subgraphs(gm)]:
@@ -153,15 +154,111 @@ def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str]) -> No
                 if name not in supported:
                     missing.setdefault(name, []).append(node)
     if not missing:
+        _check_dtypes(gm, dtypes or {})
+        _check_as_strided(gm)
         return
     lines = [f"{len(missing)} operator(s) have no kernel in the Tern runtime:"]
     for name, nodes in missing.items():
         lines.append(f"  {name} ({_torch_name(nodes[0].target)}), used by:")
-        for node in nodes:
-            frame = user_frame(node)
-            where = frame.long(indent="      ") if frame else "(no source location)"
-            lines.append(f"    node {node.name}: {where}")
+        lines += _uses(nodes)
     raise ExportError("\n".join(lines))
+
+
+def _uses(nodes: list[Any]) -> list[str]:
+    """One line per node: its name and the user's source line."""
+    from tern.graph import user_frame
+
+    out = []
+    for node in nodes:
+        frame = user_frame(node)
+        where = frame.long(indent="      ") if frame else "(no source location)"
+        out.append(f"    node {node.name}: {where}")
+    return out
+
+
+def _check_dtypes(gm: "torch.fx.GraphModule", dtypes: dict[str, frozenset[str] | None]) -> None:
+    import operator
+
+    from tern.control_flow import subgraphs
+    from tern.ops import op_name
+
+    bad: dict[tuple[str, str], list[Any]] = {}  # (op, dtype) -> its nodes
+    for g in [gm, *subgraphs(gm)]:
+        for node in g.graph.nodes:
+            if node.op != "call_function" or node.target is operator.getitem:
+                continue
+            name = op_name(node.target)
+            allowed = dtypes.get(name)
+            dtype = _instruction_dtype(node)
+            if allowed is not None and dtype is not None and dtype not in allowed:
+                bad.setdefault((name, dtype), []).append(node)
+    if not bad:
+        return
+    lines = [f"{len(bad)} operator(s) are used with a dtype their Tern kernel does not take:"]
+    for (name, dtype), nodes in bad.items():
+        takes = ", ".join(d for d in _DTYPE_ORDER if d in (dtypes[name] or ()))
+        lines.append(f"  {name}: {dtype} is not supported (it takes {takes}), used by:")
+        lines += _uses(nodes)
+    raise ExportError("\n".join(lines))
+
+
+# Ops whose result is a view of their input in eager PyTorch. The file has no
+# aliasing yet (README), so a view's storage is its own elements only.
+_VIEW_OPS = frozenset({
+    "aten::view", "aten::_unsafe_view", "aten::slice.Tensor", "aten::select.int", "aten::permute", "aten::expand",
+    "aten::squeeze.dims", "aten::squeeze.dim", "aten::unsqueeze", "aten::alias", "aten::diagonal", "aten::as_strided",
+    "aten::split_with_sizes",
+})
+
+
+def _check_as_strided(gm: "torch.fx.GraphModule") -> None:
+    """aten::as_strided reads its input's storage. Of a view, eager reads the
+    viewed tensor's storage (from the view's offset), which the runtime does
+    not have: refuse it rather than give another answer."""
+    import operator
+
+    from tern.control_flow import subgraphs
+    from tern.ops import op_name
+
+    bad = []
+    for g in [gm, *subgraphs(gm)]:
+        for node in g.graph.nodes:
+            if node.op != "call_function" or op_name(node.target) != "aten::as_strided":
+                continue
+            src = node.args[0]
+            while getattr(src, "target", None) is operator.getitem:
+                src = src.args[0]
+            if getattr(src, "op", None) == "call_function" and op_name(src.target) in _VIEW_OPS:
+                bad.append((node, op_name(src.target)))
+    if bad:
+        raise ExportError(f"aten::as_strided of a view ({bad[0][1]}) is not supported: "
+                          "eager reads the storage behind the view, which Tern does not keep (no aliasing yet); "
+                          "apply as_strided to a contiguous tensor (.contiguous() does not help: torch.export "
+                          "drops it), or use view/slice ops instead:\n" + "\n".join(_uses([n for n, _ in bad])))
+
+
+_DTYPE_ORDER = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
+
+
+def _instruction_dtype(node: "torch.fx.Node") -> str | None:
+    """The dtype the runtime looks up a kernel by (OpKernel::dtypes): that of
+    the node's first tensor argument (list items included), else of its first
+    tensor output; None if it has no tensor, or is not an ATen op."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return None
+    values: list[Any] = []
+    for i, a in enumerate(schema.arguments):
+        v = node.args[i] if i < len(node.args) and not a.kwarg_only else node.kwargs.get(a.name)
+        values += [x.meta.get("val") for x in pytree.tree_leaves(v) if hasattr(x, "meta")]
+    values += pytree.tree_leaves(node.meta.get("val"))
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            return str(v.dtype).removeprefix("torch.")
+    return None
 
 
 # How the runtime names an instruction it refuses (runtime/executor/method_load.cpp).

@@ -13,11 +13,54 @@ from typing import Any
 OPS_DEF = Path(__file__).resolve().parents[2] / "kernels" / "portable" / "ops.def"
 
 _TERN_OP = re.compile(r'^\s*TERN_OP\(\s*"([^"]+)"', re.MULTILINE)
+# TERN_OP("aten::add.Tensor", 1, add_tensor_prepare, op_add.cpp, "floating integral bool")
+_TERN_OP_DTYPES = re.compile(r'^\s*TERN_OP\(\s*"([^"]+)"[^\n]*,\s*"([\w ]+)"\s*\)', re.MULTILINE)
+
+# Tern's dtype names (runtime/core/scalar_type.h) and the groups ops.def may use
+# (runtime/kernel/kernel.h, dtype_set).
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
+DTYPE_GROUPS = {"floating": ("float32", "float64"), "integral": ("int8", "uint8", "int16", "int32", "int64")}
+
+
+def expand_dtypes(words: str) -> frozenset[str] | None:
+    """The dtypes of an ops.def dtype list ("floating integral bool"); None for "any"."""
+    if words.split() == ["any"]:
+        return None
+    out: set[str] = set()
+    for w in words.split():
+        if w not in DTYPES and w not in DTYPE_GROUPS:
+            raise ValueError(f"unknown dtype {w!r} in {words!r}")
+        out.update(DTYPE_GROUPS.get(w, (w,)))
+    return frozenset(out)
 
 
 def parse_ops_def(path: Path) -> frozenset[str]:
     """The op names listed by TERN_OP(...) lines of an ops.def file."""
     return frozenset(_TERN_OP.findall(path.read_text()))
+
+
+def parse_ops_dtypes(path: Path) -> dict[str, frozenset[str] | None]:
+    """Op name -> the dtypes its kernel takes (of its first tensor argument),
+    None for any, from the TERN_OP lines of an ops.def file."""
+    return {name: expand_dtypes(words) for name, words in _TERN_OP_DTYPES.findall(path.read_text())}
+
+
+def supported_dtypes() -> dict[str, frozenset[str] | None]:
+    """Op name -> the dtypes of its first tensor argument that some kernel of
+    the runtime takes (None: any, the kernel's prepare decides). Like
+    supported_ops(): the compiled runtime's registry, else ops.def."""
+    try:
+        from tern import _runtime
+    except ImportError:
+        if OPS_DEF.is_file():
+            return parse_ops_dtypes(OPS_DEF)
+        raise RuntimeError(f"tern: the compiled runtime is not importable and {OPS_DEF} does not exist") from None
+    out: dict[str, frozenset[str] | None] = {}
+    for name, dtypes in _runtime.registered_op_dtypes():
+        if name in out and out[name] is None:
+            continue
+        out[name] = None if not dtypes else frozenset(dtypes) | (out.get(name) or frozenset())
+    return out
 
 
 def _runtime_ops() -> frozenset[str] | None:

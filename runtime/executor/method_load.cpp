@@ -188,7 +188,9 @@ struct Loader {
         }
         append_reason(reasons, sizeof(reasons), *k, ctx.message());
       } else {
-        append_reason(reasons, sizeof(reasons), *k, "not for this dtype");
+        char why[160];
+        dtype_reason(dtype, k->dtypes, why, sizeof(why));
+        append_reason(reasons, sizeof(reasons), *k, why);
       }
     }
     TERN_LOG_ERROR("instruction %u (%s, node %s): %s%s", ii, instr->op_name, node_name(ii),
@@ -213,6 +215,19 @@ struct Loader {
       }
     }
     return false;
+  }
+
+  // "float16 is not supported (it takes float32, float64)".
+  static void dtype_reason(ScalarType dtype, uint32_t dtypes, char* buf, size_t size) {
+    size_t used = static_cast<size_t>(snprintf(buf, size, "%s is not supported (it takes", scalar_type_name(dtype)));
+    const char* sep = " ";
+    for (int t = 0; t < kNumScalarTypes && used < size; ++t) {
+      if (dtypes & dtype_bit(static_cast<ScalarType>(t))) {
+        used += static_cast<size_t>(snprintf(buf + used, size - used, "%s%s", sep, scalar_type_name(static_cast<ScalarType>(t))));
+        sep = ", ";
+      }
+    }
+    if (used < size) snprintf(buf + used, size - used, ")");
   }
 
   // One library's reason, "portable: <why>", added to the list; with one

@@ -67,6 +67,51 @@ using PrepareFn = Error (*)(PrepareContext& ctx, Span<EValue* const> args);
 constexpr uint32_t dtype_bit(ScalarType t) { return uint32_t(1) << static_cast<int>(t); }
 // OpKernel::dtypes of a kernel that takes any dtype (its prepare decides).
 constexpr uint32_t kAnyDtype = 0;
+// kDtypeSetInvalid: what dtype_set() returns for a word it does not know.
+constexpr uint32_t kDtypeSetInvalid = ~uint32_t(0);
+
+namespace detail {
+constexpr bool word_is(const char* s, int n, const char* word) {
+  int i = 0;
+  for (; i < n && word[i] != '\0'; ++i) {
+    if (s[i] != word[i]) return false;
+  }
+  return i == n && word[i] == '\0';
+}
+}  // namespace detail
+
+// The OpKernel::dtypes of a space-separated list of dtype names (as
+// scalar_type_name() spells them) and groups: "floating" (float32 float64),
+// "integral" (int8 uint8 int16 int32 int64), "any" (kAnyDtype, alone), e.g.
+// dtype_set("floating integral bool"). kDtypeSetInvalid for an unknown word
+// or an empty list, so a kernel table can static_assert its lists.
+constexpr uint32_t dtype_set(const char* names) {
+  constexpr const char* kNames[] = {"float32", "float64", "float16", "bfloat16", "int8",
+                                    "uint8",   "int16",   "int32",   "int64",    "bool"};
+  uint32_t mask = 0;
+  bool any = false, empty = true;
+  for (const char* p = names; *p != '\0';) {
+    if (*p == ' ') {
+      ++p;
+      continue;
+    }
+    int n = 0;
+    while (p[n] != '\0' && p[n] != ' ') ++n;
+    empty = false;
+    uint32_t bits = 0;
+    for (int t = 0; t < 10; ++t) {
+      if (detail::word_is(p, n, kNames[t])) bits = uint32_t(1) << t;
+    }
+    if (detail::word_is(p, n, "floating")) bits = 0x3;
+    if (detail::word_is(p, n, "integral")) bits = 0x1F0;
+    if (detail::word_is(p, n, "any")) any = true;
+    if (bits == 0 && !detail::word_is(p, n, "any")) return kDtypeSetInvalid;
+    mask |= bits;
+    p += n;
+  }
+  if (empty || (any && mask != 0)) return kDtypeSetInvalid;
+  return any ? kAnyDtype : mask;
+}
 
 // One operator of a kernel library: "aten::add.Tensor" -> prepare.
 struct OpKernel {

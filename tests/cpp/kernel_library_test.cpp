@@ -40,6 +40,7 @@ const OpKernel kFast[] = {
     {"aten::relu", 1, fast_relu_prepare, dtype_bit(ScalarType::Float32)},
     {"aten::neg", 1, declining_prepare},
     {"test::declines_everywhere", 1, declining_prepare},
+    {"test::floating_only", 1, fast_relu_prepare, dtype_set("floating")},
 };
 const OpKernel kSlow[] = {
     {"test::declines_everywhere", 1, declining_prepare},
@@ -106,6 +107,30 @@ TEST_F(KernelLibraries, test_kernel_for_another_dtype_is_skipped) {
   const int64_t* y = r.method->output(0).data_as<int64_t>();
   EXPECT_EQ(y[0], 0);
   EXPECT_EQ(y[1], 2);
+}
+
+// ops.def's dtype lists (kernels/portable/ops.def) are parsed at compile time.
+static_assert(dtype_set("float32") == dtype_bit(ScalarType::Float32), "one name");
+static_assert(dtype_set("floating  bool") ==
+                  (dtype_bit(ScalarType::Float32) | dtype_bit(ScalarType::Float64) | dtype_bit(ScalarType::Bool)),
+              "a group, extra spaces");
+static_assert(dtype_set("integral") == (dtype_bit(ScalarType::Int8) | dtype_bit(ScalarType::UInt8) |
+                                        dtype_bit(ScalarType::Int16) | dtype_bit(ScalarType::Int32) |
+                                        dtype_bit(ScalarType::Int64)),
+              "the integer group");
+static_assert(dtype_set("any") == kAnyDtype, "any");
+static_assert(dtype_set("float") == kDtypeSetInvalid && dtype_set("") == kDtypeSetInvalid &&
+                  dtype_set("any int8") == kDtypeSetInvalid && dtype_set("int64x") == kDtypeSetInvalid,
+              "unknown words, empty lists and any with others are invalid");
+
+TEST_F(KernelLibraries, test_a_dtype_no_kernel_takes_is_refused_naming_it_and_the_dtypes_taken) {
+  clear_last_error();
+  LoadedMethod r(unary_program("test::floating_only", ScalarType::Int32));
+  EXPECT_EQ(r.method.error(), Error::OperatorMissing);
+  const std::string msg = last_error_message();
+  EXPECT_NE(msg.find("int32 is not supported (it takes float32, float64)"), std::string::npos) << msg;
+  LoadedMethod ok(unary_program("test::floating_only", ScalarType::Float64));
+  EXPECT_TRUE(ok.method.ok()) << last_error_message();
 }
 
 TEST_F(KernelLibraries, test_declining_kernel_passes_the_instruction_on) {

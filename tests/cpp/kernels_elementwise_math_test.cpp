@@ -4,7 +4,7 @@
 // prepare (each refusal with the Error kind the exporter reports).
 //
 // Expected values are written out by hand on tiny inputs, never taken from
-// the kernels. tests/python/test_ops_h1.py compares every op with eager.
+// the kernels. tests/python/test_ops_elementwise_math.py compares every op with eager.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -2,7 +2,7 @@
 // h3 (gather, scatter*, scatter_reduce.two, masked_scatter, as_strided,
 // index_put with a boolean mask): what a file can get wrong, refused at
 // load, and a few results by hand. Parity with eager on every dtype is in
-// tests/python/test_ops_h3.py.
+// tests/python/test_ops_scatter.py.
 #include <gtest/gtest.h>
 
 #include <cstdint>

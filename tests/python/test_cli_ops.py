@@ -29,9 +29,9 @@ class IntAddSigmoidGt(nn.Module):  # aten::add.Tensor on int64; sigmoid, gt.Scal
         return i + j, torch.sigmoid(x), x > 0
 
 
-class Atan(nn.Module):  # aten::atan: no portable kernel
+class Lgamma(nn.Module):  # aten::lgamma: no portable kernel
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.atan(x)
+        return torch.lgamma(x)
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +39,11 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     d = tmp_path_factory.mktemp("ops_for")
     x = torch.randn(2, 3)
     i = torch.arange(6).reshape(2, 3)
-    paths = {"a": d / "a.tern", "b": d / "b.tern", "atan": d / "atan.tern"}
+    paths = {"a": d / "a.tern", "b": d / "b.tern", "lgamma": d / "lgamma.tern"}
     tern.export(AddRelu(), (x, x), partitioners=()).save(paths["a"])
     tern.export(IntAddSigmoidGt(), (i, i, x), partitioners=()).save(paths["b"])
-    # as a runtime with an atan kernel (another kernel library) would export it
-    tern.export(Atan(), (x,), supported_ops=supported_ops() | {"aten::atan"}, partitioners=()).save(paths["atan"])
+    # as a runtime with an lgamma kernel (another kernel library) would export it
+    tern.export(Lgamma(), (x,), supported_ops=supported_ops() | {"aten::lgamma"}, partitioners=()).save(paths["lgamma"])
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -91,11 +91,11 @@ def test_ops_for_not_a_tern_file_fails_naming_it(tmp_path: Path, capsys) -> None
 
 
 def test_ops_for_op_without_portable_kernel_is_marked_and_fails(models: dict[str, str], capsys) -> None:
-    rc, out, err = run(capsys, "--for", models["a"], models["atan"])
+    rc, out, err = run(capsys, "--for", models["a"], models["lgamma"])
     assert rc == 1
-    assert "aten::atan float32 # no portable kernel" in " ".join(out.split())
+    assert "aten::lgamma float32 # no portable kernel" in " ".join(out.split())
     assert "aten::relu" in out  # the rest is still listed
-    assert "aten::atan" in err and models["atan"] in err and models["a"] not in err
+    assert "aten::lgamma" in err and models["lgamma"] in err and models["a"] not in err
 
 
 def test_ops_for_def_format_feeds_the_select_script(models: dict[str, str], tmp_path: Path, capsys) -> None:
@@ -113,10 +113,10 @@ def test_ops_for_def_format_feeds_the_select_script(models: dict[str, str], tmp_
 
 
 def test_ops_for_def_format_with_missing_op_prints_nothing(models: dict[str, str], capsys) -> None:
-    rc, out, err = run(capsys, "--for", models["atan"], "--format", "def")
+    rc, out, err = run(capsys, "--for", models["lgamma"], "--format", "def")
     assert rc == 1
     assert out == ""
-    assert "aten::atan" in err
+    assert "aten::lgamma" in err
 
 
 def test_ops_without_for_still_lists_the_runtime_ops(capsys) -> None:

@@ -107,6 +107,11 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...], se
     "softplus": (F.softplus, (_randn(4, 6) * 10,), {"aten::softplus"}),
     "softplus_beta": (lambda x: F.softplus(x, beta=2.0, threshold=5.0), (_randn(4, 6) * 5,), {"aten::softplus"}),
     "mish": (F.mish, (_randn(4, 6) * 5,), {"aten::mish"}),
+    # compared in the common dtype, as torch: -1 wraps to 255 in uint8
+    "eq_uint8_negative_scalar": (lambda x: x == -1, (torch.tensor([0, 1, 255, 3], dtype=torch.uint8),),
+                                 {"aten::eq.Scalar"}),
+    "lt_int8_scalar_out_of_range": (lambda x: x < 200, (torch.tensor([-128, 0, 127], dtype=torch.int8),),
+                                    {"aten::lt.Scalar"}),
     # Python's modulo: the sign of the divisor, broadcasting, int and float
     "remainder_scalar_int": (lambda x: x % 3, (_ints(13, dtype=torch.int64),), {"aten::remainder.Scalar"}),
     "remainder_negative_divisor": (lambda x: x % -4, (_ints(13),), {"aten::remainder.Scalar"}),

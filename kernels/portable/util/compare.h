@@ -25,19 +25,11 @@ Error compare_prepare(PrepareContext& ctx, Span<EValue* const> args, bool scalar
   ScalarType common;
   TERN_CHECK_OK(prepare_binary(ctx, args, 3, scalar_other, &common));
   TERN_CHECK_OK(expect_dtype(ctx, args[2]->tensor, "out", ScalarType::Bool));
-  // Every integer type compares exactly as int64, so four instantiations
-  // cover all dtypes (one per integer type would triple the code size).
-  switch (common) {
-    case ScalarType::Float32: ctx.set_run(CompareKernel<Op>::template run<float>); break;
-    case ScalarType::Float64: ctx.set_run(CompareKernel<Op>::template run<double>); break;
-    case ScalarType::Bool: ctx.set_run(CompareKernel<Op>::template run<bool>); break;
-    case ScalarType::Int8:
-    case ScalarType::UInt8:
-    case ScalarType::Int16:
-    case ScalarType::Int32:
-    case ScalarType::Int64: ctx.set_run(CompareKernel<Op>::template run<int64_t>); break;
-    default: return fail_dtype(ctx, "self", common);
-  }
+  // In the common dtype itself, as torch: a uint8 tensor == -1 compares with
+  // 255 (the scalar wraps into uint8), which comparing as int64 would miss.
+  RunFn run = select_all<CompareKernel<Op>>(common);
+  if (run == nullptr) return fail_dtype(ctx, "self", common);
+  ctx.set_run(run);
   return Error::Ok;
 }
 

@@ -119,6 +119,7 @@ decltype(&Op<float, kMax>::run) by_dtype(ScalarType t) {
     case ScalarType::Float64: return Op<double, kMax>::run;
     case ScalarType::Int8: return Op<int8_t, kMax>::run;
     case ScalarType::UInt8: return Op<uint8_t, kMax>::run;
+    case ScalarType::Int16: return Op<int16_t, kMax>::run;
     case ScalarType::Int32: return Op<int32_t, kMax>::run;
     case ScalarType::Int64: return Op<int64_t, kMax>::run;
     case ScalarType::Bool: return Op<uint8_t, kMax>::run;

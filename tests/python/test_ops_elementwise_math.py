@@ -1,5 +1,5 @@
-"""Parity with PyTorch eager for the elementwise math and bitwise kernels
-(batch h1): acos, acosh, asin, asinh, atan, atanh, cosh, sinh, tan, log10,
+"""Parity with PyTorch eager for the elementwise math and bitwise kernels:
+acos, acosh, asin, asinh, atan, atanh, cosh, sinh, tan, log10,
 log2, sign, isinf, isnan, atan2, fmod (.Tensor, .Scalar), bitwise_and /
 bitwise_or / bitwise_xor (.Tensor, .Scalar), logical_xor, clamp.Tensor,
 div.Scalar_mode, fill.Scalar, scalar_tensor.
@@ -15,7 +15,7 @@ Tolerance: max |tern - eager| <= 1e-4 * max(1, max |eager|) over finite
 values for floating outputs, NaN and infinities in the same places;
 integer and bool outputs exactly.
 
-Run: .venv/bin/python -m pytest -q tests/python/test_ops_h1.py
+Run: .venv/bin/python -m pytest -q tests/python/test_ops_elementwise_math.py
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ uint8, int16, int32, int64, bool), with empty and 0-d tensors and rank 8.
 Tolerance: floats max|tern - eager| <= 1e-4 * max(1, max|eager|), NaN and
 infinities at the same places; integer and bool outputs exactly.
 
-Run: .venv/bin/python -m pytest -q tests/python/test_ops_h3.py
+Run: .venv/bin/python -m pytest -q tests/python/test_ops_scatter.py
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ runtime and compared with eager on the same inputs.
 Tolerance: floats max|tern - eager| <= 1e-4 * max(1, max|eager|), NaN and
 infinities in the same places; integers, bools and indices exactly.
 
-Run: .venv/bin/python -m pytest -q tests/python/test_ops_h2.py
+Run: .venv/bin/python -m pytest -q tests/python/test_ops_reductions.py
 """
 from __future__ import annotations
 

@@ -1,0 +1,76 @@
+"""The one op list (kernels/portable/ops.def), the kernels the runtime
+registers and the generated report docs/ops.md must agree.
+
+ops.def registers the portable kernels (kernels/portable/register.cpp) and,
+through the runtime's registry, drives the exporter's checks
+(tern.ops.supported_ops / supported_dtypes); scripts/ops_doc.py renders
+docs/ops.md from it and from the OpInfo status in docs/opinfo_status.json.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import tern
+from tern import _runtime
+from tern.ops import DTYPES, expand_dtypes, parse_ops_dtypes
+
+REPO = Path(__file__).resolve().parents[2]
+OPS_DEF = REPO / "kernels" / "portable" / "ops.def"
+STATUS = REPO / "docs" / "opinfo_status.json"
+
+
+def test_the_runtime_registers_exactly_the_ops_and_dtypes_of_ops_def() -> None:
+    listed = parse_ops_dtypes(OPS_DEF)
+    registered = {name: (frozenset(dtypes) or None) for name, dtypes in _runtime.registered_op_dtypes()}
+    assert set(registered) == set(listed), (
+        f"in ops.def only: {sorted(set(listed) - set(registered))}; "
+        f"registered only: {sorted(set(registered) - set(listed))}")
+    wrong = {op: (listed[op], registered[op]) for op in listed if listed[op] != registered[op]}
+    assert not wrong, f"dtypes differ (ops.def, registry): {wrong}"
+
+
+def test_every_listed_dtype_is_a_tern_dtype_and_groups_expand() -> None:
+    assert expand_dtypes("floating bool") == {"float32", "float64", "bool"}
+    assert expand_dtypes("any") is None
+    with pytest.raises(ValueError, match="unknown dtype 'float'"):
+        expand_dtypes("float")
+    for op, dtypes in parse_ops_dtypes(OPS_DEF).items():
+        assert dtypes is None or (dtypes and dtypes <= set(DTYPES)), op
+
+
+def test_docs_ops_md_is_generated_from_the_current_list() -> None:
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "ops_doc.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + "\n(regenerate with `make ops-doc`)"
+
+
+def test_opinfo_status_has_no_failures_and_names_only_listed_ops() -> None:
+    status = json.loads(STATUS.read_text())
+    listed = parse_ops_dtypes(OPS_DEF)
+    assert set(status["ops"]) <= set(listed), f"stale ops in {STATUS.name}: {sorted(set(status['ops']) - set(listed))}"
+    failed = {op: d for op, ds in status["ops"].items() for d, r in ds.items() if r["passed"] < r["ran"]}
+    assert not failed, f"OpInfo samples that differed from eager: {failed}"
+
+
+def test_export_refuses_a_dtype_the_kernel_does_not_take_naming_op_dtype_and_line() -> None:
+    listed = parse_ops_dtypes(OPS_DEF)
+    assert "int32" not in (listed["aten::addmm"] or {"int32"})  # the premise: no integer matmul kernel
+    with pytest.raises(tern.ExportError, match=r"aten::addmm: int32 is not supported \(it takes float32.*\n.*"
+                                               r"test_ops_doc.py"):
+        tern.export(IntLinear(), (torch.ones(2, 4, dtype=torch.int32),), partitioners=())
+
+
+class IntLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("w", torch.ones(4, 3, dtype=torch.int32))
+        self.register_buffer("b", torch.ones(3, dtype=torch.int32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(self.b, x, self.w)
