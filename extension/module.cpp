@@ -142,6 +142,8 @@ Result<Span<const Tensor>> Module::run(const char* name, Span<const Tensor> inpu
   for (size_t i = 0; i < inputs.size(); ++i) TERN_CHECK_OK(m->set_input(i, inputs[i]));
   TERN_CHECK_OK(m->execute());
   LoadedMethod* lm = find(name);
+  // Sizes of this run (dynamic shapes, format 1.3, change them).
+  for (size_t i = 0; i < lm->outputs.size(); ++i) lm->outputs[i] = m->output(i);
   return Span<const Tensor>(lm->outputs.data(), lm->outputs.size());
 }
 

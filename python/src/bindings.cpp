@@ -63,10 +63,18 @@ nb::object to_numpy(const tern::Tensor& t) {
   return arr.cast();
 }
 
-using Spec = std::tuple<std::string, std::vector<int64_t>>;
+// (dtype, sizes, per dim (dynamic, Dim name, min, max)); sizes of dynamic
+// dims (format 1.3) are their upper bounds.
+using DimRange = std::tuple<bool, std::string, int64_t, int64_t>;
+using Spec = std::tuple<std::string, std::vector<int64_t>, std::vector<DimRange>>;
 
-Spec spec_of(const tern::TensorInfo& t) {
-  return {tern::scalar_type_name(t.dtype), std::vector<int64_t>(t.sizes.begin(), t.sizes.end())};
+Spec spec_of(const tern::TensorInfo& t, const tern::MethodMeta* meta = nullptr, size_t input = 0) {
+  std::vector<DimRange> dims;
+  for (int d = 0; meta != nullptr && d < t.dim(); ++d) {
+    tern::DimRange r = *meta->input_dim_range(input, d);
+    dims.emplace_back(r.dynamic, r.symbol, r.min, r.max);
+  }
+  return {tern::scalar_type_name(t.dtype), std::vector<int64_t>(t.sizes.begin(), t.sizes.end()), dims};
 }
 
 class PyModule {
@@ -106,7 +114,7 @@ class PyModule {
   std::vector<Spec> input_specs(const std::string& name) {
     tern::MethodMeta m = meta(name);
     std::vector<Spec> specs;
-    for (size_t i = 0; i < m.num_inputs(); ++i) specs.push_back(spec_of(*m.input(i)));
+    for (size_t i = 0; i < m.num_inputs(); ++i) specs.push_back(spec_of(*m.input(i), &m, i));
     return specs;
   }
 
@@ -152,7 +160,18 @@ class PyModule {
                                               " inputs, got " + std::to_string(inputs.size()));
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
-      tern::Error e = m.set_input(i, inputs[i].data(), inputs[i].nbytes());
+      tern::Error e;
+      if (m.input_is_dynamic(i)) {  // its shape may differ from the last run's (format 1.3)
+        tern::Tensor t = m.input(i);
+        if (inputs[i].ndim() != static_cast<size_t>(t.dim)) raise(tern::Error::InvalidArgument, "input " + std::to_string(i));
+        for (int d = 0; d < t.dim; ++d) t.sizes[d] = static_cast<int64_t>(inputs[i].shape(static_cast<size_t>(d)));
+        t.numel = 1;
+        for (int d = 0; d < t.dim; ++d) t.numel *= t.sizes[d];
+        t.data = const_cast<void*>(inputs[i].data());
+        e = m.set_input(i, t);
+      } else {
+        e = m.set_input(i, inputs[i].data(), inputs[i].nbytes());
+      }
       if (e != tern::Error::Ok) raise(e, "input " + std::to_string(i));
     }
     tern::Error e;

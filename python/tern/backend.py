@@ -90,9 +90,12 @@ def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.Graph
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupportBase
 
+    from tern.shapes import has_dynamic_shape
+
     class _Support(OperatorSupportBase):  # type: ignore[misc]
         def is_node_supported(self, submodules: Any, node: "torch.fx.Node") -> bool:
-            return node.op == "call_function" and bool(p.supports(node))
+            # Backends take static shapes (their payloads are made for them).
+            return node.op == "call_function" and not has_dynamic_shape(node) and bool(p.supports(node))
 
     partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
     partitions = [q for q in partitioner.propose_partitions() if p.keep(list(q.nodes))]

@@ -43,12 +43,14 @@ class TensorInfo:
     sizes: tuple[int, ...]
     nbytes: int
     constant: int | None = None  # index into MethodIR.constants, for constant tensors
+    dyn: tuple[int, ...] = ()  # format 1.3: per dim, its size expression (tern.shapes) or -1; () if static
 
 
 @dataclass
 class Value:
     kind: str  # a member of schema/tern.fbs's Value union, or "None"
     data: Any = None  # TensorInfo, a Python scalar, str or list of them
+    expr: Any = None  # format 1.3: an Int's size expression, or an IntList's per item (-1: constant)
 
 
 @dataclass
@@ -90,6 +92,8 @@ class MethodIR:
     constants: list[bytes] = field(default_factory=list)  # distinct constant payloads
     delegates: list[DelegateIR] = field(default_factory=list)
     state: list[StateIR] = field(default_factory=list)  # sorted by value
+    symbols: list[Any] = field(default_factory=list)  # format 1.3: tern.shapes.SymbolIR
+    size_exprs: list[list[int]] = field(default_factory=list)  # format 1.3: postfix code
 
     @property
     def state_values(self) -> list[int]:
@@ -150,8 +154,12 @@ def emit_method(gm: "torch.fx.GraphModule", name: str = "forward") -> MethodIR:
 
 class _Emitter:
     def __init__(self, gm: "torch.fx.GraphModule", name: str) -> None:
+        from tern.shapes import SymbolTable
+
         self.gm = gm
         self.m = MethodIR(name)
+        self.shapes: SymbolTable = gm.meta.get("tern_symbols") or SymbolTable({}, {})
+        self.ints: dict[Any, Any] = {}  # fx node computing an integer from sizes -> its torch.SymInt
         self.env: dict[Any, int | list[int]] = {}  # fx node -> value index (or indices)
         self.op_index: dict[str, int] = {}
         self.const_index: dict[bytes, int] = {}
@@ -166,6 +174,8 @@ class _Emitter:
                 self._outputs(node)
             else:
                 self._node(node)
+        self.m.symbols = self.shapes.symbols
+        self.m.size_exprs = self.shapes.exprs
         return self.m
 
     def _node(self, node: "torch.fx.Node") -> None:
@@ -277,15 +287,25 @@ class _Emitter:
         self.m.values.append(Value(kind, data))
         return len(self.m.values) - 1
 
+    def _add_expr(self, kind: str, data: Any, expr: Any) -> int:
+        """An Int (or IntList) whose value (items) the runtime computes from the input shapes."""
+        self.m.values.append(Value(kind, data, expr))
+        return len(self.m.values) - 1
+
     def _tensor(self, t: Any, what: str, constant: int | None = None) -> int:
         import torch
 
         if not isinstance(t, torch.Tensor):
             raise ExportError(f"{what}: expected a tensor, got {type(t).__name__}")
-        sizes = tuple(int(s) for s in t.shape)
-        if len(sizes) > MAX_DIMS:
-            raise ExportError(f"{what}: {len(sizes)} dimensions, at most {MAX_DIMS} supported by format v1")
-        info = TensorInfo(scalar_type_of(t.dtype), sizes, t.numel() * t.element_size(), constant)
+        if t.dim() > MAX_DIMS:
+            raise ExportError(f"{what}: {t.dim()} dimensions, at most {MAX_DIMS} supported by format v1")
+        bounds = [self.shapes.size(s, f"{what} dim {d}") for d, s in enumerate(t.shape)]
+        sizes = tuple(b for b, _ in bounds)
+        dyn = tuple(e for _, e in bounds) if any(e >= 0 for _, e in bounds) else ()
+        numel = 1
+        for n in sizes:
+            numel *= n
+        info = TensorInfo(scalar_type_of(t.dtype), sizes, numel * t.element_size(), constant, dyn)
         return self._add("Tensor", info)
 
     def _constant(self, t: "torch.Tensor") -> int:
@@ -323,6 +343,11 @@ class _Emitter:
             return self._cond(node)
         if is_while_loop(node):
             return self._while_loop(node)
+        from tern.shapes import is_symbolic
+
+        if is_symbolic(node):  # an integer from sizes: an expression where it is used, not an op
+            self.ints[node] = node.meta["val"]
+            return
         if node.target is operator.getitem:
             src = self.env[node.args[0]]
             self.env[node] = src[node.args[1]] if isinstance(src, list) else src
@@ -438,7 +463,7 @@ class _Emitter:
     def _clone(self, src: int, node: "torch.fx.Node") -> int:
         """out = aten::clone(src, memory_format=None) into a fresh tensor."""
         info = self.m.values[src].data
-        out = self._add("Tensor", TensorInfo(info.scalar_type, info.sizes, info.nbytes))
+        out = self._add("Tensor", TensorInfo(info.scalar_type, info.sizes, info.nbytes, dyn=info.dyn))
         self._instr("aten::clone", [src, self._add("None"), out], f"{self._name(node)}_output_copy", _source(node))
         return out
 
@@ -456,6 +481,9 @@ class _Emitter:
             return self._list_arg(t.getElementType(), v, n, what)
         if kind == "ScalarTypeType":
             return self._add("Int", scalar_type_of(v))
+        if kind in ("IntType", "SymIntType", "NumberType") and v in self.ints:
+            value, expr = self.shapes.size(self.ints[v], what)
+            return self._add("Int", value) if expr < 0 else self._add_expr("Int", value, expr)
         if kind in ("IntType", "SymIntType") and _is_int(v):
             return self._add("Int", int(v))
         if kind in ("FloatType", "SymFloatType") and isinstance(v, (int, float)):
@@ -474,6 +502,9 @@ class _Emitter:
         return self._add("Int", v) if isinstance(v, int) else self._add("Double", float(v))
 
     def _tensor_arg(self, v: Any, what: str) -> int:
+        if hasattr(v, "op") and v in self.ints:  # an integer from sizes: a wrapped number, as a Python int
+            value, expr = self.shapes.size(self.ints[v], what)
+            return self._add("Int", value) if expr < 0 else self._add_expr("Int", value, expr)
         if isinstance(v, (bool, int, float)):
             import torch
 
@@ -490,8 +521,10 @@ class _Emitter:
         if kind == "OptionalType":
             return self._add("OptionalTensorList", [-1 if x is None else self._tensor_arg(x, what) for x in v])
         items = [v] * (n or 1) if not isinstance(v, (list, tuple)) else list(v)
-        if kind in ("IntType", "SymIntType") and all(_is_int(x) for x in items):
-            return self._add("IntList", [int(x) for x in items])
+        if kind in ("IntType", "SymIntType") and all(_is_int(x) or x in self.ints for x in items):
+            sized = [(int(x), -1) if _is_int(x) else self.shapes.size(self.ints[x], what) for x in items]
+            values, exprs = [a for a, _ in sized], [e for _, e in sized]
+            return self._add_expr("IntList", values, exprs) if any(e >= 0 for e in exprs) else self._add("IntList", values)
         if kind == "FloatType" and all(isinstance(x, (int, float)) for x in items):
             return self._add("DoubleList", [float(x) for x in items])
         if kind == "BoolType" and all(isinstance(x, bool) for x in items):

@@ -51,12 +51,11 @@ def export(
     A module whose forward mutates its buffers (x.copy_, +=, index_put_ on a
     registered buffer) keeps them as the loaded method's state between calls,
     starting from their values now (see tern.Module.state / reset).
+    `dynamic_shapes` is torch.export's: input dims given a torch.export.Dim
+    take any size within its bounds at run time (format 1.3). Every Dim needs
+    a max: memory is planned for the largest shapes. Dynamic parts run on
+    kernels (backends take static shapes).
     """
-    if dynamic_shapes is not None:
-        raise ExportError(
-            "dynamic shapes are not supported yet in format v1 (every tensor has a static shape); "
-            "export with dynamic_shapes=None, once per input shape you need"
-        )
     from tern import ops as _ops
 
     supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
@@ -64,7 +63,7 @@ def export(
         from tern.backends.cpu import CpuPartitioner
 
         partitioners = [CpuPartitioner()]
-    gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported)
+    gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported, dynamic_shapes)
     gm = _delegate_all(gm, partitioners)
     check_supported(gm, supported, _ops.supported_dtypes() if supported_ops is None else None)
     program = build_program(gm)
@@ -72,18 +71,24 @@ def export(
     return program
 
 
-def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str]) -> "torch.fx.GraphModule":
-    """torch.export + decompositions + passes: the graph the file is made from."""
+def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str],
+                   dynamic_shapes: Any = None) -> "torch.fx.GraphModule":
+    """torch.export + decompositions + passes: the graph the file is made from.
+    With dynamic shapes, gm.meta["tern_symbols"] is their tern.shapes.SymbolTable."""
     import torch
 
     from tern.control_flow import for_each_graph, inline_constant_operands
     from tern.graph import to_graph_module
     from tern.passes import run_passes
+    from tern.shapes import symbol_table
 
     with _eval_mode(module):
-        ep = torch.export.export(module, args)
+        ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
     ep = ep.run_decompositions(_decomposition_table(frozenset(supported)))
+    symbols = symbol_table(ep, dynamic_shapes, args, module) if ep.range_constraints else None
     gm = to_graph_module(ep)
+    if symbols is not None:
+        gm.meta["tern_symbols"] = symbols
     inline_constant_operands(gm)
     for_each_graph(gm, run_passes)  # the branches and loop bodies too
     return gm
@@ -144,12 +149,13 @@ def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str],
 
     from tern.control_flow import is_cond, is_while_loop, subgraphs
     from tern.ops import op_name
+    from tern.shapes import is_symbolic
 
     missing: dict[str, list[Any]] = {}  # runtime op name -> its nodes
     for g in [gm, *subgraphs(gm)]:
         for node in g.graph.nodes:
             if node.op == "call_function" and node.target is not operator.getitem and not (
-                    is_cond(node) or is_while_loop(node)):
+                    is_cond(node) or is_while_loop(node) or is_symbolic(node)):
                 name = op_name(node.target)
                 if name not in supported:
                     missing.setdefault(name, []).append(node)
@@ -182,10 +188,12 @@ def _check_dtypes(gm: "torch.fx.GraphModule", dtypes: dict[str, frozenset[str] |
     from tern.control_flow import subgraphs
     from tern.ops import op_name
 
+    from tern.shapes import is_symbolic
+
     bad: dict[tuple[str, str], list[Any]] = {}  # (op, dtype) -> its nodes
     for g in [gm, *subgraphs(gm)]:
         for node in g.graph.nodes:
-            if node.op != "call_function" or node.target is operator.getitem:
+            if node.op != "call_function" or node.target is operator.getitem or is_symbolic(node):
                 continue
             name = op_name(node.target)
             allowed = dtypes.get(name)
@@ -350,7 +358,28 @@ def _specs(method: Any, values: list[int], names: list[str]) -> tuple[Any, ...]:
     from tern.program import TensorSpec
 
     infos = [method.values[v].data for v in values]
-    return tuple(TensorSpec(n, SCALAR_TYPE_NAMES[i.scalar_type], i.sizes) for n, i in zip(names, infos))
+    return tuple(TensorSpec(n, SCALAR_TYPE_NAMES[i.scalar_type], i.sizes, _dim_ranges(method, i))
+                 for n, i in zip(names, infos))
+
+
+def _dim_ranges(method: Any, info: Any) -> tuple[Any, ...]:
+    """Per dim of a tensor: None (static) or (name, min, max) of its Dim
+    (format 1.3); () if every dim is static."""
+    from tern.shapes import SYMBOL
+
+    if not info.dyn:
+        return ()
+    out: list[Any] = []
+    for size, e in zip(info.sizes, info.dyn):
+        code = method.size_exprs[e] if e >= 0 else None
+        if code is None:
+            out.append(None)
+        elif len(code) == 2 and code[0] == SYMBOL:
+            sym = method.symbols[code[1]]
+            out.append((sym.name, sym.min, sym.max))
+        else:
+            out.append(("", 0, size))
+    return tuple(out)
 
 
 def _op_counts(method: Any) -> tuple[tuple[str, int], ...]:

@@ -18,11 +18,23 @@ from tern.memory_plan import MemoryPlan
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A method input or output: fx node name, dtype ("float32"), static shape."""
+    """A method input or output: fx node name, dtype ("float32"), shape.
+
+    With dynamic shapes (format 1.3), `dims` has per dim None (static) or
+    (Dim name, min, max), and `shape` holds each dim's max."""
 
     name: str
     dtype: str
     shape: tuple[int, ...]
+    dims: tuple[tuple[str, int, int] | None, ...] = ()
+
+    @property
+    def shape_text(self) -> str:
+        """ "[batch<=8, 3, 224, 224]": dynamic dims by name and bound."""
+        if not self.dims:
+            return str(list(self.shape))
+        parts = [str(n) if d is None else f"{d[0] or 'dim'}<={d[2]}" for n, d in zip(self.shape, self.dims)]
+        return "[" + ", ".join(parts) + "]"
 
 
 @dataclass(frozen=True)
@@ -54,8 +66,8 @@ class Program:
     def summary(self) -> str:
         """A human-readable overview: I/O, ops with counts, memory."""
         lines = [f"tern program ({len(self.data):,} bytes, {self.producer})"]
-        lines += [f"  input  {s.name}: {s.dtype}{list(s.shape)}" for s in self.input_specs]
-        lines += [f"  output {s.name}: {s.dtype}{list(s.shape)}" for s in self.output_specs]
+        lines += [f"  input  {s.name}: {s.dtype}{s.shape_text}" for s in self.input_specs]
+        lines += [f"  output {s.name}: {s.dtype}{s.shape_text}" for s in self.output_specs]
         lines += [f"  state  {s.name}: {s.dtype}{list(s.shape)} (kept between calls)" for s in self.state_specs]
         lines.append(f"  {self.num_instructions} instructions, {self.num_values} values; ops:")
         lines += [f"    {n:5d}  {op}" for op, n in sorted(self.op_counts, key=lambda p: (-p[1], p[0]))]

@@ -43,13 +43,26 @@ _NUMPY_DTYPES = {
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """The dtype and shape an input takes or an output has."""
+    """The dtype and shape an input takes or an output has.
+
+    An input with dynamic dims (format 1.3) has per dim None (static) or
+    (Dim name, min, max) in `dims`; `shape` holds each dim's max."""
 
     dtype: str
     shape: tuple[int, ...]
+    dims: tuple[tuple[str, int, int] | None, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.dtype}{list(self.shape)}"
+        if not self.dims:
+            return f"{self.dtype}{list(self.shape)}"
+        parts = [str(n) if d is None else f"{d[0] or 'dim'}:{d[1]}..{d[2]}" for n, d in zip(self.shape, self.dims)]
+        return f"{self.dtype}[{', '.join(parts)}]"
+
+
+def _dims(ranges: Any) -> tuple[tuple[str, int, int] | None, ...]:
+    """Per dim: None (static) or (Dim name, min, max); () if all static."""
+    dims = tuple((name, lo, hi) if dynamic else None for dynamic, name, lo, hi in ranges)
+    return dims if any(d is not None for d in dims) else ()
 
 
 def _as_numpy(value: Any, where: str) -> np.ndarray:
@@ -95,8 +108,8 @@ class Module:
         if method not in self._specs:
             if method not in self.method_names:
                 raise KeyError(f"{self.path} has no method {method!r}; it has {self.method_names}")
-            ins = [TensorSpec(d, tuple(s)) for d, s in self._module.input_specs(method)]
-            outs = [TensorSpec(d, tuple(s)) for d, s in self._module.output_specs(method)]
+            ins = [TensorSpec(d, tuple(s), _dims(r)) for d, s, r in self._module.input_specs(method)]
+            outs = [TensorSpec(d, tuple(s)) for d, s, _ in self._module.output_specs(method)]
             self._specs[method] = (ins, outs)
         return self._specs[method]
 
@@ -147,7 +160,15 @@ class Module:
         want = _NUMPY_DTYPES.get(spec.dtype)
         if arr.dtype != want:
             raise TypeError(f"{where} must have dtype {spec.dtype}, got {arr.dtype} (expected {spec})")
-        if tuple(arr.shape) != spec.shape:
+        if spec.dims and arr.ndim == len(spec.shape):
+            for d, (n, r) in enumerate(zip(arr.shape, spec.dims)):
+                if r is None and n != spec.shape[d]:
+                    raise ValueError(f"{where} dim {d} must be {spec.shape[d]}, got {n} (expected {spec})")
+                if r is not None and not r[1] <= n <= r[2]:
+                    what = f"the range of Dim {r[0]!r}" if r[0] else "its range"
+                    raise ValueError(f"{where} dim {d} is {n}, outside {r[1]}..{r[2]}, {what} at export "
+                                     f"(expected {spec})")
+        elif tuple(arr.shape) != spec.shape:
             raise ValueError(f"{where} must have shape {list(spec.shape)}, got {list(arr.shape)} (expected {spec})")
         return np.ascontiguousarray(arr)
 

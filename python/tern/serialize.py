@@ -23,8 +23,8 @@ import flatbuffers
 from tern.emit import DelegateIR, Instr, MethodIR, StateIR, Value
 from tern.fb import (
     BackendCall, Bool, BoolList, DebugInfo, Delegate, Double, DoubleList, EValue, Instruction, Int, IntList,
-    JumpFalse, KernelCall, Method, Move, Operator, OptionalTensorList, Program, StateTensor, String, Tensor,
-    TensorList,
+    JumpFalse, KernelCall, Method, Move, Operator, OptionalTensorList, Program, SizeExpr, StateTensor, String,
+    Symbol, Tensor, TensorList,
 )
 from tern.fb.InstructionKind import InstructionKind
 from tern.fb.TensorStorage import TensorStorage
@@ -35,12 +35,19 @@ from tern.ops import split_op_name
 MAGIC = b"TERN"
 HEADER_FORMAT = "<4sIHHIQQQQQQ"  # magic, header_size, major, minor, crc32, fb off/size, table off, count, file size, reserved
 HEADER_SIZE = struct.calcsize(HEADER_FORMAT)  # 64
-VERSION_MAJOR, VERSION_MINOR = 1, 2
+VERSION_MAJOR, VERSION_MINOR = 1, 3
 # The version a file is written with: the oldest that can run it. A file with
-# state (a 1.1 runtime would run it without its state) or a loop (a backward
-# jump) needs 1.2; any other file stays 1.1, so runtimes that read 1.1 keep
-# loading it.
-VERSION_MINOR_1_1 = 1
+# dynamic shapes needs 1.3; with state (a 1.1 runtime would run it without
+# its state) or a loop (a backward jump) 1.2; any other file stays 1.1, so
+# runtimes that read 1.1 keep loading it.
+VERSION_MINOR_1_1, VERSION_MINOR_1_2 = 1, 2
+
+
+def minor_version(method: MethodIR) -> int:
+    """The oldest format minor version that runs `method` (see above)."""
+    if method.size_exprs:
+        return 3
+    return VERSION_MINOR_1_2 if method.state or _has_loop(method) else VERSION_MINOR_1_1
 
 
 def _has_loop(method: MethodIR) -> bool:
@@ -72,8 +79,7 @@ def serialize(method: MethodIR, plan: MemoryPlan, producer: str) -> bytes:
     Program.AddMethods(b, methods)
     Program.AddProducer(b, prod)
     b.Finish(Program.End(b))
-    minor = VERSION_MINOR if method.state or _has_loop(method) else VERSION_MINOR_1_1
-    return assemble(bytes(b.Output()), segments, minor)
+    return assemble(bytes(b.Output()), segments, minor_version(method))
 
 
 def assemble(flatbuffer: bytes, segments: Sequence[bytes], minor: int = VERSION_MINOR) -> bytes:
@@ -115,6 +121,8 @@ def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int],
     debug = offsets_vector(b, [_debug(b, ins) for ins in m.instructions])
     delegates = offsets_vector(b, [_delegate(b, d, first_payload + i) for i, d in enumerate(m.delegates)])
     states = offsets_vector(b, [_state(b, s) for s in m.state])
+    symbols = offsets_vector(b, [_symbol(b, s) for s in m.symbols])
+    exprs = offsets_vector(b, [_size_expr(b, code) for code in m.size_exprs])
     Method.Start(b)
     Method.AddName(b, name)
     Method.AddValues(b, values)
@@ -128,7 +136,27 @@ def _method(b: Builder, m: MethodIR, plan: MemoryPlan, const_offsets: list[int],
         Method.AddDelegates(b, delegates)
     if m.state:
         Method.AddState(b, states)
+    if m.symbols:
+        Method.AddSymbols(b, symbols)
+    if m.size_exprs:
+        Method.AddSizeExprs(b, exprs)
     return Method.End(b)
+
+
+def _symbol(b: Builder, s: Any) -> int:
+    name = b.CreateString(s.name)
+    Symbol.Start(b)
+    Symbol.AddName(b, name)
+    Symbol.AddMin(b, s.min)
+    Symbol.AddMax(b, s.max)
+    return Symbol.End(b)
+
+
+def _size_expr(b: Builder, code: list[int]) -> int:
+    vec = _scalar_vector(b, b.PrependInt64, 8, code)
+    SizeExpr.Start(b)
+    SizeExpr.AddCode(b, vec)
+    return SizeExpr.End(b)
 
 
 def _state(b: Builder, s: StateIR) -> int:
@@ -158,6 +186,8 @@ def _evalue(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: l
         return EValue.End(b)
     if v.kind == "Tensor":
         table = _tensor(b, index, v, plan, const_offsets, state)
+    elif v.expr is not None:
+        table = _int_expr(b, v)
     else:
         table = _SCALARS[v.kind](b, v.data)
     EValue.Start(b)
@@ -166,12 +196,30 @@ def _evalue(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: l
     return EValue.End(b)
 
 
+def _int_expr(b: Builder, v: Value) -> int:
+    """An Int or IntList whose value the runtime computes (format 1.3)."""
+    if v.kind == "Int":
+        Int.Start(b)
+        Int.AddValue(b, v.data)
+        Int.AddExpr(b, v.expr)
+        return Int.End(b)
+    items = _scalar_vector(b, b.PrependInt64, 8, list(v.data))
+    exprs = _scalar_vector(b, b.PrependInt32, 4, list(v.expr))
+    IntList.Start(b)
+    IntList.AddItems(b, items)
+    IntList.AddExprs(b, exprs)
+    return IntList.End(b)
+
+
 def _tensor(b: Builder, index: int, v: Value, plan: MemoryPlan, const_offsets: list[int], state: bool) -> int:
     info = v.data
     sizes = _scalar_vector(b, b.PrependInt64, 8, list(info.sizes))
+    dyn = _scalar_vector(b, b.PrependInt32, 4, list(info.dyn)) if info.dyn else None
     Tensor.Start(b)
     Tensor.AddScalarType(b, info.scalar_type)
     Tensor.AddSizes(b, sizes)
+    if dyn is not None:
+        Tensor.AddDynSizes(b, dyn)
     if info.constant is not None:
         Tensor.AddStorage(b, TensorStorage.Constant)
         Tensor.AddSegment(b, 0)

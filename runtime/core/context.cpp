@@ -19,6 +19,14 @@ Error PrepareContext::fail(Error e, const char* fmt, ...) {
 }
 
 void* PrepareContext::allocate(size_t bytes) {
+  if (replay_ != nullptr) {
+    if (replayed_ >= num_blocks_ || replay_[replayed_].bytes < bytes) {
+      (void)fail(Error::OutOfMemory, "needs %zu persistent bytes in allocation %d at these shapes, more than "
+                 "at the shapes' upper bounds", bytes, replayed_);
+      return nullptr;
+    }
+    return replay_[replayed_++].data;
+  }
   void* p = allocator_ ? allocator_->allocate(bytes == 0 ? 1 : bytes, 64) : nullptr;
   if (p == nullptr) {
     (void)fail(Error::OutOfMemory, "the method allocator is out of memory for %zu persistent bytes "
@@ -27,6 +35,8 @@ void* PrepareContext::allocate(size_t bytes) {
     return nullptr;
   }
   persistent_ += bytes;
+  if (num_blocks_ < kMaxBlocks) blocks_[num_blocks_] = Block{p, bytes};
+  ++num_blocks_;
   return p;
 }
 

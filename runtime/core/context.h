@@ -62,6 +62,24 @@ class PrepareContext {
   // later does not give the bytes back.
   void* allocate(size_t bytes);
 
+  // Preparing again (dynamic shapes, format 1.3: when the inputs' shapes
+  // change, the executor runs prepare again on the new shapes): allocate()
+  // then hands out the blocks the first prepare got, in the same order, each
+  // as long as it is large enough, so a kernel may allocate in prepare as it
+  // likes but never more than at the shapes' upper bounds.
+  struct Block {
+    void* data;
+    size_t bytes;
+  };
+  static constexpr int kMaxBlocks = 4;
+  void replay(const Block* blocks, int count) {
+    replay_ = blocks;
+    num_blocks_ = count;
+  }
+  // The blocks allocate() handed out (the first kMaxBlocks), and how many.
+  const Block* blocks() const { return blocks_; }
+  int num_blocks() const { return num_blocks_; }
+
   // Threads the method runs with (>= 1), for sizing per-thread work.
   int thread_count() const { return threads_; }
 
@@ -92,6 +110,10 @@ class PrepareContext {
   RunFn run_ = nullptr;
   size_t scratch_ = 0;
   size_t persistent_ = 0;
+  Block blocks_[kMaxBlocks] = {};
+  const Block* replay_ = nullptr;
+  int num_blocks_ = 0;  // allocate() calls so far (recording), or blocks to replay
+  int replayed_ = 0;
   alignas(16) unsigned char state_[kStateBytes] = {};
   char message_[320] = {};
 };

@@ -24,7 +24,9 @@ Error Method::set_input(size_t i, const void* data, size_t nbytes) {
 }
 
 Error Method::set_input(size_t i, const Tensor& src) {
-  if (i < num_inputs_ && !tensor_same_shape(src, values_[inputs_[i]].tensor)) {
+  if (input_is_dynamic(i)) {
+    TERN_CHECK_OK(resize_input(i, src));
+  } else if (i < num_inputs_ && !tensor_same_shape(src, values_[inputs_[i]].tensor)) {
     const Tensor& t = values_[inputs_[i]].tensor;
     TERN_LOG_ERROR("method '%s': input %zu must be %s with %d dims, got %s with %d dims", name_, i,
                    scalar_type_name(t.dtype), t.dim, scalar_type_name(src.dtype), src.dim);
@@ -34,6 +36,15 @@ Error Method::set_input(size_t i, const Tensor& src) {
 }
 
 Error Method::execute_instruction(size_t i) {
+  if (i >= num_instructions_) {
+    TERN_LOG_ERROR("method '%s': instruction %zu does not exist (%zu instructions)", name_, i, num_instructions_);
+    return Error::InvalidArgument;
+  }
+  if (shapes_ != nullptr && shapes_->dirty) TERN_CHECK_OK(update_shapes());
+  return run_instruction(i);
+}
+
+Error Method::run_instruction(size_t i) {
   Instr& in = instrs_[i];
   switch (in.kind) {
     case Instr::Kind::Kernel: {
@@ -88,7 +99,10 @@ void Method::reset_state() {
   }
 }
 
-Error Method::execute() { return hook_ ? run_instructions<true>() : run_instructions<false>(); }
+Error Method::execute() {
+  if (shapes_ != nullptr && shapes_->dirty) TERN_CHECK_OK(update_shapes());
+  return hook_ ? run_instructions<true>() : run_instructions<false>();
+}
 
 template <bool kTraced>
 Error Method::run_instructions() {
@@ -112,7 +126,7 @@ Error Method::run_instructions() {
       continue;
     }
     if (kTraced) hook_(hook_user_, pc, true);
-    Error e = execute_instruction(pc);
+    Error e = run_instruction(pc);
     if (kTraced) hook_(hook_user_, pc, false);
     TERN_CHECK_OK(e);
     ++pc;
@@ -152,6 +166,7 @@ Method& Method::operator=(Method&& other) noexcept {
   hook_ = other.hook_;
   hook_user_ = other.hook_user_;
   steps_ = other.steps_;
+  shapes_ = other.shapes_;
   other.num_delegates_ = 0;  // the delegates are this method's now
   return *this;
 }

@@ -21,6 +21,13 @@
 // planned memory that no other tensor shares, from one execute() to the next.
 // load() sets them to their initial values; reset_state() does it again.
 //
+// Dynamic shapes (format 1.3): an input dim exported as a torch.export.Dim
+// takes any size within the Dim's bounds (MethodMeta::input_dim_range). The
+// method's memory is planned for the upper bounds; set_input(i, tensor) with
+// new sizes makes the next execute() compute every size from the inputs'
+// and prepare the affected kernels again (no allocation). output(i) then has
+// the sizes of this call.
+//
 // Threads: a method runs each instruction on the thread that calls execute();
 // kernels split their work over MethodOptions::threads threads of a
 // persistent pool (runtime/core/thread_pool.h), started at load. With one
@@ -71,8 +78,12 @@ class Method {
   // Copies `nbytes` from `data` into input i. InvalidArgument (with a log line
   // naming the input and the expected size) when i or nbytes is wrong.
   Error set_input(size_t i, const void* data, size_t nbytes);
-  // Same, checking dtype and sizes of `t` against input i.
+  // Same, checking dtype and sizes of `t` against input i. A dynamic dim
+  // (format 1.3) takes any size within its bounds; beyond them, or on a
+  // static dim that differs, InvalidArgument names the input, dim and bound.
   Error set_input(size_t i, const Tensor& t);
+  // True if some dim of input i is dynamic (format 1.3).
+  bool input_is_dynamic(size_t i) const;
 
   // The tensors the method keeps between calls (format 1.2), in the file's
   // order, each named after its buffer in the model ("cell.hidden").
@@ -103,7 +114,8 @@ class Method {
   // The torch.export node of instruction i, or "".
   const char* instruction_node(size_t i) const;
 
-  // Runs instruction i alone (for profilers: tern-run --profile).
+  // Runs instruction i alone (for profilers: tern-run --profile);
+  // InvalidArgument when i is out of range.
   Error execute_instruction(size_t i);
 
   // An event hook for profilers (tern-run --trace): called with
@@ -125,6 +137,7 @@ class Method {
 
   struct Instr;     // a bound instruction (method.cpp)
   struct Delegate;  // an initialized delegate (method.cpp)
+  struct Shapes;    // dynamic shapes (method_shapes.cpp)
 
   Method(Method&& other) noexcept;
   Method& operator=(Method&& other) noexcept;
@@ -138,6 +151,9 @@ class Method {
   void destroy_delegates();
   template <bool kTraced>
   Error run_instructions();
+  Error run_instruction(size_t i);
+  Error resize_input(size_t i, const Tensor& t);
+  Error update_shapes();
 
   const fb::Method* fb_ = nullptr;
   const char* name_ = "";
@@ -162,6 +178,7 @@ class Method {
   EventHook hook_ = nullptr;
   void* hook_user_ = nullptr;
   const StepSink* steps_ = nullptr;
+  Shapes* shapes_ = nullptr;  // nullptr: every shape is static
 };
 
 }  // namespace tern

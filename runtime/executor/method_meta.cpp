@@ -1,6 +1,7 @@
 #include "runtime/executor/method_meta.h"
 
 #include "runtime/core/log.h"
+#include "runtime/format/verify.h"
 #include "schema/tern_generated.h"
 
 namespace tern {
@@ -34,6 +35,31 @@ size_t MethodMeta::num_inputs() const { return size_of(m_->inputs()); }
 size_t MethodMeta::num_outputs() const { return size_of(m_->outputs()); }
 Result<TensorInfo> MethodMeta::input(size_t i) const { return tensor_at(*m_, m_->inputs(), i, "input"); }
 Result<TensorInfo> MethodMeta::output(size_t i) const { return tensor_at(*m_, m_->outputs(), i, "output"); }
+
+Result<DimRange> MethodMeta::input_dim_range(size_t i, int d) const {
+  Result<TensorInfo> t = input(i);
+  if (!t.ok()) return t.error();
+  if (d < 0 || d >= t->dim()) {
+    TERN_LOG_ERROR("method '%s' input %zu has %d dims, no dim %d", name(), i, t->dim(), d);
+    return Error::InvalidArgument;
+  }
+  DimRange r;
+  r.min = r.max = t->sizes[d];
+  const auto* dyn = m_->values()->Get(m_->inputs()->Get(static_cast<uint32_t>(i)))->value_as_Tensor()->dyn_sizes();
+  const int32_t e = dyn && dyn->size() ? dyn->Get(static_cast<uint32_t>(d)) : -1;
+  if (e < 0) return r;
+  r.dynamic = true;
+  const int64_t sym = size_expr_is_symbol(*m_, e);
+  if (sym < 0) {
+    r.min = 0;
+    return r;
+  }
+  const fb::Symbol* s = m_->symbols()->Get(static_cast<uint32_t>(sym));
+  r.min = s->min();
+  r.max = s->max();
+  r.symbol = s->name()->c_str();
+  return r;
+}
 
 size_t MethodMeta::num_arenas() const { return m_->arena_sizes() ? m_->arena_sizes()->size() : 0; }
 

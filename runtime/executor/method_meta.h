@@ -27,7 +27,8 @@ namespace fb {
 struct Method;
 }  // namespace fb
 
-// A tensor's dtype and static sizes, as the file declares them.
+// A tensor's dtype and sizes, as the file declares them (the upper bounds of
+// dynamic dims).
 struct TensorInfo {
   ScalarType dtype = ScalarType::Float32;
   Span<const int64_t> sizes;  // points into the file
@@ -41,6 +42,14 @@ struct TensorInfo {
   size_t nbytes() const { return static_cast<size_t>(numel()) * scalar_type_size(dtype); }
 };
 
+// The sizes a dim of an input may take (format 1.3: dynamic shapes).
+struct DimRange {
+  int64_t min = 0;
+  int64_t max = 0;          // the bound memory is planned for
+  const char* symbol = "";  // the torch.export.Dim's name; "" for a static dim or one derived from others
+  bool dynamic = false;
+};
+
 class MethodMeta {
  public:
   const char* name() const;
@@ -50,6 +59,9 @@ class MethodMeta {
   // InvalidArgument (logged) when i is out of range.
   Result<TensorInfo> input(size_t i) const;
   Result<TensorInfo> output(size_t i) const;
+  // Input i's dim d: static (min == max == its size) or dynamic. Sizes in
+  // input(i) are the dims' upper bounds. InvalidArgument when out of range.
+  Result<DimRange> input_dim_range(size_t i, int d) const;
 
   // The planned arenas (MemoryManager::planned): how many, and the bytes of
   // each (64-byte aligned buffers of at least that size).

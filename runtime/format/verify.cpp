@@ -6,6 +6,7 @@
 #include "runtime/core/log.h"
 #include "runtime/core/overflow.h"
 #include "runtime/core/scalar_type.h"
+#include "runtime/format/size_expr.h"
 #include "schema/tern_generated.h"
 
 namespace tern {
@@ -278,6 +279,83 @@ Error verify_state(const fb::Method& method) {
   return Error::Ok;
 }
 
+// Dynamic shapes (format 1.3): bounded symbols, valid expressions, and every
+// reference to an expression (tensor dims, Int and IntList items) in range.
+// A dynamic tensor is planned (its sizes are the upper bound the plan holds)
+// or empty; each symbol is exactly the size of some input dim, where
+// execute() reads it from.
+constexpr int64_t kMaxSymbolValue = int64_t(1) << 40;
+
+Error verify_expr_ref(const char* m, uint32_t vi, int32_t e, uint32_t num_exprs, const char* where) {
+  if (e < -1 || e >= static_cast<int32_t>(num_exprs)) {
+    return invalid("method '%s' value %u: %s refers to size expression %d (%u expressions)", m, vi, where, e, num_exprs);
+  }
+  return Error::Ok;
+}
+
+Error verify_dynamic(const fb::Method& method) {
+  const char* m = method.name()->c_str();
+  const uint32_t num_symbols = method.symbols() ? method.symbols()->size() : 0;
+  const uint32_t num_exprs = method.size_exprs() ? method.size_exprs()->size() : 0;
+  for (uint32_t i = 0; i < num_symbols; ++i) {
+    const fb::Symbol* s = method.symbols()->Get(i);
+    if (s->name() == nullptr || s->name()->size() > kMaxStateName) {
+      return invalid("method '%s' symbol %u: name missing or longer than %u bytes", m, i, kMaxStateName);
+    }
+    if (s->min() < 0 || s->min() > s->max() || s->max() > kMaxSymbolValue) {
+      return invalid("method '%s' symbol %u (%s): bounds %lld..%lld are not 0 <= min <= max <= 2^40", m, i,
+                     s->name()->c_str(), (long long)s->min(), (long long)s->max());
+    }
+  }
+  for (uint32_t i = 0; i < num_exprs; ++i) {
+    const auto* code = method.size_exprs()->Get(i)->code();
+    const char* why = "no code";
+    if (code == nullptr || !items_aligned(code) || code->size() % 2 != 0 ||
+        !size_expr_valid(code->data(), code->size() / 2, num_symbols, &why)) {
+      return invalid("method '%s' size expression %u: %s", m, i, code && code->size() % 2 ? "odd length" : why);
+    }
+  }
+  for (uint32_t vi = 0; vi < method.values()->size(); ++vi) {
+    const fb::EValue* v = method.values()->Get(vi);
+    if (const fb::Tensor* t = v->value_as_Tensor()) {
+      const auto* dyn = t->dyn_sizes();
+      if (dyn == nullptr || dyn->size() == 0) continue;
+      const uint32_t dim = t->sizes() ? t->sizes()->size() : 0;
+      if (dyn->size() != dim) {
+        return invalid("method '%s' value %u: %u dynamic sizes for %u dims", m, vi, dyn->size(), dim);
+      }
+      if (t->storage() != fb::TensorStorage::Planned && t->storage() != fb::TensorStorage::None) {
+        return invalid("method '%s' value %u: a tensor with dynamic sizes must be planned", m, vi);
+      }
+      for (uint32_t d = 0; d < dim; ++d) TERN_CHECK_OK(verify_expr_ref(m, vi, dyn->Get(d), num_exprs, "a dim"));
+    } else if (const fb::Int* n = v->value_as_Int()) {
+      TERN_CHECK_OK(verify_expr_ref(m, vi, n->expr(), num_exprs, "an Int"));
+    } else if (const fb::IntList* l = v->value_as_IntList()) {
+      const auto* exprs = l->exprs();
+      if (exprs == nullptr || exprs->size() == 0) continue;
+      if (exprs->size() != l->items()->size()) {
+        return invalid("method '%s' value %u: %u expressions for %u IntList items", m, vi, exprs->size(),
+                       l->items()->size());
+      }
+      for (uint32_t j = 0; j < exprs->size(); ++j) TERN_CHECK_OK(verify_expr_ref(m, vi, exprs->Get(j), num_exprs, "an IntList item"));
+    }
+  }
+  for (uint32_t si = 0; si < num_symbols; ++si) {
+    bool found = false;
+    for (uint32_t i = 0; i < count(method.inputs()) && !found; ++i) {
+      const auto* dyn = tensor_of(method, method.inputs()->Get(i))->dyn_sizes();
+      for (uint32_t d = 0; dyn != nullptr && d < dyn->size() && !found; ++d) {
+        found = dyn->Get(d) >= 0 && size_expr_is_symbol(method, dyn->Get(d)) == static_cast<int64_t>(si);
+      }
+    }
+    if (!found) {
+      return invalid("method '%s' symbol %u (%s) is not the size of any input dim", m, si,
+                     method.symbols()->Get(si)->name()->c_str());
+    }
+  }
+  return Error::Ok;
+}
+
 }  // namespace
 
 Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint64_t num_segments) {
@@ -306,6 +384,7 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
     TERN_CHECK_OK(verify_instruction(method, i));
   }
   TERN_CHECK_OK(verify_state(method));
+  TERN_CHECK_OK(verify_dynamic(method));
   if (method.debug() && method.debug()->size() != 0 &&
       method.debug()->size() != method.instructions()->size()) {
     return invalid("method '%s': %u debug entries for %u instructions", m, method.debug()->size(),
@@ -322,6 +401,15 @@ void tensor_shape_from_fb(const fb::Tensor& t, Tensor* out) {
     out->sizes[d] = t.sizes()->Get(d);
     out->numel *= out->sizes[d];
   }
+}
+
+}  // namespace tern
+
+namespace tern {
+
+int64_t size_expr_is_symbol(const fb::Method& method, int32_t e) {
+  const auto* code = method.size_exprs()->Get(static_cast<uint32_t>(e))->code();
+  return code->size() == 2 && code->Get(0) == static_cast<int64_t>(ExprOp::Symbol) ? code->Get(1) : -1;
 }
 
 }  // namespace tern

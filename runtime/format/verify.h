@@ -24,6 +24,10 @@ struct SegmentInfo {
 // the method name and value or instruction index.
 Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint64_t num_segments);
 
+// For a verified method: the symbol that size expression `e` is exactly
+// (code "push symbol k"), or -1.
+int64_t size_expr_is_symbol(const fb::Method& method, int32_t e);
+
 // Fills dtype, dim, sizes and numel of `out` from a verified fb::Tensor (no
 // data pointer).
 void tensor_shape_from_fb(const fb::Tensor& t, Tensor* out);

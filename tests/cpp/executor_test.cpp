@@ -80,6 +80,15 @@ TEST_F(Executor, test_execute_instruction_runs_one_step) {
   EXPECT_EQ(r.method->output(0).data_as<float>()[0], 0) << "instruction 1 has not run";
 }
 
+TEST_F(Executor, test_execute_instruction_out_of_range_is_invalid_argument) {
+  LoadedMethod r(chain_program());
+  ASSERT_TRUE(r.method.ok());
+  EXPECT_EQ(r.method->execute_instruction(2), Error::InvalidArgument);
+  EXPECT_EQ(r.method->execute_instruction(SIZE_MAX), Error::InvalidArgument);
+  EXPECT_NE(std::string(last_error_message()).find("instruction 18446744073709551615 does not exist (2 instructions)"),
+            std::string::npos) << last_error_message();
+}
+
 TEST_F(Executor, test_relu_then_add_one) {
   ProgramBuilder pb;
   MethodBuilder& m = pb.method("forward");

@@ -77,6 +77,7 @@ TEST(FrozenFiles, test_each_format_version_has_frozen_files) {
   EXPECT_TRUE(has("/v1/")) << "format 1.0";
   EXPECT_TRUE(has("/v1_1/")) << "format 1.1";
   EXPECT_TRUE(has("/v1_2/")) << "format 1.2";
+  EXPECT_TRUE(has("/v1_3/")) << "format 1.3";
 }
 
 TEST_P(FrozenFile, test_gives_its_recorded_outputs) {

@@ -395,6 +395,44 @@ TEST_P(NoMallocModels, test_module_forward_on_exported_model_never_allocates) {
   EXPECT_EQ(allocations, 0u) << "Module::forward allocated";
 }
 
+// Dynamic shapes (format 1.3): a new input shape makes execute() compute
+// every size and prepare the affected kernels again; that allocates nothing
+// either (v1_3/dynamic: batch 1..6, recorded at 4; smaller batches are the
+// first rows of the same buffers).
+TEST(NoMalloc, test_execute_with_changing_input_shapes_never_allocates) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  const std::string stem = std::string(TERN_TEST_DATA_DIR) + "/v1_3/dynamic";
+  Module module;
+  ASSERT_EQ(module.load((stem + ".tern").c_str(), Module::Options{Module::LoadMode::Mmap, 2}), Error::Ok)
+      << last_error_message();
+  NpyArray arrays[2];
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(read_npy((stem + ".input" + std::to_string(i) + ".npy").c_str(), &arrays[i]), Error::Ok);
+  Tensor inputs[2] = {arrays[0].tensor(), arrays[1].tensor()};
+  auto with_batch = [&](int64_t b) {
+    for (Tensor& t : inputs) {
+      t.numel = t.numel / t.sizes[0] * b;
+      t.sizes[0] = b;
+    }
+  };
+  ASSERT_TRUE(module.forward({inputs, 2}).ok()) << last_error_message();  // warm up
+  size_t allocations;
+  bool all_ok = true;
+  int64_t last_rows = 0;
+  {
+    AllocationCounter c;
+    for (int64_t b : {1, 4, 2, 3, 4, 1}) {
+      with_batch(b);
+      auto outs = module.forward({inputs, 2});
+      all_ok = outs.ok() && all_ok;
+      if (outs.ok()) last_rows = (*outs)[0].sizes[0];
+    }
+    allocations = c.stop();
+  }
+  EXPECT_TRUE(all_ok) << last_error_message();
+  EXPECT_EQ(last_rows, 1);
+  EXPECT_EQ(allocations, 0u) << "Module::forward with new input shapes allocated";
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, NoMallocModels,
                          ::testing::Combine(::testing::Values("v1/kitchen_sink", "v1_1/cpu_block", "v1_2/state",
                                                               "v1_2/control_flow"),

@@ -134,6 +134,7 @@ struct ValueSpec {
   uint32_t segment = 0;
   uint32_t arena = 0;
   uint64_t offset = 0;
+  std::vector<int32_t> dyn_sizes;  // format 1.3: per dim, a size expression or -1
   // scalars and lists
   int64_t i = 0;
   double d = 0;
@@ -144,6 +145,8 @@ struct ValueSpec {
   std::vector<uint8_t> bools;
   std::vector<uint32_t> tensors;
   std::vector<int32_t> optional_tensors;
+  int32_t expr = -1;            // format 1.3: Int.expr
+  std::vector<int32_t> exprs;   // format 1.3: IntList.exprs
 };
 
 struct InstructionSpec {
@@ -193,6 +196,18 @@ class MethodBuilder {
     std::string name;
   };
   std::vector<StateSpec> state;  // format 1.2
+  struct SymbolSpec {
+    std::string name;
+    int64_t min, max;
+  };
+  std::vector<SymbolSpec> symbols;             // format 1.3
+  std::vector<std::vector<int64_t>> size_exprs;  // format 1.3: postfix (opcode, operand) pairs
+
+  // A size expression (format 1.3); returns its index.
+  int32_t size_expr(std::vector<int64_t> code) {
+    size_exprs.push_back(std::move(code));
+    return static_cast<int32_t>(size_exprs.size() - 1);
+  }
 
   uint32_t add(ValueSpec v) {
     values.push_back(std::move(v));
@@ -375,9 +390,14 @@ class MethodBuilder {
     }
     std::vector<flatbuffers::Offset<fb::StateTensor>> states;
     for (const StateSpec& st : state) states.push_back(fb::CreateStateTensorDirect(b, st.value, st.initial, st.name.c_str()));
+    std::vector<flatbuffers::Offset<fb::Symbol>> syms;
+    for (const SymbolSpec& sy : symbols) syms.push_back(fb::CreateSymbolDirect(b, sy.name.c_str(), sy.min, sy.max));
+    std::vector<flatbuffers::Offset<fb::SizeExpr>> exprs;
+    for (const auto& code : size_exprs) exprs.push_back(fb::CreateSizeExprDirect(b, &code));
     return fb::CreateMethodDirect(b, has_name ? name.c_str() : nullptr, &vals, &inputs, &outputs, &ins,
                                   &ops, &arena_sizes, &dbg, delegates.empty() ? nullptr : &dels,
-                                  state.empty() ? nullptr : &states);
+                                  state.empty() ? nullptr : &states, symbols.empty() ? nullptr : &syms,
+                                  size_exprs.empty() ? nullptr : &exprs);
   }
 
  private:
@@ -393,13 +413,14 @@ class MethodBuilder {
     flatbuffers::Offset<void> u = 0;
     switch (v.type) {
       case fb::Value::Tensor:
-        u = fb::CreateTensorDirect(b, v.dtype, &v.sizes, v.storage, v.segment, v.arena, v.offset).Union();
+        u = fb::CreateTensorDirect(b, v.dtype, &v.sizes, v.storage, v.segment, v.arena, v.offset,
+                                   v.dyn_sizes.empty() ? nullptr : &v.dyn_sizes).Union();
         break;
-      case fb::Value::Int: u = fb::CreateInt(b, v.i).Union(); break;
+      case fb::Value::Int: u = fb::CreateInt(b, v.i, v.expr).Union(); break;
       case fb::Value::Double: u = fb::CreateDouble(b, v.d).Union(); break;
       case fb::Value::Bool: u = fb::CreateBool(b, v.b).Union(); break;
       case fb::Value::String: u = fb::CreateStringDirect(b, v.s.c_str()).Union(); break;
-      case fb::Value::IntList: u = fb::CreateIntListDirect(b, &v.ints).Union(); break;
+      case fb::Value::IntList: u = fb::CreateIntListDirect(b, &v.ints, v.exprs.empty() ? nullptr : &v.exprs).Union(); break;
       case fb::Value::DoubleList: u = fb::CreateDoubleListDirect(b, &v.doubles).Union(); break;
       case fb::Value::BoolList: u = fb::CreateBoolListDirect(b, &v.bools).Union(); break;
       case fb::Value::TensorList: u = fb::CreateTensorListDirect(b, &v.tensors).Union(); break;

@@ -281,9 +281,10 @@ def test_export_with_custom_supported_ops_rejects_missing_op() -> None:
         tern.export(MLP().eval(), (torch.randn(2, 16),), supported_ops={"aten::addmm", "aten::permute"}, partitioners=())
 
 
-def test_dynamic_shapes_raise_export_error() -> None:
+def test_dynamic_shapes_without_an_upper_bound_raise_export_error() -> None:
+    # Bounded dims export (tests/python/test_dynamic_shapes.py); the plan needs a max.
     dims = {"x": {0: torch.export.Dim("batch")}}
-    with pytest.raises(tern.ExportError, match="dynamic shapes are not supported yet in format v1"):
+    with pytest.raises(tern.ExportError, match="dynamic dim batch has no upper bound"):
         tern.export(MLP(), (torch.randn(2, 16),), dynamic_shapes=dims)
 
 
