@@ -210,8 +210,9 @@ def _check_dtypes(gm: "torch.fx.GraphModule", dtypes: dict[str, frozenset[str] |
     raise ExportError("\n".join(lines))
 
 
-# Ops whose result is a view of their input in eager PyTorch. The file has no
-# aliasing yet (README), so a view's storage is its own elements only.
+# Ops whose result is a view of their input in eager PyTorch. In the file a
+# view is its own elements only: a copy, or (tern.aliasing) an alias of the
+# contiguous run of its source's bytes that holds exactly them.
 _VIEW_OPS = frozenset({
     "aten::view", "aten::_unsafe_view", "aten::slice.Tensor", "aten::select.int", "aten::permute", "aten::expand",
     "aten::squeeze.dims", "aten::squeeze.dim", "aten::unsqueeze", "aten::alias", "aten::diagonal", "aten::as_strided",
@@ -240,7 +241,7 @@ def _check_as_strided(gm: "torch.fx.GraphModule") -> None:
                 bad.append((node, op_name(src.target)))
     if bad:
         raise ExportError(f"aten::as_strided of a view ({bad[0][1]}) is not supported: "
-                          "eager reads the storage behind the view, which Tern does not keep (no aliasing yet); "
+                          "eager reads the storage behind the view, which Tern does not keep; "
                           "apply as_strided to a contiguous tensor (.contiguous() does not help: torch.export "
                           "drops it), or use view/slice ops instead:\n" + "\n".join(_uses([n for n, _ in bad])))
 
@@ -319,23 +320,26 @@ def build_program(gm: "torch.fx.GraphModule") -> Program:
 
     import tern
     from tern.emit import emit_method
-    from tern.memory_plan import check_plan, lifetimes, plan
+    from tern.aliasing import alias_views
+    from tern.memory_plan import check_plan, lifetimes, plan, with_aliases
     from tern.serialize import serialize
 
     method = emit_method(gm)
-    sizes = {
-        i: v.data.nbytes
-        for i, v in enumerate(method.values)
-        if v.kind == "Tensor" and v.data.constant is None and v.data.nbytes > 0
-    }
-    steps = [method.tensor_args(ins) for ins in method.instructions]
+    views = alias_views(method)  # views that need no copy: their bytes are their source's
+    root = {v: a.root for v, a in views.items()}
+    nbytes = {i: v.data.nbytes for i, v in enumerate(method.values)
+              if v.kind == "Tensor" and v.data.constant is None and v.data.nbytes > 0}
+    sizes = {i: n for i, n in nbytes.items() if i not in views}
+    # A view's uses are its root's: the root stays live while the view is read.
+    steps = [[root.get(v, v) for v in method.tensor_args(ins)] for ins in method.instructions]
     # State is live from the first step to the last, so no other tensor ever
     # shares its bytes: it keeps its value from one call to the next.
     loops = [(ins.jump, i) for i, ins in enumerate(method.instructions) if ins.jump is not None and ins.jump <= i]
-    intervals = lifetimes(sizes, steps, method.inputs + method.state_values, method.outputs + method.state_values,
-                          loops)
+    outputs = [root.get(v, v) for v in method.outputs]
+    intervals = lifetimes(sizes, steps, method.inputs + method.state_values, outputs + method.state_values, loops)
     mem = plan(intervals)
     check_plan(mem.intervals, mem.offsets, mem.planned_bytes)
+    mem = with_aliases(mem, {v: (a.root, a.offset) for v, a in views.items() if v in nbytes}, nbytes)
     producer = f"tern {tern.__version__} / torch {torch.__version__}"
     return Program(
         data=serialize(method, mem, producer),

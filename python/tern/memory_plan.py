@@ -24,7 +24,7 @@ with zero bytes get no storage and are not planned.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 ALIGNMENT = 64
@@ -50,9 +50,24 @@ class Interval:
 @dataclass(frozen=True)
 class MemoryPlan:
     intervals: tuple[Interval, ...]
-    offsets: dict[int, int]  # value index -> byte offset in arena 0
+    offsets: dict[int, int]  # value index -> byte offset in arena 0 (aliases included)
     planned_bytes: int
     lower_bound_bytes: int
+    aliases: dict[int, tuple[int, int]] = field(default_factory=dict)  # view value -> (its root, byte offset in it)
+
+
+def with_aliases(p: MemoryPlan, aliases: dict[int, tuple[int, int]], nbytes: dict[int, int]) -> MemoryPlan:
+    """`p` with each view value (tern.aliasing) placed inside its root, at
+    its offset; checks each lies inside its root's bytes."""
+    offsets = dict(p.offsets)
+    for v, (root, delta) in aliases.items():
+        if root not in p.offsets:
+            raise PlanError(f"view value {v}: its root {root} is not planned")
+        if delta < 0 or delta + nbytes[v] > nbytes[root]:
+            raise PlanError(f"view value {v} at [{delta}, {delta + nbytes[v]}) of value {root} lies outside its "
+                            f"{nbytes[root]} bytes")
+        offsets[v] = p.offsets[root] + delta
+    return MemoryPlan(p.intervals, offsets, p.planned_bytes, p.lower_bound_bytes, dict(aliases))
 
 
 def align(n: int, a: int = ALIGNMENT) -> int:

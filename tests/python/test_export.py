@@ -189,9 +189,44 @@ def _plan_from_file(method: dict[str, Any]) -> tuple[list[Interval], dict[int, i
             return [j for j in values[a]["items"] if j >= 0]
         return []
 
-    steps = [[t for a in ins["args"] for t in tensors(a)] for ins in method["instructions"]]
-    intervals = lifetimes(planned, steps, method["inputs"], method["outputs"])
-    return intervals, {i: values[i]["offset"] for i in planned}
+    def args(ins: dict[str, Any]) -> list[int]:
+        if ins["kind"] == "BackendCall":
+            d = method["delegates"][ins["delegate"]]
+            return d["inputs"] + d["outputs"]
+        if ins["kind"] == "Move":
+            return [ins["from"], ins["to"]]
+        return ins.get("args", [])
+
+    steps = [[t for a in args(ins) for t in tensors(a)] for ins in method["instructions"]]
+    offsets = {i: values[i]["offset"] for i in planned}
+    # Views (tern.aliasing): planned tensors that no instruction writes. Each
+    # lies inside the bytes of the last tensor written there before the view
+    # is first read; that tensor stays live while the view is read (so
+    # check_plan fails if anything overwrites it in between).
+    written = set(method["inputs"])
+    for ins in method["instructions"]:
+        if ins["kind"] == "KernelCall":
+            name, _, overload = method["operators"][ins["op"]].partition(".")
+            returns = len(getattr(getattr(torch.ops.aten, name.split("::")[1]), overload or "default")._schema.returns)
+            written.update(t for a in ins["args"][-returns:] for t in tensors(a))
+        elif ins["kind"] == "Move":
+            written.add(ins["to"])
+        elif ins["kind"] == "BackendCall":
+            written.update(method["delegates"][ins["delegate"]]["outputs"])
+    views = [v for v in planned if v not in written]
+    base = lifetimes({v: n for v, n in planned.items() if v not in views}, steps, method["inputs"], method["outputs"])
+    root: dict[int, int] = {}
+    for v in views:
+        first = next((i for i, step in enumerate(steps) if v in step), len(steps) - 1)  # or an output only
+        inside = [it for it in base if it.start <= first and
+                  offsets[it.value] <= offsets[v] and offsets[v] + planned[v] <= offsets[it.value] + it.nbytes]
+        assert inside, f"view value {v} lies inside no tensor written before step {first}"
+        root[v] = max(inside, key=lambda it: it.start).value
+    steps = [[root.get(t, t) for t in step] for step in steps]
+    outputs = [root.get(t, t) for t in method["outputs"]]
+    planned = {v: n for v, n in planned.items() if v not in root}
+    intervals = lifetimes(planned, steps, method["inputs"], outputs)
+    return intervals, offsets
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -403,7 +403,9 @@ def test_squeeze_dim_every_dtype_matches_eager(dtype: torch.dtype, tmp_path: Pat
 
 
 def test_squeeze_dim_on_0d_matches_eager(tmp_path: Path) -> None:
-    _compare(lambda x: (x * 2).squeeze(0), (torch.tensor(3.0),), tmp_path, "aten::squeeze.dim")
+    # Of an input, returned: the one place a squeeze still copies (a view of an
+    # intermediate tensor shares its bytes, tern.aliasing).
+    _compare(lambda x: x.squeeze(0), (torch.tensor(3.0),), tmp_path, "aten::squeeze.dim")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
