@@ -134,9 +134,18 @@ def scalar_type_of_name(name: str) -> int:
     return SCALAR_TYPE_NAMES.index(name)
 
 
-def scalar_type_of(dtype: "torch.dtype") -> int:
-    """Tern's ScalarType number for a torch dtype; ExportError if it has none."""
+# ATen's c10::ScalarType numbers (a dtype argument may arrive as one) -> torch dtype names.
+_ATEN_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
+                      7: "float64", 11: "bool", 15: "bfloat16"}
+
+
+def scalar_type_of(dtype: "torch.dtype | int") -> int:
+    """Tern's ScalarType number for a torch dtype (or ATen's number of one);
+    ExportError if it has none."""
     import torch
+
+    if isinstance(dtype, int) and not isinstance(dtype, bool) and dtype in _ATEN_SCALAR_TYPES:
+        dtype = getattr(torch, _ATEN_SCALAR_TYPES[dtype])
 
     table = {
         torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3, torch.int8: 4,

@@ -1,0 +1,198 @@
+// The gradients of 2-d pooling with respect to its input (core ATen ops):
+//
+// aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size,
+//     int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad,
+//     int? divisor_override) -> Tensor
+//   args: [grad_output, self, kernel_size, stride, padding, ceil_mode,
+//          count_include_pad, divisor_override, grad_input]
+// aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self,
+//     int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation,
+//     bool ceil_mode, Tensor indices) -> Tensor
+//   args: [grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
+//          indices, grad_input]
+// aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor
+//   args: [grad_output, self, grad_input]
+//
+// float32, self [c, h, w] or [n, c, h, w]; grad_output has the pooled sizes,
+// grad_input self's. Each output gradient is spread back over its window as
+// the forward op gathered it: divided by the window's divisor (avg, the
+// forward's rule in util/pool.h), or added at its argmax (max: `indices`,
+// flat in the plane, as max_pool2d_with_indices returns them; an index
+// outside the plane fails the run). Sums in double per input element are not
+// needed: each element receives a few terms, added in output order.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/pool.h"
+#include "runtime/core/log.h"
+
+namespace tern {
+namespace portable {
+namespace {
+
+Error avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
+  PoolGeometry g;
+  memcpy(&g, ctx.state(), sizeof(g));
+  const float* gy = args[0]->tensor.data_as<const float>();
+  float* gx = args[8]->tensor.data_as<float>();
+  const int64_t plane = int64_t(g.h) * g.w;
+  ctx.parallel_for(g.planes, 1, [&](RunContext&, int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      float* x = gx + p * plane;
+      std::fill(x, x + plane, 0.f);
+      const float* y = gy + p * int64_t(g.oh) * g.ow;
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          int64_t ih0 = oh * g.sh - g.ph, iw0 = ow * g.sw - g.pw;
+          int64_t ih1 = std::min<int64_t>(ih0 + g.kh, int64_t(g.h) + g.ph);
+          int64_t iw1 = std::min<int64_t>(iw0 + g.kw, int64_t(g.w) + g.pw);
+          const int64_t padded_size = (ih1 - ih0) * (iw1 - iw0);
+          ih0 = std::max<int64_t>(ih0, 0), iw0 = std::max<int64_t>(iw0, 0);
+          ih1 = std::min<int64_t>(ih1, g.h), iw1 = std::min<int64_t>(iw1, g.w);
+          if (ih0 >= ih1 || iw0 >= iw1) continue;
+          const int64_t divisor = g.divisor != 0         ? g.divisor
+                                  : g.count_include_pad ? padded_size
+                                                        : (ih1 - ih0) * (iw1 - iw0);
+          const float share = y[oh * g.ow + ow] / static_cast<float>(divisor);
+          for (int64_t ih = ih0; ih < ih1; ++ih) {
+            for (int64_t iw = iw0; iw < iw1; ++iw) x[ih * g.w + iw] += share;
+          }
+        }
+      }
+    }
+  });
+  return Error::Ok;
+}
+
+Error max_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
+  PoolGeometry g;
+  memcpy(&g, ctx.state(), sizeof(g));
+  const float* gy = args[0]->tensor.data_as<const float>();
+  const int64_t* idx = args[7]->tensor.data_as<const int64_t>();
+  float* gx = args[8]->tensor.data_as<float>();
+  const int64_t plane = int64_t(g.h) * g.w, oplane = int64_t(g.oh) * g.ow;
+  for (int64_t p = 0; p < g.planes; ++p) {
+    float* x = gx + p * plane;
+    std::fill(x, x + plane, 0.f);
+    for (int64_t o = 0; o < oplane; ++o) {
+      const int64_t i = idx[p * oplane + o];
+      if (i < 0 || i >= plane) {
+        TERN_LOG_ERROR("aten::max_pool2d_with_indices_backward: index %lld outside the %lld-element plane",
+                       (long long)i, (long long)plane);
+        return Error::ExecutionFailed;
+      }
+      x[i] += gy[p * oplane + o];
+    }
+  }
+  return Error::Ok;
+}
+
+struct AdaptiveBackward {
+  int64_t planes, h, w, oh, ow;
+};
+
+int64_t window_start(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
+int64_t window_end(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
+
+Error adaptive_avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
+  AdaptiveBackward g;
+  memcpy(&g, ctx.state(), sizeof(g));
+  const float* gy = args[0]->tensor.data_as<const float>();
+  float* gx = args[2]->tensor.data_as<float>();
+  ctx.parallel_for(g.planes, 1, [&](RunContext&, int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      float* x = gx + p * g.h * g.w;
+      std::fill(x, x + g.h * g.w, 0.f);
+      const float* y = gy + p * g.oh * g.ow;
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        const int64_t h0 = window_start(oh, g.oh, g.h), h1 = window_end(oh, g.oh, g.h);
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          const int64_t w0 = window_start(ow, g.ow, g.w), w1 = window_end(ow, g.ow, g.w);
+          const float share = y[oh * g.ow + ow] / static_cast<float>((h1 - h0) * (w1 - w0));
+          for (int64_t ih = h0; ih < h1; ++ih) {
+            for (int64_t iw = w0; iw < w1; ++iw) x[ih * g.w + iw] += share;
+          }
+        }
+      }
+    }
+  });
+  return Error::Ok;
+}
+
+// grad_input: float32 with self's sizes.
+Error check_grad_input(PrepareContext& ctx, const Tensor& self, const Tensor& grad_output, const Tensor& grad_input) {
+  if (grad_output.dtype != ScalarType::Float32) return fail_dtype(ctx, "grad_output", grad_output.dtype);
+  TERN_CHECK_OK(expect_dtype(ctx, grad_input, "grad_input", ScalarType::Float32));
+  return expect_sizes(ctx, grad_input, "grad_input", self.sizes, self.dim);
+}
+
+}  // namespace
+
+Error avg_pool2d_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 9));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 0));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 1));
+  TERN_CHECK_OK(ctx.expect_tag(args, 5, Tag::Bool));
+  TERN_CHECK_OK(ctx.expect_tag(args, 6, Tag::Bool));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 8));
+  int32_t divisor = 0;
+  TERN_CHECK_OK(read_divisor_override(ctx, *args[7], &divisor));
+  const PoolArgs pa{args[2], args[3], args[4], nullptr, args[5]->b};
+  PoolGeometry g;
+  TERN_CHECK_OK(pool_prepare_geometry(ctx, args[1]->tensor, pa, args[0]->tensor, &g));
+  TERN_CHECK_OK(check_grad_input(ctx, args[1]->tensor, args[0]->tensor, args[8]->tensor));
+  g.count_include_pad = args[6]->b ? 1 : 0;
+  g.divisor = divisor;
+  memcpy(ctx.state(), &g, sizeof(g));
+  ctx.set_run(avg_pool2d_backward_run);
+  return Error::Ok;
+}
+
+Error max_pool2d_with_indices_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 9));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 0));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 1));
+  TERN_CHECK_OK(ctx.expect_tag(args, 6, Tag::Bool));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 7));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 8));
+  const PoolArgs pa{args[2], args[3], args[4], args[5], args[6]->b};
+  PoolGeometry g;
+  TERN_CHECK_OK(pool_prepare_geometry(ctx, args[1]->tensor, pa, args[0]->tensor, &g));
+  TERN_CHECK_OK(check_grad_input(ctx, args[1]->tensor, args[0]->tensor, args[8]->tensor));
+  TERN_CHECK_OK(expect_dtype(ctx, args[7]->tensor, "indices", ScalarType::Int64));
+  TERN_CHECK_OK(expect_sizes(ctx, args[7]->tensor, "indices", args[0]->tensor.sizes, args[0]->tensor.dim));
+  memcpy(ctx.state(), &g, sizeof(g));
+  ctx.set_run(max_pool2d_backward_run);
+  return Error::Ok;
+}
+
+Error adaptive_avg_pool2d_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(ctx.expect_arg_count(args, 3));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 0));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 1));
+  TERN_CHECK_OK(ctx.expect_tensor(args, 2));
+  const Tensor& gy = args[0]->tensor;
+  const Tensor& self = args[1]->tensor;
+  if (self.dtype != ScalarType::Float32) return fail_dtype(ctx, "self", self.dtype);
+  if (self.dim != 3 && self.dim != 4) return ctx.fail(Error::InvalidProgram, "self must be 3-d or 4-d, got %d-d", self.dim);
+  if (gy.dim != self.dim) return ctx.fail(Error::InvalidProgram, "grad_output must be %d-d, got %d-d", self.dim, gy.dim);
+  for (int d = 0; d < self.dim - 2; ++d) {
+    if (gy.sizes[d] != self.sizes[d]) {
+      return ctx.fail(Error::InvalidProgram, "grad_output dim %d is %lld, self's %lld", d, (long long)gy.sizes[d],
+                      (long long)self.sizes[d]);
+    }
+  }
+  TERN_CHECK_OK(check_grad_input(ctx, self, gy, args[2]->tensor));
+  AdaptiveBackward g{self.numel / (self.sizes[self.dim - 2] * self.sizes[self.dim - 1] + (self.numel == 0)),
+                     self.sizes[self.dim - 2], self.sizes[self.dim - 1], gy.sizes[gy.dim - 2], gy.sizes[gy.dim - 1]};
+  if (g.oh <= 0 || g.ow <= 0 || g.h <= 0 || g.w <= 0) {
+    return ctx.fail(Error::OperatorMissing, "empty planes are not supported");
+  }
+  memcpy(ctx.state(), &g, sizeof(g));
+  ctx.set_run(adaptive_avg_pool2d_backward_run);
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern
