@@ -13,9 +13,17 @@ Tensor make_tensor(void* data, ScalarType dtype, const int64_t* sizes, int dim) 
   Tensor t;
   t.data = data;
   t.dtype = dtype;
+  if (dim < 0 || dim > kMaxDims) {
+    // No Tensor holds it: one with dim -1 and no elements, which every
+    // method input refuses and no loop over its dims reads.
+    TERN_LOG_ERROR("make_tensor: %d dims, at most %d", dim, kMaxDims);
+    t.dim = -1;
+    t.numel = 0;
+    return t;
+  }
   t.dim = dim;
   t.numel = 1;
-  for (int i = 0; i < dim && i < kMaxDims; ++i) {
+  for (int i = 0; i < dim; ++i) {
     t.sizes[i] = sizes[i];
     t.numel *= sizes[i];
   }
@@ -66,6 +74,7 @@ Error Module::load_buffer(const void* data, size_t size, const Options& options)
 }
 
 Error Module::load_program(const Options& options) {
+  enable_dynamic_shapes();  // Module runs every file the exporter writes
   method_options_.threads = options.threads > 0 ? options.threads : physical_core_count();
   method_options_.max_loop_instructions = options.max_loop_instructions;
   Result<Program> program = Program::load(*loader_);

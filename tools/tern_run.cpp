@@ -138,8 +138,8 @@ void print_output(size_t i, const tern::Tensor& t) {
     lo = std::min(lo, v); hi = std::max(hi, v); sum += v;
   }
   printf("  min %.5g  max %.5g  mean %.5g\n", lo, hi, sum / t.numel);
-  int64_t classes = t.sizes[t.dim - 1];
-  if (t.dim >= 1 && classes == t.numel && classes > 1 && tern::scalar_type_is_floating(t.dtype)) {
+  const int64_t classes = t.dim >= 1 ? t.sizes[t.dim - 1] : 0;
+  if (classes == t.numel && classes > 1 && tern::scalar_type_is_floating(t.dtype)) {
     std::vector<int64_t> idx(classes);
     for (int64_t k = 0; k < classes; ++k) idx[k] = k;
     int64_t top = std::min<int64_t>(5, classes);

@@ -102,7 +102,8 @@ def assemble(flatbuffer: bytes, segments: Sequence[bytes], minor: int = VERSION_
     for (offset, _), seg in zip(entries, segments):
         out.extend(b"\0" * (offset - len(out)))
         out.extend(seg)
-    assert len(out) == cursor
+    if len(out) != cursor:  # not an assert: checks must survive python -O
+        raise RuntimeError(f"internal error: the file is {len(out)} bytes, its header says {cursor}")
     return bytes(out)
 
 

@@ -8,6 +8,12 @@
 
 namespace tern {
 
+const DynamicShapes* dynamic_shapes = nullptr;
+
+bool Method::input_is_dynamic(size_t i) const {
+  return shapes_ != nullptr && i < num_inputs_ && dynamic_shapes->value_is_dynamic(*fb_, inputs_[i]);
+}
+
 Error Method::set_input(size_t i, const void* data, size_t nbytes) {
   if (i >= num_inputs_) {
     TERN_LOG_ERROR("method '%s': input %zu does not exist (%zu inputs)", name_, i, num_inputs_);
@@ -25,7 +31,7 @@ Error Method::set_input(size_t i, const void* data, size_t nbytes) {
 
 Error Method::set_input(size_t i, const Tensor& src) {
   if (input_is_dynamic(i)) {
-    TERN_CHECK_OK(resize_input(i, src));
+    TERN_CHECK_OK(dynamic_shapes->resize_input(*this, i, src));
   } else if (i < num_inputs_ && !tensor_same_shape(src, values_[inputs_[i]].tensor)) {
     const Tensor& t = values_[inputs_[i]].tensor;
     TERN_LOG_ERROR("method '%s': input %zu must be %s with %d dims, got %s with %d dims", name_, i,
@@ -40,7 +46,7 @@ Error Method::execute_instruction(size_t i) {
     TERN_LOG_ERROR("method '%s': instruction %zu does not exist (%zu instructions)", name_, i, num_instructions_);
     return Error::InvalidArgument;
   }
-  if (shapes_ != nullptr && shapes_->dirty) TERN_CHECK_OK(update_shapes());
+  if (shapes_ != nullptr && shapes_->dirty) TERN_CHECK_OK(dynamic_shapes->update(*this));
   return run_instruction(i);
 }
 
@@ -100,7 +106,7 @@ void Method::reset_state() {
 }
 
 Error Method::execute() {
-  if (shapes_ != nullptr && shapes_->dirty) TERN_CHECK_OK(update_shapes());
+  if (shapes_ != nullptr && shapes_->dirty) TERN_CHECK_OK(dynamic_shapes->update(*this));
   return hook_ ? run_instructions<true>() : run_instructions<false>();
 }
 

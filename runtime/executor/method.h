@@ -28,6 +28,10 @@
 // and prepare the affected kernels again (no allocation). output(i) then has
 // the sizes of this call.
 //
+// Dynamic shapes are a module of their own: call tern::enable_dynamic_shapes()
+// once before loading such files (tern::Module does); without it they are
+// refused (NotSupported) and the module is not linked.
+//
 // Threads: a method runs each instruction on the thread that calls execute();
 // kernels split their work over MethodOptions::threads threads of a
 // persistent pool (runtime/core/thread_pool.h), started at load. With one
@@ -61,6 +65,11 @@ struct MethodOptions {
   // without loops never reach it. 0: no limit (only for trusted files).
   uint64_t max_loop_instructions = uint64_t(1) << 26;
 };
+
+// Links in and turns on dynamic shapes (format 1.3) for every Program and
+// Method loaded afterwards. Idempotent; call before loading, not while
+// another thread loads.
+void enable_dynamic_shapes();
 
 enum class InstructionKind : uint8_t { Kernel, BackendCall, Move, JumpFalse, Free };
 
@@ -152,8 +161,6 @@ class Method {
   template <bool kTraced>
   Error run_instructions();
   Error run_instruction(size_t i);
-  Error resize_input(size_t i, const Tensor& t);
-  Error update_shapes();
 
   const fb::Method* fb_ = nullptr;
   const char* name_ = "";

@@ -6,6 +6,7 @@
 
 #include "runtime/backend/backend.h"
 #include "runtime/core/context.h"
+#include "runtime/core/memory_allocator.h"
 #include "runtime/executor/method.h"
 
 namespace tern {
@@ -47,18 +48,26 @@ struct Method::Shapes {
   PrepareContext::Block* blocks = nullptr;  // per instruction: kMaxBlocks blocks its prepare allocated
   uint8_t* num_blocks = nullptr;
   bool dirty = false;  // an input's shape changed since the last update
+
+  // Method's private steps (method_shapes.cpp): set_input's check of new
+  // sizes, and execute()'s update to the inputs' shapes.
+  static Error resize_input(Method& m, size_t i, const Tensor& t);
+  static Error update(Method& m);
 };
 
-// Evaluates the size expressions at s.symbols and sets every dynamic tensor's
-// sizes, Int and IntList item; input tensors are set too when assign_inputs,
-// else checked against their expressions. Logs and fails on a size that
-// does not fit its plan.
-Error apply_shapes(const fb::Method& fm, Method::Shapes& s, EValue* values, bool assign_inputs);
-
-// True if instruction `ii` reads or writes a value whose shape or value is dynamic.
-bool instruction_is_dynamic(const fb::Method& fm, uint32_t ii);
-// True if value `vi` (a tensor, Int, IntList or tensor list) is dynamic.
-bool value_is_dynamic(const fb::Method& fm, uint32_t vi);
+// The dynamic-shapes module (method_shapes.cpp), reached only through this
+// table, which tern::enable_dynamic_shapes() sets: a runtime that never
+// calls it does not link the module (the core's size, DESIGN.md).
+struct DynamicShapes {
+  // Method::load: the Shapes of a verified method with dynamic shapes, every
+  // symbol at its upper bound and every size set there.
+  Error (*init)(const fb::Method& fm, MemoryAllocator& allocator, EValue* values, Method::Shapes** out);
+  // True if value `vi` (a tensor, Int, IntList or tensor list) is dynamic.
+  bool (*value_is_dynamic)(const fb::Method& fm, uint32_t vi);
+  Error (*resize_input)(Method& m, size_t i, const Tensor& t);
+  Error (*update)(Method& m);
+};
+extern const DynamicShapes* dynamic_shapes;  // nullptr until enabled
 
 struct Method::Delegate {
   const Backend* backend;

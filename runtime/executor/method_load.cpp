@@ -143,95 +143,13 @@ struct Loader {
     return Error::Ok;
   }
 
-  // Dynamic shapes (format 1.3): finds what depends on the symbols, starts
-  // every symbol at its upper bound (the shapes kernels are prepared for at
-  // load) and sets the sizes there.
+  // Dynamic shapes (format 1.3), through tern::enable_dynamic_shapes()'s
+  // module (verify_method refused the file if it is not linked in).
   Error init_shapes() {
-    const uint32_t ns = fm.symbols() ? fm.symbols()->size() : 0;
-    const uint32_t ne = fm.size_exprs() ? fm.size_exprs()->size() : 0;
-    if (ns == 0 && ne == 0) return Error::Ok;
-    shapes = alloc<Method::Shapes>(1, "dynamic shapes");
-    if (!shapes) return Error::OutOfMemory;
-    Method::Shapes& s = *new (shapes) Method::Shapes();
-    s.num_symbols = ns;
-    s.num_exprs = ne;
-    const uint32_t nv = fm.values()->size(), ni = fm.inputs() ? fm.inputs()->size() : 0;
-    const uint32_t nins = fm.instructions()->size();
-    for (uint32_t vi = 0; vi < nv; ++vi) {
-      if (!value_is_dynamic(fm, vi)) continue;
-      switch (fm.values()->Get(vi)->value_type()) {
-        case fb::Value::Tensor: ++s.num_tensors; break;
-        case fb::Value::Int: ++s.num_ints; break;
-        case fb::Value::IntList: ++s.num_lists; break;
-        default: break;
-      }
-    }
-    for (uint32_t ii = 0; ii < nins; ++ii) s.num_instrs += instruction_is_dynamic(fm, ii);
-    int64_t* bounds = alloc<int64_t>(2 * ns, "symbol bounds");
-    s.symbols = alloc<int64_t>(ns, "symbols");
-    s.symbol_input = alloc<uint32_t>(ns, "symbols");
-    s.symbol_dim = alloc<uint8_t>(ns, "symbols");
-    s.exprs = alloc<int64_t>(ne, "size expressions");
-    s.tensors = alloc<uint32_t>(s.num_tensors, "dynamic tensors");
-    s.capacity = alloc<int64_t>(s.num_tensors, "dynamic tensors");
-    s.tensor_input = alloc<int32_t>(s.num_tensors, "dynamic tensors");
-    s.ints = alloc<uint32_t>(s.num_ints, "dynamic ints");
-    s.lists = alloc<uint32_t>(s.num_lists, "dynamic lists");
-    s.list_items = alloc<int64_t*>(s.num_lists, "dynamic lists");
-    s.instrs = alloc<uint32_t>(s.num_instrs, "dynamic instructions");
-    s.blocks = alloc<PrepareContext::Block>(size_t(s.num_instrs) * PrepareContext::kMaxBlocks, "dynamic instructions");
-    s.num_blocks = alloc<uint8_t>(s.num_instrs, "dynamic instructions");
-    if (!bounds || !s.symbols || !s.symbol_input || !s.symbol_dim || !s.exprs || !s.tensors || !s.capacity ||
-        !s.tensor_input || !s.ints || !s.lists || !s.list_items || !s.instrs || !s.blocks || !s.num_blocks) {
-      return Error::OutOfMemory;
-    }
-    for (uint32_t si = 0; si < ns; ++si) {
-      bounds[si] = fm.symbols()->Get(si)->min();
-      bounds[ns + si] = s.symbols[si] = fm.symbols()->Get(si)->max();
-      for (uint32_t i = ni; i-- > 0;) {  // the first input dim that is exactly this symbol (verified: one is)
-        const auto* dyn = fb_tensor(fm.inputs()->Get(i))->dyn_sizes();
-        for (uint32_t d = dyn ? dyn->size() : 0; d-- > 0;) {
-          if (dyn->Get(d) >= 0 && size_expr_is_symbol(fm, dyn->Get(d)) == static_cast<int64_t>(si)) {
-            s.symbol_input[si] = i;
-            s.symbol_dim[si] = static_cast<uint8_t>(d);
-          }
-        }
-      }
-    }
-    s.symbol_min = bounds;
-    s.symbol_max = bounds + ns;
-    uint32_t nt = 0, nn = 0, nl = 0;
-    for (uint32_t vi = 0; vi < nv; ++vi) {
-      if (!value_is_dynamic(fm, vi)) continue;
-      const fb::EValue* v = fm.values()->Get(vi);
-      if (v->value_type() == fb::Value::Tensor) {
-        Tensor planned;
-        tensor_shape_from_fb(*v->value_as_Tensor(), &planned);
-        s.capacity[nt] = planned.numel;
-        s.tensor_input[nt] = -1;
-        for (uint32_t i = 0; i < ni; ++i) {
-          if (fm.inputs()->Get(i) == vi) s.tensor_input[nt] = static_cast<int32_t>(i);
-        }
-        s.tensors[nt++] = vi;
-      } else if (v->value_type() == fb::Value::Int) {
-        s.ints[nn++] = vi;
-      } else if (v->value_type() == fb::Value::IntList) {
-        const auto* items = v->value_as_IntList()->items();
-        int64_t* copy = alloc<int64_t>(items->size(), "dynamic list items");
-        if (!copy) return Error::OutOfMemory;
-        for (uint32_t j = 0; j < items->size(); ++j) copy[j] = items->Get(j);
-        values[vi].ints = Span<const int64_t>(copy, items->size());
-        s.list_items[nl] = copy;
-        s.lists[nl++] = vi;
-      }
-    }
-    for (uint32_t ii = 0, k = 0; ii < nins; ++ii) {
-      if (instruction_is_dynamic(fm, ii)) {
-        s.num_blocks[k] = 0;
-        s.instrs[k++] = ii;
-      }
-    }
-    return apply_shapes(fm, s, values, /*assign_inputs=*/true);
+    const bool dynamic = (fm.symbols() && fm.symbols()->size()) || (fm.size_exprs() && fm.size_exprs()->size());
+    if (!dynamic) return Error::Ok;
+    if (dynamic_shapes == nullptr) return Error::NotSupported;  // verified: not reached
+    return dynamic_shapes->init(fm, *memory.method_allocator, values, &shapes);
   }
 
   // A tensor value a kernel or set_input may write: planned, or empty.
@@ -416,7 +334,7 @@ struct Loader {
       const uint32_t ni = d.inputs() ? d.inputs()->size() : 0, no = d.outputs() ? d.outputs()->size() : 0;
       for (uint32_t j = 0; j < ni + no; ++j) {
         const uint32_t vi = j < ni ? d.inputs()->Get(j) : d.outputs()->Get(j - ni);
-        if (shapes != nullptr && value_is_dynamic(fm, vi)) {
+        if (shapes != nullptr && dynamic_shapes->value_is_dynamic(fm, vi)) {
           TERN_LOG_ERROR("method '%s' delegate %u (%s): value %u has a dynamic shape; backends take static "
                          "shapes only", fm.name()->c_str(), di, name, vi);
           return Error::NotSupported;

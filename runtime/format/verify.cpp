@@ -6,22 +6,10 @@
 #include "runtime/core/log.h"
 #include "runtime/core/overflow.h"
 #include "runtime/core/scalar_type.h"
-#include "runtime/format/size_expr.h"
 #include "schema/tern_generated.h"
 
 namespace tern {
 namespace {
-
-// Logs the problem ("method 'forward' value 12: ...") and returns InvalidProgram.
-__attribute__((format(printf, 1, 2))) Error invalid(const char* fmt, ...) {
-  char msg[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  TERN_LOG_ERROR("invalid program: %s", msg);
-  return Error::InvalidProgram;
-}
 
 uint32_t count(const flatbuffers::Vector<uint32_t>* v) { return v ? v->size() : 0; }
 
@@ -36,32 +24,32 @@ bool items_aligned(const flatbuffers::Vector<T>* v) {
 Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const SegmentInfo* segments,
                     uint64_t num_segments, const flatbuffers::Vector<uint64_t>* arenas) {
   int st = static_cast<int>(t.scalar_type());
-  if (!scalar_type_valid(st)) return invalid("method '%s' value %u: unknown scalar type %d", m, vi, st);
-  if (!items_aligned(t.sizes())) return invalid("method '%s' value %u: misaligned sizes", m, vi);
+  if (!scalar_type_valid(st)) return invalid_program("method '%s' value %u: unknown scalar type %d", m, vi, st);
+  if (!items_aligned(t.sizes())) return invalid_program("method '%s' value %u: misaligned sizes", m, vi);
   uint32_t dim = t.sizes() ? t.sizes()->size() : 0;
   if (dim > static_cast<uint32_t>(kMaxDims)) {
-    return invalid("method '%s' value %u: %u dimensions, at most %d supported", m, vi, dim, kMaxDims);
+    return invalid_program("method '%s' value %u: %u dimensions, at most %d supported", m, vi, dim, kMaxDims);
   }
   uint64_t nbytes = scalar_type_size(static_cast<ScalarType>(st));
   for (uint32_t d = 0; d < dim; ++d) {
     int64_t s = t.sizes()->Get(d);
-    if (s < 0) return invalid("method '%s' value %u: negative size %lld in dim %u", m, vi, (long long)s, d);
+    if (s < 0) return invalid_program("method '%s' value %u: negative size %lld in dim %u", m, vi, (long long)s, d);
     if (!checked_mul(nbytes, static_cast<uint64_t>(s), &nbytes) || nbytes > (uint64_t(1) << 48)) {
-      return invalid("method '%s' value %u: tensor size overflows", m, vi);
+      return invalid_program("method '%s' value %u: tensor size overflows", m, vi);
     }
   }
   uint64_t end;
   switch (t.storage()) {
     case fb::TensorStorage::None:
-      if (nbytes != 0) return invalid("method '%s' value %u: %llu-byte tensor without storage", m, vi, (unsigned long long)nbytes);
+      if (nbytes != 0) return invalid_program("method '%s' value %u: %llu-byte tensor without storage", m, vi, (unsigned long long)nbytes);
       return Error::Ok;
     case fb::TensorStorage::Constant:
       if (t.segment() >= num_segments) {
-        return invalid("method '%s' value %u: segment %u out of range (%llu segments)", m, vi,
+        return invalid_program("method '%s' value %u: segment %u out of range (%llu segments)", m, vi,
                     t.segment(), (unsigned long long)num_segments);
       }
       if (!checked_add(t.offset(), nbytes, &end) || end > segments[t.segment()].size) {
-        return invalid("method '%s' value %u: constant [%llu, +%llu) outside segment %u (%llu bytes)",
+        return invalid_program("method '%s' value %u: constant [%llu, +%llu) outside segment %u (%llu bytes)",
                     m, vi, (unsigned long long)t.offset(), (unsigned long long)nbytes, t.segment(),
                     (unsigned long long)segments[t.segment()].size);
       }
@@ -69,20 +57,20 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
     case fb::TensorStorage::Planned:
     case fb::TensorStorage::State:
       if (arenas == nullptr || t.arena() >= arenas->size()) {
-        return invalid("method '%s' value %u: arena %u out of range (%u arenas)", m, vi, t.arena(),
+        return invalid_program("method '%s' value %u: arena %u out of range (%u arenas)", m, vi, t.arena(),
                     arenas ? arenas->size() : 0);
       }
       if (!checked_add(t.offset(), nbytes, &end) || end > arenas->Get(t.arena())) {
-        return invalid("method '%s' value %u: planned [%llu, +%llu) outside arena %u (%llu bytes)", m,
+        return invalid_program("method '%s' value %u: planned [%llu, +%llu) outside arena %u (%llu bytes)", m,
                     vi, (unsigned long long)t.offset(), (unsigned long long)nbytes, t.arena(),
                     (unsigned long long)arenas->Get(t.arena()));
       }
       break;
     default:
-      return invalid("method '%s' value %u: unknown storage %d", m, vi, static_cast<int>(t.storage()));
+      return invalid_program("method '%s' value %u: unknown storage %d", m, vi, static_cast<int>(t.storage()));
   }
   if (t.offset() % scalar_type_size(static_cast<ScalarType>(st)) != 0) {
-    return invalid("method '%s' value %u: offset %llu is not aligned to its element size", m, vi,
+    return invalid_program("method '%s' value %u: offset %llu is not aligned to its element size", m, vi,
                 (unsigned long long)t.offset());
   }
   return Error::Ok;
@@ -100,7 +88,7 @@ Error verify_value(const fb::Method& method, uint32_t vi, const SegmentInfo* seg
   // The FlatBuffers verifier accepts a union whose type is set but whose
   // table is absent; every value_as_X() below relies on this check.
   if (v->value_type() != fb::Value::NONE && v->value() == nullptr) {
-    return invalid("method '%s' value %u: type %d without a table", m, vi, static_cast<int>(v->value_type()));
+    return invalid_program("method '%s' value %u: type %d without a table", m, vi, static_cast<int>(v->value_type()));
   }
   switch (v->value_type()) {
     case fb::Value::NONE:
@@ -112,41 +100,41 @@ Error verify_value(const fb::Method& method, uint32_t vi, const SegmentInfo* seg
     case fb::Value::Bool:
       return Error::Ok;
     case fb::Value::String:
-      if (!v->value_as_String()->value()) return invalid("method '%s' value %u: String without text", m, vi);
+      if (!v->value_as_String()->value()) return invalid_program("method '%s' value %u: String without text", m, vi);
       return Error::Ok;
     case fb::Value::IntList:
-      if (!v->value_as_IntList()->items()) return invalid("method '%s' value %u: IntList without items", m, vi);
-      if (!items_aligned(v->value_as_IntList()->items())) return invalid("method '%s' value %u: misaligned IntList", m, vi);
+      if (!v->value_as_IntList()->items()) return invalid_program("method '%s' value %u: IntList without items", m, vi);
+      if (!items_aligned(v->value_as_IntList()->items())) return invalid_program("method '%s' value %u: misaligned IntList", m, vi);
       return Error::Ok;
     case fb::Value::DoubleList:
-      if (!v->value_as_DoubleList()->items()) return invalid("method '%s' value %u: DoubleList without items", m, vi);
-      if (!items_aligned(v->value_as_DoubleList()->items())) return invalid("method '%s' value %u: misaligned DoubleList", m, vi);
+      if (!v->value_as_DoubleList()->items()) return invalid_program("method '%s' value %u: DoubleList without items", m, vi);
+      if (!items_aligned(v->value_as_DoubleList()->items())) return invalid_program("method '%s' value %u: misaligned DoubleList", m, vi);
       return Error::Ok;
     case fb::Value::BoolList:
-      if (!v->value_as_BoolList()->items()) return invalid("method '%s' value %u: BoolList without items", m, vi);
+      if (!v->value_as_BoolList()->items()) return invalid_program("method '%s' value %u: BoolList without items", m, vi);
       return Error::Ok;
     case fb::Value::TensorList: {
       const auto* items = v->value_as_TensorList()->items();
-      if (!items) return invalid("method '%s' value %u: TensorList without items", m, vi);
+      if (!items) return invalid_program("method '%s' value %u: TensorList without items", m, vi);
       for (uint32_t i = 0; i < items->size(); ++i) {
         if (!is_tensor(method, items->Get(i))) {
-          return invalid("method '%s' value %u: TensorList item %u (value %u) is not a tensor", m, vi, i, items->Get(i));
+          return invalid_program("method '%s' value %u: TensorList item %u (value %u) is not a tensor", m, vi, i, items->Get(i));
         }
       }
       return Error::Ok;
     }
     case fb::Value::OptionalTensorList: {
       const auto* items = v->value_as_OptionalTensorList()->items();
-      if (!items) return invalid("method '%s' value %u: OptionalTensorList without items", m, vi);
+      if (!items) return invalid_program("method '%s' value %u: OptionalTensorList without items", m, vi);
       for (uint32_t i = 0; i < items->size(); ++i) {
         if (items->Get(i) != -1 && !is_tensor(method, items->Get(i))) {
-          return invalid("method '%s' value %u: OptionalTensorList item %u (value %d) is not a tensor or -1", m, vi, i, items->Get(i));
+          return invalid_program("method '%s' value %u: OptionalTensorList item %u (value %d) is not a tensor or -1", m, vi, i, items->Get(i));
         }
       }
       return Error::Ok;
     }
   }
-  return invalid("method '%s' value %u: unknown value type %d", m, vi, static_cast<int>(v->value_type()));
+  return invalid_program("method '%s' value %u: unknown value type %d", m, vi, static_cast<int>(v->value_type()));
 }
 
 Error verify_instruction(const fb::Method& method, uint32_t ii) {
@@ -155,17 +143,17 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
   uint32_t ni = method.instructions()->size();
   const fb::Instruction* ins = method.instructions()->Get(ii);
   if (ins->kind() == nullptr) {
-    return invalid("method '%s' instruction %u: kind %d without a table", m, ii, static_cast<int>(ins->kind_type()));
+    return invalid_program("method '%s' instruction %u: kind %d without a table", m, ii, static_cast<int>(ins->kind_type()));
   }
   switch (ins->kind_type()) {
     case fb::InstructionKind::KernelCall: {
       const fb::KernelCall* k = ins->kind_as_KernelCall();
       if (k->op() >= (method.operators() ? method.operators()->size() : 0)) {
-        return invalid("method '%s' instruction %u: operator %u out of range", m, ii, k->op());
+        return invalid_program("method '%s' instruction %u: operator %u out of range", m, ii, k->op());
       }
       for (uint32_t i = 0; i < count(k->args()); ++i) {
         if (k->args()->Get(i) >= nv) {
-          return invalid("method '%s' instruction %u: argument %u is value %u, out of range (%u values)",
+          return invalid_program("method '%s' instruction %u: argument %u is value %u, out of range (%u values)",
                       m, ii, i, k->args()->Get(i), nv);
         }
       }
@@ -173,32 +161,32 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
     }
     case fb::InstructionKind::Move: {
       const fb::Move* mv = ins->kind_as_Move();
-      if (mv->from() >= nv || mv->to() >= nv) return invalid("method '%s' instruction %u: move value out of range", m, ii);
+      if (mv->from() >= nv || mv->to() >= nv) return invalid_program("method '%s' instruction %u: move value out of range", m, ii);
       return Error::Ok;
     }
     case fb::InstructionKind::JumpFalse: {
       const fb::JumpFalse* j = ins->kind_as_JumpFalse();
-      if (j->cond() >= nv) return invalid("method '%s' instruction %u: condition value out of range", m, ii);
+      if (j->cond() >= nv) return invalid_program("method '%s' instruction %u: condition value out of range", m, ii);
       // Any instruction, or the end. A backward jump (a loop, format 1.2) is
       // bounded at run time by MethodOptions::max_loop_instructions, so a
       // file cannot make execute() run forever.
       if (j->target() > ni) {
-        return invalid("method '%s' instruction %u: jump target %u is out of range (%u instructions)", m, ii,
+        return invalid_program("method '%s' instruction %u: jump target %u is out of range (%u instructions)", m, ii,
                        j->target(), ni);
       }
       return Error::Ok;
     }
     case fb::InstructionKind::Free:
-      if (ins->kind_as_Free()->value() >= nv) return invalid("method '%s' instruction %u: free value out of range", m, ii);
+      if (ins->kind_as_Free()->value() >= nv) return invalid_program("method '%s' instruction %u: free value out of range", m, ii);
       return Error::Ok;
     case fb::InstructionKind::BackendCall: {
       const uint32_t d = ins->kind_as_BackendCall()->delegate();
       const uint32_t nd = method.delegates() ? method.delegates()->size() : 0;
-      if (d >= nd) return invalid("method '%s' instruction %u: delegate %u out of range (%u delegates)", m, ii, d, nd);
+      if (d >= nd) return invalid_program("method '%s' instruction %u: delegate %u out of range (%u delegates)", m, ii, d, nd);
       return Error::Ok;
     }
     default:
-      return invalid("method '%s' instruction %u: unknown kind %d", m, ii, static_cast<int>(ins->kind_type()));
+      return invalid_program("method '%s' instruction %u: unknown kind %d", m, ii, static_cast<int>(ins->kind_type()));
   }
 }
 
@@ -209,17 +197,17 @@ Error verify_delegate(const fb::Method& method, uint32_t di, uint64_t num_segmen
   const char* m = method.name()->c_str();
   const fb::Delegate* d = method.delegates()->Get(di);
   if (d->backend() == nullptr || d->backend()->size() == 0 || d->backend()->size() > kMaxBackendName) {
-    return invalid("method '%s' delegate %u: backend name missing or longer than %u bytes", m, di, kMaxBackendName);
+    return invalid_program("method '%s' delegate %u: backend name missing or longer than %u bytes", m, di, kMaxBackendName);
   }
   if (d->payload_segment() >= num_segments) {
-    return invalid("method '%s' delegate %u (%s): payload segment %u out of range (%llu segments)", m, di,
+    return invalid_program("method '%s' delegate %u (%s): payload segment %u out of range (%llu segments)", m, di,
                    d->backend()->c_str(), d->payload_segment(), (unsigned long long)num_segments);
   }
   const flatbuffers::Vector<uint32_t>* lists[] = {d->inputs(), d->outputs()};
   for (int k = 0; k < 2; ++k) {
     for (uint32_t i = 0; i < count(lists[k]); ++i) {
       if (!is_tensor(method, lists[k]->Get(i))) {
-        return invalid("method '%s' delegate %u (%s): %s %u (value %u) is not a tensor value", m, di,
+        return invalid_program("method '%s' delegate %u (%s): %s %u (value %u) is not a tensor value", m, di,
                        d->backend()->c_str(), k == 0 ? "input" : "output", i, lists[k]->Get(i));
       }
     }
@@ -247,110 +235,33 @@ Error verify_state(const fb::Method& method) {
     num_state_tensors += t != nullptr && t->storage() == fb::TensorStorage::State;
   }
   if (num_state_tensors != n) {
-    return invalid("method '%s': %u tensors have State storage, but the state list has %u entries", m,
+    return invalid_program("method '%s': %u tensors have State storage, but the state list has %u entries", m,
                    num_state_tensors, n);
   }
   for (uint32_t i = 0; i < n; ++i) {
     const fb::StateTensor* s = method.state()->Get(i);
     if (s->name() == nullptr || s->name()->size() > kMaxStateName) {
-      return invalid("method '%s' state %u: name missing or longer than %u bytes", m, i, kMaxStateName);
+      return invalid_program("method '%s' state %u: name missing or longer than %u bytes", m, i, kMaxStateName);
     }
     if (i > 0 && s->value() <= method.state()->Get(i - 1)->value()) {
-      return invalid("method '%s' state %u (%s): values are not in increasing order", m, i, s->name()->c_str());
+      return invalid_program("method '%s' state %u (%s): values are not in increasing order", m, i, s->name()->c_str());
     }
     const fb::Tensor* v = tensor_of(method, s->value());
     if (v == nullptr || v->storage() != fb::TensorStorage::State) {
-      return invalid("method '%s' state %u (%s): value %u is not a State tensor", m, i, s->name()->c_str(), s->value());
+      return invalid_program("method '%s' state %u (%s): value %u is not a State tensor", m, i, s->name()->c_str(), s->value());
     }
     const fb::Tensor* init = tensor_of(method, s->initial());
     if (init == nullptr ||
         (init->storage() != fb::TensorStorage::Constant && init->storage() != fb::TensorStorage::None)) {
-      return invalid("method '%s' state %u (%s): initial value %u is not a constant tensor", m, i,
+      return invalid_program("method '%s' state %u (%s): initial value %u is not a constant tensor", m, i,
                      s->name()->c_str(), s->initial());
     }
     Tensor a, b;
     tensor_shape_from_fb(*v, &a);
     tensor_shape_from_fb(*init, &b);
     if (a.dtype != b.dtype || !tensor_same_shape(a, b)) {
-      return invalid("method '%s' state %u (%s): the initial value's dtype or sizes differ from the state's", m,
+      return invalid_program("method '%s' state %u (%s): the initial value's dtype or sizes differ from the state's", m,
                      i, s->name()->c_str());
-    }
-  }
-  return Error::Ok;
-}
-
-// Dynamic shapes (format 1.3): bounded symbols, valid expressions, and every
-// reference to an expression (tensor dims, Int and IntList items) in range.
-// A dynamic tensor is planned (its sizes are the upper bound the plan holds)
-// or empty; each symbol is exactly the size of some input dim, where
-// execute() reads it from.
-constexpr int64_t kMaxSymbolValue = int64_t(1) << 40;
-
-Error verify_expr_ref(const char* m, uint32_t vi, int32_t e, uint32_t num_exprs, const char* where) {
-  if (e < -1 || e >= static_cast<int32_t>(num_exprs)) {
-    return invalid("method '%s' value %u: %s refers to size expression %d (%u expressions)", m, vi, where, e, num_exprs);
-  }
-  return Error::Ok;
-}
-
-Error verify_dynamic(const fb::Method& method) {
-  const char* m = method.name()->c_str();
-  const uint32_t num_symbols = method.symbols() ? method.symbols()->size() : 0;
-  const uint32_t num_exprs = method.size_exprs() ? method.size_exprs()->size() : 0;
-  for (uint32_t i = 0; i < num_symbols; ++i) {
-    const fb::Symbol* s = method.symbols()->Get(i);
-    if (s->name() == nullptr || s->name()->size() > kMaxStateName) {
-      return invalid("method '%s' symbol %u: name missing or longer than %u bytes", m, i, kMaxStateName);
-    }
-    if (s->min() < 0 || s->min() > s->max() || s->max() > kMaxSymbolValue) {
-      return invalid("method '%s' symbol %u (%s): bounds %lld..%lld are not 0 <= min <= max <= 2^40", m, i,
-                     s->name()->c_str(), (long long)s->min(), (long long)s->max());
-    }
-  }
-  for (uint32_t i = 0; i < num_exprs; ++i) {
-    const auto* code = method.size_exprs()->Get(i)->code();
-    const char* why = "no code";
-    if (code == nullptr || !items_aligned(code) || code->size() % 2 != 0 ||
-        !size_expr_valid(code->data(), code->size() / 2, num_symbols, &why)) {
-      return invalid("method '%s' size expression %u: %s", m, i, code && code->size() % 2 ? "odd length" : why);
-    }
-  }
-  for (uint32_t vi = 0; vi < method.values()->size(); ++vi) {
-    const fb::EValue* v = method.values()->Get(vi);
-    if (const fb::Tensor* t = v->value_as_Tensor()) {
-      const auto* dyn = t->dyn_sizes();
-      if (dyn == nullptr || dyn->size() == 0) continue;
-      const uint32_t dim = t->sizes() ? t->sizes()->size() : 0;
-      if (dyn->size() != dim) {
-        return invalid("method '%s' value %u: %u dynamic sizes for %u dims", m, vi, dyn->size(), dim);
-      }
-      if (t->storage() != fb::TensorStorage::Planned && t->storage() != fb::TensorStorage::None) {
-        return invalid("method '%s' value %u: a tensor with dynamic sizes must be planned", m, vi);
-      }
-      for (uint32_t d = 0; d < dim; ++d) TERN_CHECK_OK(verify_expr_ref(m, vi, dyn->Get(d), num_exprs, "a dim"));
-    } else if (const fb::Int* n = v->value_as_Int()) {
-      TERN_CHECK_OK(verify_expr_ref(m, vi, n->expr(), num_exprs, "an Int"));
-    } else if (const fb::IntList* l = v->value_as_IntList()) {
-      const auto* exprs = l->exprs();
-      if (exprs == nullptr || exprs->size() == 0) continue;
-      if (exprs->size() != l->items()->size()) {
-        return invalid("method '%s' value %u: %u expressions for %u IntList items", m, vi, exprs->size(),
-                       l->items()->size());
-      }
-      for (uint32_t j = 0; j < exprs->size(); ++j) TERN_CHECK_OK(verify_expr_ref(m, vi, exprs->Get(j), num_exprs, "an IntList item"));
-    }
-  }
-  for (uint32_t si = 0; si < num_symbols; ++si) {
-    bool found = false;
-    for (uint32_t i = 0; i < count(method.inputs()) && !found; ++i) {
-      const auto* dyn = tensor_of(method, method.inputs()->Get(i))->dyn_sizes();
-      for (uint32_t d = 0; dyn != nullptr && d < dyn->size() && !found; ++d) {
-        found = dyn->Get(d) >= 0 && size_expr_is_symbol(method, dyn->Get(d)) == static_cast<int64_t>(si);
-      }
-    }
-    if (!found) {
-      return invalid("method '%s' symbol %u (%s) is not the size of any input dim", m, si,
-                     method.symbols()->Get(si)->name()->c_str());
     }
   }
   return Error::Ok;
@@ -359,23 +270,23 @@ Error verify_dynamic(const fb::Method& method) {
 }  // namespace
 
 Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint64_t num_segments) {
-  if (!method.name()) return invalid("a method has no name");
+  if (!method.name()) return invalid_program("a method has no name");
   const char* m = method.name()->c_str();
-  if (!method.values() || !method.instructions()) return invalid("method '%s' has no values or instructions", m);
-  if (!items_aligned(method.arena_sizes())) return invalid("method '%s': misaligned arena_sizes", m);
+  if (!method.values() || !method.instructions()) return invalid_program("method '%s' has no values or instructions", m);
+  if (!items_aligned(method.arena_sizes())) return invalid_program("method '%s': misaligned arena_sizes", m);
   if (method.operators()) {
     for (uint32_t i = 0; i < method.operators()->size(); ++i) {
-      if (!method.operators()->Get(i)->name()) return invalid("method '%s' operator %u has no name", m, i);
+      if (!method.operators()->Get(i)->name()) return invalid_program("method '%s' operator %u has no name", m, i);
     }
   }
   for (uint32_t i = 0; i < method.values()->size(); ++i) {
     TERN_CHECK_OK(verify_value(method, i, segments, num_segments));
   }
   for (uint32_t i = 0; i < count(method.inputs()); ++i) {
-    if (!is_tensor(method, method.inputs()->Get(i))) return invalid("method '%s' input %u is not a tensor value", m, i);
+    if (!is_tensor(method, method.inputs()->Get(i))) return invalid_program("method '%s' input %u is not a tensor value", m, i);
   }
   for (uint32_t i = 0; i < count(method.outputs()); ++i) {
-    if (!is_tensor(method, method.outputs()->Get(i))) return invalid("method '%s' output %u is not a tensor value", m, i);
+    if (!is_tensor(method, method.outputs()->Get(i))) return invalid_program("method '%s' output %u is not a tensor value", m, i);
   }
   for (uint32_t i = 0; i < (method.delegates() ? method.delegates()->size() : 0); ++i) {
     TERN_CHECK_OK(verify_delegate(method, i, num_segments));
@@ -384,10 +295,16 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
     TERN_CHECK_OK(verify_instruction(method, i));
   }
   TERN_CHECK_OK(verify_state(method));
-  TERN_CHECK_OK(verify_dynamic(method));
+  const bool dynamic = (method.symbols() && method.symbols()->size()) || (method.size_exprs() && method.size_exprs()->size());
+  if (dynamic && verify_dynamic_shapes == nullptr) {
+    TERN_LOG_ERROR("method '%s' has dynamic shapes (format 1.3), which this runtime leaves out: call "
+                   "tern::enable_dynamic_shapes() before loading (tern::Module does)", m);
+    return Error::NotSupported;
+  }
+  if (dynamic) TERN_CHECK_OK(verify_dynamic_shapes(method));
   if (method.debug() && method.debug()->size() != 0 &&
       method.debug()->size() != method.instructions()->size()) {
-    return invalid("method '%s': %u debug entries for %u instructions", m, method.debug()->size(),
+    return invalid_program("method '%s': %u debug entries for %u instructions", m, method.debug()->size(),
                 method.instructions()->size());
   }
   return Error::Ok;
@@ -407,9 +324,22 @@ void tensor_shape_from_fb(const fb::Tensor& t, Tensor* out) {
 
 namespace tern {
 
+Error (*verify_dynamic_shapes)(const fb::Method& method) = nullptr;
+
+Error invalid_program(const char* fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  TERN_LOG_ERROR("invalid program: %s", msg);
+  return Error::InvalidProgram;
+}
+
 int64_t size_expr_is_symbol(const fb::Method& method, int32_t e) {
+  if (e < 0 || method.size_exprs() == nullptr || static_cast<uint32_t>(e) >= method.size_exprs()->size()) return -1;
   const auto* code = method.size_exprs()->Get(static_cast<uint32_t>(e))->code();
-  return code->size() == 2 && code->Get(0) == static_cast<int64_t>(ExprOp::Symbol) ? code->Get(1) : -1;
+  return code && code->size() == 2 && code->Get(0) == 1 /* ExprOp::Symbol */ ? code->Get(1) : -1;
 }
 
 }  // namespace tern

@@ -24,9 +24,18 @@ struct SegmentInfo {
 // the method name and value or instruction index.
 Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint64_t num_segments);
 
-// For a verified method: the symbol that size expression `e` is exactly
-// (code "push symbol k"), or -1.
+// The symbol that size expression `e` is exactly (code "push symbol k"),
+// or -1 (also for an `e` out of range).
 int64_t size_expr_is_symbol(const fb::Method& method, int32_t e);
+
+// Logs "invalid program: <message>" (e.g. "method 'forward' value 12: ...")
+// and returns Error::InvalidProgram: the verifiers' one way to fail.
+__attribute__((format(printf, 1, 2))) Error invalid_program(const char* fmt, ...);
+
+// Verifies a method's dynamic shapes (format 1.3); set by
+// tern::enable_dynamic_shapes() (runtime/executor/method_shapes.cpp). While
+// nullptr, verify_method refuses files with dynamic shapes (NotSupported).
+extern Error (*verify_dynamic_shapes)(const fb::Method& method);
 
 // Fills dtype, dim, sizes and numel of `out` from a verified fb::Tensor (no
 // data pointer).

@@ -109,6 +109,7 @@ class DynamicShapes : public ::testing::Test {
   static void SetUpTestSuite() {
     register_test_kernels();
     ASSERT_EQ(register_portable_kernels(), Error::Ok);
+    enable_dynamic_shapes();
   }
 };
 
@@ -183,6 +184,7 @@ void expect_refused(ProgramBuilder pb, const char* message) {
 }
 
 TEST(DynamicShapesVerifier, test_broken_dynamic_fields_are_refused_naming_them) {
+  enable_dynamic_shapes();
   {
     ProgramBuilder pb = dynamic_program();
     pb.methods()[0].size_exprs[1] = {kConst, 2, kMul, 0};

@@ -127,6 +127,26 @@ TEST_F(ModuleTest, test_wrong_inputs_are_invalid_argument) {
   EXPECT_EQ(module.forward({}).error(), Error::InvalidArgument);
 }
 
+TEST_F(ModuleTest, test_a_tensor_of_more_than_8_dims_is_refused_not_cut) {
+  // make_tensor used to keep dim 9 with 8 sizes filled: whoever looped over
+  // the dims read past sizes.
+  const int64_t sizes[9] = {1, 1, 1, 1, 1, 1, 1, 1, 6};
+  float x[6] = {};
+  Tensor nine = make_tensor(x, ScalarType::Float32, sizes, 9);
+  EXPECT_EQ(nine.dim, -1);
+  EXPECT_EQ(nine.numel, 0);
+  EXPECT_NE(std::string(last_error_message()).find("make_tensor: 9 dims, at most 8"), std::string::npos);
+  Tensor negative = make_tensor(x, ScalarType::Float32, sizes, -3);
+  EXPECT_EQ(negative.dim, -1);
+  TempFile f(relu_program().build());
+  Module module;
+  ASSERT_EQ(module.load(f.path()), Error::Ok);
+  EXPECT_EQ(module.forward({&nine, 1}).error(), Error::InvalidArgument);
+  Tensor eight = make_tensor(x, ScalarType::Float32, sizes + 1, 8);
+  EXPECT_EQ(eight.dim, 8);
+  EXPECT_EQ(eight.numel, 6);
+}
+
 TEST_F(ModuleTest, test_missing_method_is_not_found) {
   TempFile f(relu_program().build());
   Module module;

@@ -609,5 +609,26 @@ TEST(ProgramLoad, test_mutated_files_never_crash) {
   printf("mutated files: %d loaded, %d executed, of %d\n", loaded, executed, iterations);
 }
 
+// Dynamic shapes are a module a runtime links only when it calls
+// enable_dynamic_shapes() (the core's size); until then their files are
+// refused, not misread. ctest runs each test in its own process, and nothing
+// in this file enables them before this test.
+TEST(DynamicShapesModule, test_a_dynamic_file_is_refused_until_enabled) {
+  FILE* f = fopen(TERN_TEST_DATA_DIR "/v1_3/dynamic.tern", "rb");
+  ASSERT_NE(f, nullptr);
+  std::vector<uint8_t> raw(1 << 20);
+  raw.resize(fread(raw.data(), 1, raw.size(), f));
+  fclose(f);
+  {
+    LoadedProgram lp(AlignedBytes(raw.data(), raw.size()));
+    EXPECT_EQ(lp.error, Error::NotSupported);
+    EXPECT_NE(std::string(last_error_message()).find("tern::enable_dynamic_shapes()"), std::string::npos)
+        << last_error_message();
+  }
+  enable_dynamic_shapes();
+  LoadedProgram lp(AlignedBytes(raw.data(), raw.size()));
+  EXPECT_EQ(lp.error, Error::Ok) << last_error_message();
+}
+
 }  // namespace
 }  // namespace tern

@@ -84,3 +84,15 @@ def test_the_check_flags_upward_includes_and_passes_downward_ones(tmp_path: Path
         "runtime/executor/method.h"
     ]
     assert violations("tools/x.cpp", _includes(f)) == []
+
+
+def test_the_python_package_has_no_assert_statements() -> None:
+    # python -O removes them: every check the exporter relies on must raise.
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "python" / "tern").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Assert):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found

@@ -138,3 +138,19 @@ def test_a_file_the_runtime_refuses_is_reported_once_with_the_kernels_reason(tmp
     assert r.returncode == 1
     assert r.stderr.count("transposed convolution is not supported") == 1, r.stderr
     assert "aten::convolution" in r.stderr and str(path) in r.stderr
+
+
+def test_a_0_d_output_is_printed_without_reading_a_dim_it_lacks(tmp_path: Path) -> None:
+    # print_output read sizes[dim - 1] of a 0-d output before checking dim >= 1
+    # (caught by UBSan's bounds check in a sanitizer build: make test-sanitize).
+    class Scalar(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x.sum(), x * 2
+
+    path = tmp_path / "scalar.tern"
+    tern.export(Scalar(), (torch.randn(5),), partitioners=()).save(path)
+    r = _run(str(path), "--iterations", "1")
+    assert r.returncode == 0, r.stderr
+    assert "  0: float32 []  min" in r.stdout and "  1: float32 [5]" in r.stdout, r.stdout
+    assert r.stdout.count("top-5:") == 1  # only the 1-d output of 5 "classes"
+

@@ -394,13 +394,16 @@ class _Compiler:
     def _alias(self, v: int, sizes: tuple[int, ...]) -> int:
         """Another view of value v's bytes (same element count)."""
         src = self.p.values[v]
-        assert math.prod(sizes) == math.prod(src.sizes)
+        if math.prod(sizes) != math.prod(src.sizes):
+            raise ExportError(f"cpu backend: a view of {list(src.sizes)} as {list(sizes)} changes the element count")
         return self._value(Value(tuple(sizes), src.storage, src.index, src.buffer, src.data))
 
     def _part(self, v: int, start: int, sizes: tuple[int, ...]) -> int:
         """Elements [start, start + prod(sizes)) of workspace value v, as a value."""
         src = self.p.values[v]
-        assert src.storage == "Workspace" and start + math.prod(sizes) <= math.prod(src.sizes)
+        if src.storage != "Workspace" or start + math.prod(sizes) > math.prod(src.sizes):
+            raise ExportError(f"cpu backend: elements [{start}, +{math.prod(sizes)}) outside the workspace value "
+                              f"{list(src.sizes)}")
         return self._value(Value(tuple(sizes), "Workspace", buffer=src.buffer, within=src.within + 4 * start))
 
     def _weights(self, data: np.ndarray) -> int:
@@ -760,7 +763,8 @@ class _Compiler:
         fused = [node]
         if affine is None:
             last, act = node, activation_of(node)
-            assert act is not None
+            if act is None:
+                raise ExportError(f"cpu backend: node {node.name} is neither an affine op nor an activation")
         else:
             last, act = self._fuse_activation(node, fused)
         scale, shift = affine or (1.0, 0.0)
@@ -840,7 +844,8 @@ class _Compiler:
 
     def _attention(self, node: Any) -> None:
         at = attention_of(node)
-        assert at is not None
+        if at is None:
+            raise ExportError(f"cpu backend: node {node.name} is not an attention pattern")
         qv, kv, vv = self._plain(at.q), self._plain(at.k), self._plain(at.v)
         l, e = _shape(at.q)[-2:]
         s, ev = _shape(at.v)[-2:]
