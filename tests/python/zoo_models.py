@@ -328,11 +328,11 @@ def _whisper() -> Case:
     model = WhisperEncoderFrames(WhisperModel(cfg).get_encoder()).eval()
     mel = torch.randn(1, 16, 2 * SEQ_MAX, generator=torch.Generator().manual_seed(3))
     # The frame count must be even (torch.export proves it from the encoder's
-    # reshapes and asks for frames = 2 * pos), and the runtime binds each
-    # symbol to an input dim's size, not to a multiple of one (a derived Dim
-    # exports, then load refuses it: "symbol 0 is not the size of any input
-    # dim"). So the input is the frames in pairs, (1, mels, pos, 2), pos in
-    # SEQ_MIN..SEQ_MAX: the same values, with the even length in the shape.
+    # reshapes and asks for frames = 2 * pos), and the runtime binds each Dim
+    # to an input dim's size, not to a multiple of one (tern.export refuses
+    # the derived Dim 2 * pos alone). So the input is the frames in pairs,
+    # (1, mels, pos, 2), pos in SEQ_MIN..SEQ_MAX: the same values, with the
+    # even length in the shape.
     pos = torch.export.Dim("pos", min=SEQ_MIN, max=SEQ_MAX)
     runs = [(_pairs(mel[:, :, : 2 * n]),) for n in SEQ_RUNS]
     return Case(model, (_pairs(mel[:, :, :16]),), runs, {"mel": {2: pos}})

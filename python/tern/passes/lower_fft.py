@@ -123,8 +123,8 @@ def _replace(gm: "torch.fx.GraphModule", node: "torch.fx.Node", pair: tuple["tor
                 _replace(gm, user, new_pair)
                 continue
             if name == "aten::abs":
-                sq = _call(g, aten.add.Tensor, (_call(g, aten.mul.Tensor, (re, re)), _call(g, aten.mul.Tensor, (im, im))))
-                new = _call(g, aten.sqrt.default, (sq,))
+                re2, im2 = _call(g, aten.mul.Tensor, (re, re)), _call(g, aten.mul.Tensor, (im, im))
+                new = _call(g, aten.sqrt.default, (_call(g, aten.add.Tensor, (re2, im2)),))
             elif name == "aten::view_as_real":
                 new = _call(g, aten.cat.default, ([_call(g, aten.unsqueeze.default, (re, -1)),
                                                     _call(g, aten.unsqueeze.default, (im, -1))], -1))
@@ -138,7 +138,8 @@ def _replace(gm: "torch.fx.GraphModule", node: "torch.fx.Node", pair: tuple["tor
     g.erase_node(node)
 
 
-def _call(g: "torch.fx.Graph", target: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> "torch.fx.Node":
+def _call(g: "torch.fx.Graph", target: Any, args: tuple[Any, ...],
+          kwargs: dict[str, Any] | None = None) -> "torch.fx.Node":
     """A new call_function node with meta["val"] computed from its arguments' values."""
     import torch
     from torch._guards import detect_fake_mode
