@@ -13,6 +13,7 @@
 #   make test-ops-full   every OpInfo sample of every op and dtype (slow); records
 #                 docs/opinfo_status.json and regenerates docs/ops.md
 #   make ops-doc  regenerates docs/ops.md from kernels/portable/ops.def and docs/opinfo_status.json
+#   make zoo-doc  runs the zoo and regenerates docs/models.md (scripts/zoo_doc.py)
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -22,7 +23,7 @@ BUILD := build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 
-.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc bench size clean
+.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc zoo-doc bench size clean
 
 setup:
 	@bash scripts/setup_env.sh
@@ -74,6 +75,9 @@ test-ops-full: build python
 
 ops-doc: setup
 	$(PY) scripts/ops_doc.py
+
+zoo-doc: build python
+	$(PY) scripts/zoo_doc.py
 
 test-sanitize: setup
 	mkdir -p build-asan && $(VENV_BIN)/cmake -S . -B build-asan -G Ninja -DCMAKE_MAKE_PROGRAM=$(VENV_BIN)/ninja \

@@ -222,15 +222,27 @@ def _dim_names(ep: "torch.export.ExportedProgram", dynamic_shapes: Any, args: tu
     elif isinstance(dynamic_shapes, (tuple, list)):
         specs = list(dynamic_shapes)
     names: dict[Any, str] = {}
+    derived: list[tuple[str, int, Any, Any]] = []  # input, dim, its size, its Dim's name
     for i, name in enumerate(user_inputs):
         val = placeholders[name].meta.get("val") if name in placeholders else None
         if not isinstance(val, torch.Tensor):
             continue
         spec = specs[i] if i < len(specs) else None
         for d, s in enumerate(val.shape):
-            if isinstance(s, torch.SymInt) and s.node.expr.is_Symbol and s.node.expr not in names:
-                dim = spec.get(d) if isinstance(spec, dict) else (spec[d] if isinstance(spec, (tuple, list))
-                                                                 and d < len(spec) else None)
-                dim_name = getattr(dim, "__name__", None)
+            if not isinstance(s, torch.SymInt):
+                continue
+            dim = spec.get(d) if isinstance(spec, dict) else (spec[d] if isinstance(spec, (tuple, list))
+                                                             and d < len(spec) else None)
+            dim_name = getattr(dim, "__name__", None)
+            if not s.node.expr.is_Symbol:
+                derived.append((name, d, s.node.expr, dim_name))
+            elif s.node.expr not in names:
                 names[s.node.expr] = dim_name if isinstance(dim_name, str) else f"{name}.shape[{d}]"
+    for name, d, expr, dim_name in derived:
+        if not expr.free_symbols <= names.keys():
+            # The runtime binds each symbol to the size of an input dim (runtime/format/verify.cpp).
+            raise ExportError(
+                f"input '{name}' dim {d} is {dim_name or expr}, a derived Dim whose Dim is no input dim: Tern "
+                "binds each Dim to the size of an input dim (reshape the input so that the Dim is one of its "
+                "dims, e.g. (..., n, 2) for 2 * n)")
     return names

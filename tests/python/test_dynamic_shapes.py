@@ -169,6 +169,31 @@ def test_a_dim_without_an_upper_bound_is_refused_at_export() -> None:
         tern.export(SmallCNN().eval(), (torch.randn(2, 3, 16, 16),), dynamic_shapes={"x": {0: Dim("batch")}})
 
 
+def test_a_derived_dim_is_refused_at_export_naming_the_input() -> None:
+    # torch.export asks for one (frames = 2 * pos) where a model reshapes by 2;
+    # the runtime binds symbols to input dim sizes only.
+    class Pairs(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.reshape(x.shape[0], -1, 2).sum(-1)
+
+    pos = Dim("pos", min=2, max=16)
+    with pytest.raises(tern.ExportError, match=r"input 'x' dim 1 is 2\*pos, a derived Dim whose Dim is no input dim"):
+        tern.export(Pairs(), (torch.randn(3, 8),), dynamic_shapes={"x": {1: 2 * pos}})
+
+
+def test_a_derived_dim_beside_its_dim_runs(tmp_path: Path) -> None:
+    class Interleave(nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return b.reshape(b.shape[0], -1, 2).sum(-1) * a
+
+    n = Dim("n", min=2, max=16)
+    a, b = torch.randn(3, 16), torch.randn(3, 32)
+    _, module = _export_load(tmp_path, Interleave(), (torch.randn(3, 4), torch.randn(3, 8)),
+                             {"a": {1: n}, "b": {1: 2 * n}})
+    for k in (16, 2, 7):
+        _check(module, Interleave(), (a[:, :k].contiguous(), b[:, : 2 * k].contiguous()))
+
+
 class Shapes(nn.Module):
     """Sizes computed from sizes: views of products, a slice, a concatenation,
     floor division, arange, and a reduction over a dynamic dim."""

@@ -13,8 +13,10 @@ from tern.passes.eliminate_dead_code import eliminate_dead_code
 from tern.passes.fold_batch_norm import fold_batch_norm
 from tern.passes.fold_constants import fold_constants
 from tern.passes.lower_clamp import lower_clamp
+from tern.passes.lower_fft import lower_fft
 from tern.passes.lower_full_reductions import lower_full_reductions
 from tern.passes.lower_scalar_operands import lower_scalar_operands
+from tern.passes.lower_unfold import lower_unfold
 from tern.passes.remove_asserts import remove_asserts
 from tern.passes.remove_noops import remove_noops
 
@@ -32,6 +34,8 @@ DEFAULT_PASSES: tuple[Pass, ...] = (
     lower_clamp,
     lower_full_reductions,
     lower_scalar_operands,
+    lower_unfold,
+    lower_fft,
     fold_constants,
     eliminate_dead_code,
 )
@@ -52,8 +56,10 @@ __all__ = [
     "fold_batch_norm",
     "fold_constants",
     "lower_clamp",
+    "lower_fft",
     "lower_full_reductions",
     "lower_scalar_operands",
+    "lower_unfold",
     "remove_asserts",
     "remove_noops",
     "run_passes",
