@@ -15,10 +15,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"  // DimSplit
 #include "kernels/portable/util/reduce.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -26,7 +28,7 @@ namespace {
 
 // Integer sums wrap: accumulate in uint64, where wrapping is defined.
 template <typename T>
-using ScanAcc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+using ScanAcc = std::conditional_t<kIsFloat<T>, double, uint64_t>;
 
 using ScanFn = void (*)(void* data, const DimSplit& s, void* scratch);
 
@@ -97,7 +99,7 @@ Error cumsum_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error cumsum_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error cumsum_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 4));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tag(args, 1, Tag::Int));
@@ -124,6 +126,11 @@ Error cumsum_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   memcpy(ctx.state(), &st, sizeof(st));
   ctx.set_run(cumsum_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error cumsum_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, cumsum_prepare_f32, 1);
 }
 
 }  // namespace portable

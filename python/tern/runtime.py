@@ -32,6 +32,10 @@ _NUMPY_DTYPES = {
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
     "float16": np.dtype(np.float16),
+    # NumPy has no bfloat16: a bfloat16 input is its bits as uint16 (a torch
+    # bfloat16 tensor is taken as is); outputs come back widened to float32,
+    # which holds every bfloat16 value exactly.
+    "bfloat16": np.dtype(np.uint16),
     "int8": np.dtype(np.int8),
     "uint8": np.dtype(np.uint8),
     "int16": np.dtype(np.int16),
@@ -71,10 +75,19 @@ def _as_numpy(value: Any, where: str) -> np.ndarray:
     if type(value).__module__.startswith("torch"):  # a torch.Tensor, without importing torch
         if value.device.type != "cpu":
             raise ValueError(f"{where} is on device {value.device}; move it to the CPU first")
-        return value.detach().contiguous().numpy()
+        value = value.detach().contiguous()
+        if str(value.dtype) == "torch.bfloat16":  # NumPy has no bfloat16: its bits, as uint16
+            import sys
+            return value.view(sys.modules["torch"].int16).numpy().view(np.uint16)
+        return value.numpy()
     if isinstance(value, (int, float, bool, list, tuple)):
         return np.asarray(value)
     raise TypeError(f"{where} must be a NumPy array or a torch CPU tensor, got {type(value).__name__}")
+
+
+def _widen_bfloat16(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bits (uint16) -> the same values as float32 (exact)."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 class Module:
@@ -136,7 +149,9 @@ class Module:
             expected = ", ".join(str(s) for s in specs)
             raise TypeError(f"{method}() takes {len(specs)} inputs ({expected}), got {len(inputs)}")
         arrays = [self._check_input(method, i, x, spec) for i, (x, spec) in enumerate(zip(inputs, specs))]
-        return list(self._module.run(method, arrays))
+        outs = list(self._module.run(method, arrays))
+        return [_widen_bfloat16(a) if s.dtype == "bfloat16" else a
+                for a, s in zip(outs, self.output_specs(method))]
 
     def state(self, method: str = "forward") -> dict[str, np.ndarray]:
         """Copies of the buffers `method` keeps between calls, by their names
