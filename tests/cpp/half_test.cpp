@@ -129,13 +129,13 @@ TEST(HalfKernels, AddRoundsOnceAndPromotesWithFloat32) {
 
 TEST(HalfKernels, MatmulIsStagedThroughFloat32) {
   KernelHarness h;
-  // [1, 3] x [3, 1]: 2048 + 1 + 1 = 2050 in float32 (exact in half), where a
-  // half accumulator would lose both ones (2048 + 1 rounds to 2048).
+  // [1, 3] x [3, 1]: 256 + 1 + 1 = 258 in float32 (a bfloat16 value), where
+  // a bfloat16 accumulator would lose both ones (256 + 1 rounds to 256).
   EValue* a = h.tensor<BFloat16>({1, 3}, {BFloat16(256.f), BFloat16(1.f), BFloat16(1.f)});
   EValue* b = h.tensor<BFloat16>({3, 1}, {BFloat16(1.f), BFloat16(1.f), BFloat16(1.f)});
   EValue* out = h.empty<BFloat16>({1, 1});
   EXPECT_EQ(h.call("aten::mm", {a, b, out}), Error::Ok);
-  EXPECT_EQ(float(h.values<BFloat16>(out)[0]), 258.f);  // bfloat16 256 + 1 would stay 256
+  EXPECT_EQ(float(h.values<BFloat16>(out)[0]), 258.f);
 }
 
 TEST(HalfKernels, ToCopyBetweenHalfBFloat16AndIntegers) {
