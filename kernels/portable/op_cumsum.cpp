@@ -20,7 +20,6 @@
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"  // DimSplit
 #include "kernels/portable/util/reduce.h"
-#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -67,6 +66,8 @@ ScanFn select_scan(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return scan<float>;
     case ScalarType::Float64: return scan<double>;
+    case ScalarType::Float16: return scan<Half>;  // summed in double, each out rounded once
+    case ScalarType::BFloat16: return scan<BFloat16>;
     case ScalarType::Int8: return scan<int8_t>;
     case ScalarType::UInt8: return scan<uint8_t>;
     case ScalarType::Int16: return scan<int16_t>;
@@ -99,7 +100,7 @@ Error cumsum_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-static Error cumsum_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
+Error cumsum_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 4));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tag(args, 1, Tag::Int));
@@ -126,11 +127,6 @@ static Error cumsum_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   memcpy(ctx.state(), &st, sizeof(st));
   ctx.set_run(cumsum_run);
   return Error::Ok;
-}
-
-// float16 / bfloat16: staged through float32 (half_stage.h).
-Error cumsum_prepare(PrepareContext& ctx, Span<EValue* const> args) {
-  return prepare_staged(ctx, args, cumsum_prepare_f32, 1);
 }
 
 }  // namespace portable

@@ -23,7 +23,6 @@
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
-#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -170,7 +169,7 @@ Error read_mode(PrepareContext& ctx, const EValue& v, const char* name, int32_t*
 
 }  // namespace
 
-static Error grid_sampler_2d_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
+Error grid_sampler_2d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 6));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 1));
@@ -200,11 +199,6 @@ static Error grid_sampler_2d_prepare_f32(PrepareContext& ctx, Span<EValue* const
   TERN_CHECK_OK(expect_sizes(ctx, args[5]->tensor, "out", out_sizes, 4));
   memcpy(ctx.state(), &st, sizeof(st));
   return Error::Ok;
-}
-
-// float16 / bfloat16: staged through float32 (half_stage.h).
-Error grid_sampler_2d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
-  return prepare_staged(ctx, args, grid_sampler_2d_prepare_f32, 1);
 }
 
 }  // namespace portable

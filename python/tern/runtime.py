@@ -16,6 +16,9 @@ nn.Module keeps them between forward() calls:
 
 Inputs may be NumPy arrays or PyTorch CPU tensors; outputs are a list of NumPy
 arrays in the model's output order. This module never imports torch.
+NumPy has no bfloat16: a bfloat16 input is a torch.bfloat16 tensor or a NumPy
+uint16 array of its bits; bfloat16 outputs and state come back as float32
+arrays of the same values (exact).
 """
 
 from __future__ import annotations
@@ -85,9 +88,10 @@ def _as_numpy(value: Any, where: str) -> np.ndarray:
     raise TypeError(f"{where} must be a NumPy array or a torch CPU tensor, got {type(value).__name__}")
 
 
-def _widen_bfloat16(bits: np.ndarray) -> np.ndarray:
-    """bfloat16 bits (uint16) -> the same values as float32 (exact)."""
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+def _widen_bfloat16(a: np.ndarray) -> np.ndarray:
+    """An array from the bindings, with bfloat16 (the one dtype they return as
+    uint16: its bits) widened to float32, which holds its values exactly."""
+    return (a.astype(np.uint32) << 16).view(np.float32) if a.dtype == np.uint16 else a
 
 
 class Module:
@@ -143,21 +147,20 @@ class Module:
         return self._method_specs(method)[1]
 
     def run(self, method: str, *inputs: Any) -> list[np.ndarray]:
-        """Runs `method` on `inputs`; returns its outputs as new NumPy arrays."""
+        """Runs `method` on `inputs`; returns its outputs as new NumPy arrays
+        (bfloat16 ones widened to float32: NumPy has no bfloat16)."""
         specs = self.input_specs(method)
         if len(inputs) != len(specs):
             expected = ", ".join(str(s) for s in specs)
             raise TypeError(f"{method}() takes {len(specs)} inputs ({expected}), got {len(inputs)}")
         arrays = [self._check_input(method, i, x, spec) for i, (x, spec) in enumerate(zip(inputs, specs))]
-        outs = list(self._module.run(method, arrays))
-        return [_widen_bfloat16(a) if s.dtype == "bfloat16" else a
-                for a, s in zip(outs, self.output_specs(method))]
+        return [_widen_bfloat16(a) for a in self._module.run(method, arrays)]
 
     def state(self, method: str = "forward") -> dict[str, np.ndarray]:
         """Copies of the buffers `method` keeps between calls, by their names
         in the exported module ({} for a model without state)."""
         self._method_specs(method)
-        return {name: value for name, value in self._module.state(method)}
+        return {name: _widen_bfloat16(value) for name, value in self._module.state(method)}
 
     def reset(self, method: str = "forward") -> None:
         """Sets `method`'s state back to the buffers' values at export (as

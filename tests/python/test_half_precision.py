@@ -236,3 +236,46 @@ def test_bfloat16_input_as_numpy_bits(tmp_path: Path) -> None:
     bits = x.view(torch.int16).numpy().view(np.uint16)
     (out,) = module(bits)
     np.testing.assert_array_equal(out, torch.relu(x).float().numpy())
+
+
+class Accumulate(nn.Module):
+    def __init__(self, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.register_buffer("total", torch.zeros(4, dtype=dtype))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.total.add_(x)
+        return self.total * 2
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=_dtype_id)
+def test_state_in_half_dtype(dtype: torch.dtype, tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(4, generator=g).to(dtype) for _ in range(3)]
+    program = tern.export(Accumulate(dtype), (xs[0],))
+    path = tmp_path / "acc.tern"
+    program.save(path)
+    module = tern.load(str(path))
+    eager = Accumulate(dtype)
+    for x in xs:
+        _check(module(x), eager(x), tol=0.0)  # one rounding per op in both
+    (total,) = module.state().values()
+    _check([total], eager.total, tol=0.0)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES, ids=_dtype_id)
+def test_dynamic_sequence_length(dtype: torch.dtype, tmp_path: Path) -> None:
+    # The float32-staged kernels (mm, layer norm, attention) are prepared again
+    # on each new shape: their float32 buffers must follow.
+    torch.manual_seed(0)
+    model = Encoder().to(dtype).eval()
+    seq = torch.export.Dim("seq", min=2, max=16)
+    x = torch.randn(2, 16, 32).to(dtype)
+    outs, _ = _run(model, (x,), tmp_path, dynamic_shapes={"x": {1: seq}})
+    with torch.no_grad():
+        _check(outs, model(x))
+    module = tern.load(str(tmp_path / "model.tern"))
+    for n in (3, 16, 9):
+        y = torch.randn(2, n, 32).to(dtype)
+        with torch.no_grad():
+            _check(module(y), model(y))

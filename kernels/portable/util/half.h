@@ -134,50 +134,46 @@ template <> struct ScalarTypeOf<portable::BFloat16> { static constexpr ScalarTyp
 
 }  // namespace tern
 
+namespace tern {
+namespace portable {
+namespace detail {
+
+// numeric_limits of a 16-bit float type T, from its bit patterns.
+template <typename T, int kDigits, uint16_t kMin, uint16_t kLowest, uint16_t kMax, uint16_t kEpsilon,
+          uint16_t kInf, uint16_t kNaN>
+struct Limits16 {
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool is_exact = false;
+  static constexpr bool has_infinity = true;
+  static constexpr bool has_quiet_NaN = true;
+  static constexpr int digits = kDigits;
+  static T min() { return T::from_bits(kMin); }
+  static T lowest() { return T::from_bits(kLowest); }
+  static T max() { return T::from_bits(kMax); }
+  static T epsilon() { return T::from_bits(kEpsilon); }
+  static T infinity() { return T::from_bits(kInf); }
+  static T quiet_NaN() { return T::from_bits(kNaN); }
+  static T denorm_min() { return T::from_bits(0x0001); }
+};
+
+}  // namespace detail
+}  // namespace portable
+}  // namespace tern
+
 namespace std {
 
 // Limits of the two 16-bit types, so kernels can write
 // std::numeric_limits<T>::infinity() for any floating T.
 template <>
-class numeric_limits<tern::portable::Half> {
-  using H = tern::portable::Half;
-
- public:
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_integer = false;
-  static constexpr bool is_exact = false;
-  static constexpr bool has_infinity = true;
-  static constexpr bool has_quiet_NaN = true;
-  static constexpr int digits = 11;
-  static H min() { return H::from_bits(0x0400); }
-  static H lowest() { return H::from_bits(0xFBFF); }
-  static H max() { return H::from_bits(0x7BFF); }
-  static H epsilon() { return H::from_bits(0x1400); }
-  static H infinity() { return H::from_bits(0x7C00); }
-  static H quiet_NaN() { return H::from_bits(0x7E00); }
-  static H denorm_min() { return H::from_bits(0x0001); }
-};
+class numeric_limits<tern::portable::Half>
+    : public tern::portable::detail::Limits16<tern::portable::Half, 11, 0x0400, 0xFBFF, 0x7BFF, 0x1400, 0x7C00,
+                                              0x7E00> {};
 
 template <>
-class numeric_limits<tern::portable::BFloat16> {
-  using B = tern::portable::BFloat16;
-
- public:
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_integer = false;
-  static constexpr bool is_exact = false;
-  static constexpr bool has_infinity = true;
-  static constexpr bool has_quiet_NaN = true;
-  static constexpr int digits = 8;
-  static B min() { return B::from_bits(0x0080); }
-  static B lowest() { return B::from_bits(0xFF7F); }
-  static B max() { return B::from_bits(0x7F7F); }
-  static B epsilon() { return B::from_bits(0x3C00); }
-  static B infinity() { return B::from_bits(0x7F80); }
-  static B quiet_NaN() { return B::from_bits(0x7FC0); }
-  static B denorm_min() { return B::from_bits(0x0001); }
-};
+class numeric_limits<tern::portable::BFloat16>
+    : public tern::portable::detail::Limits16<tern::portable::BFloat16, 8, 0x0080, 0xFF7F, 0x7F7F, 0x3C00, 0x7F80,
+                                              0x7FC0> {};
 
 }  // namespace std
