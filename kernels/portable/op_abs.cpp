@@ -5,6 +5,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/unary.h"
 
 namespace tern {
@@ -14,7 +15,7 @@ namespace {
 struct Abs {
   template <typename T>
   static T apply(T x) {
-    if constexpr (std::is_floating_point<T>::value) {
+    if constexpr (kIsFloat<T>) {
       return std::fabs(x);
     } else if constexpr (std::is_unsigned<T>::value) {
       return x;

@@ -8,6 +8,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/conv.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -49,7 +50,7 @@ Error adaptive_avg_pool2d_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error adaptive_avg_pool2d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error adaptive_avg_pool2d_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 3));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 2));
@@ -79,6 +80,11 @@ Error adaptive_avg_pool2d_prepare(PrepareContext& ctx, Span<EValue* const> args)
   memcpy(ctx.state(), &g, sizeof(g));
   ctx.set_run(adaptive_avg_pool2d_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error adaptive_avg_pool2d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, adaptive_avg_pool2d_prepare_f32, 1);
 }
 
 }  // namespace portable

@@ -11,6 +11,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/conv.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -63,7 +64,7 @@ Error adaptive_avg_pool3d_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error adaptive_avg_pool3d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error adaptive_avg_pool3d_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 3));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 2));
@@ -97,6 +98,11 @@ Error adaptive_avg_pool3d_prepare(PrepareContext& ctx, Span<EValue* const> args)
   TERN_CHECK_OK(expect_sizes(ctx, args[2]->tensor, "out", out_sizes, d));
   memcpy(ctx.state(), &g, sizeof(g));
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error adaptive_avg_pool3d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, adaptive_avg_pool3d_prepare_f32, 1);
 }
 
 }  // namespace portable

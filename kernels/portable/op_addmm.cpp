@@ -9,6 +9,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/gemm.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -53,7 +54,7 @@ bool broadcasts_to(const Tensor& self, int64_t m, int64_t n) {
 
 }  // namespace
 
-Error addmm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error addmm_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 6));
   const int tensor_args[] = {0, 1, 2, 5};
   const char* names[] = {"self", "mat1", "mat2", "out"};
@@ -85,6 +86,11 @@ Error addmm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   ctx.request_scratch(gemm_scratch_bytes(m, n, k));
   ctx.set_run(addmm_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error addmm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, addmm_prepare_f32, 1);
 }
 
 }  // namespace portable

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
 
@@ -32,7 +33,7 @@ Error arange_run(RunContext& ctx, EValue* const* args) {
   const auto* s = static_cast<const ArangeState*>(ctx.state());
   T* p = out.data_as<T>();
   for (int64_t i = 0; i < out.numel; ++i) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (kIsFloat<T>) {
       p[i] = static_cast<T>(s->start_d + s->step_d * static_cast<double>(i));
     } else {
       p[i] = static_cast<T>(s->start_i + s->step_i * static_cast<uint64_t>(i));

@@ -16,6 +16,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/pool.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -66,7 +67,7 @@ Error avg_pool3d_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error avg_pool3d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error avg_pool3d_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 8));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tag(args, 4, Tag::Bool));
@@ -89,6 +90,11 @@ Error avg_pool3d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   g.divisor = divisor;
   memcpy(ctx.state(), &g, sizeof(g));
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error avg_pool3d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, avg_pool3d_prepare_f32, 1);
 }
 
 }  // namespace portable

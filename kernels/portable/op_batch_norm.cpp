@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -59,7 +60,7 @@ Error check_channel(PrepareContext& ctx, const EValue& v, const char* name, int6
 
 }  // namespace
 
-Error batch_norm_no_training_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error batch_norm_no_training_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 10));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   const Tensor& x = args[0]->tensor;
@@ -89,6 +90,11 @@ Error batch_norm_no_training_prepare(PrepareContext& ctx, Span<EValue* const> ar
   memcpy(ctx.state(), &st, sizeof(st));
   ctx.set_run(batch_norm_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error batch_norm_no_training_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, batch_norm_no_training_prepare_f32, 3);
 }
 
 }  // namespace portable

@@ -5,6 +5,7 @@
 // (util/gemm.h).
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/gemm.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -31,7 +32,7 @@ Error bmm_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error bmm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error bmm_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 3));
   const char* names[] = {"self", "mat2", "out"};
   for (int i = 0; i < 3; ++i) {
@@ -50,6 +51,11 @@ Error bmm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   ctx.request_scratch(gemm_scratch_bytes(a.sizes[1], b.sizes[2], a.sizes[2]));
   ctx.set_run(bmm_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error bmm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, bmm_prepare_f32, 1);
 }
 
 }  // namespace portable

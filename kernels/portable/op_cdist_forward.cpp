@@ -13,6 +13,7 @@
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/distance.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -100,7 +101,7 @@ Error cdist_out_sizes(PrepareContext& ctx, const Tensor& x1, const Tensor& x2, i
 
 }  // namespace
 
-Error cdist_forward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error cdist_forward_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 5));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 1));
@@ -135,6 +136,11 @@ Error cdist_forward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   st.use_mm = st.p == 2 && (m == 1 || (m == 0 && (sizes[dim - 2] > 25 || sizes[dim - 1] > 25)));
   memcpy(ctx.state(), &st, sizeof(st));
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error cdist_forward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, cdist_forward_prepare_f32, 1);
 }
 
 }  // namespace portable

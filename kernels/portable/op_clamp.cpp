@@ -20,6 +20,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/broadcast.h"
 #include "kernels/portable/util/checks.h"
 
@@ -41,7 +42,7 @@ template <typename T>
 T clamp_bound(const EValue& v, bool upper) {
   using L = std::numeric_limits<T>;
   if (!v.is_none()) return elem_scalar<T>(v);
-  if constexpr (std::is_floating_point<T>::value) return upper ? L::infinity() : -L::infinity();
+  if constexpr (kIsFloat<T>) return upper ? L::infinity() : T(-L::infinity());
   return upper ? L::max() : L::lowest();
 }
 
@@ -50,7 +51,7 @@ struct ClampKernel {
   static Error run(RunContext&, EValue* const* args) {
     const ClampOp<T> op{clamp_bound<T>(*args[1], false), clamp_bound<T>(*args[2], true)};
     const Tensor& out = args[3]->tensor;
-    if constexpr (std::is_floating_point<T>::value) {
+    if constexpr (kIsFloat<T>) {
       if (std::isnan(op.lo) || std::isnan(op.hi)) {
         T* o = out.data_as<T>();
         for (int64_t i = 0; i < out.numel; ++i) o[i] = std::numeric_limits<T>::quiet_NaN();
@@ -84,7 +85,7 @@ bool is_nan(T x) {
 
 template <typename T>
 T nan_or_zero() {
-  if constexpr (std::is_floating_point<T>::value) return std::numeric_limits<T>::quiet_NaN();
+  if constexpr (kIsFloat<T>) return std::numeric_limits<T>::quiet_NaN();
   return T(0);
 }
 

@@ -17,6 +17,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/conv.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -85,7 +86,7 @@ Error read_geometry(PrepareContext& ctx, Span<EValue* const> args, int64_t (*v)[
 
 }  // namespace
 
-Error col2im_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error col2im_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 7));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 6));
@@ -124,6 +125,11 @@ Error col2im_prepare(PrepareContext& ctx, Span<EValue* const> args) {
                       bh, bw};
   memcpy(ctx.state(), &g, sizeof(g));
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error col2im_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, col2im_prepare_f32, 1);
 }
 
 }  // namespace portable

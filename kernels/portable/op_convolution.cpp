@@ -14,6 +14,7 @@
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/conv.h"
 #include "kernels/portable/util/gemm.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -210,7 +211,7 @@ Error build_geometry(PrepareContext& ctx, Span<EValue* const> args, ConvGeometry
 
 }  // namespace
 
-Error convolution_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error convolution_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(check_args(ctx, args));
   ConvGeometry g;
   TERN_CHECK_OK(build_geometry(ctx, args, &g));
@@ -231,6 +232,11 @@ Error convolution_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   ctx.request_scratch(conv_col_bytes(g) + gemm_blocked_scratch_bytes(ocg, cols, k));
   ctx.set_run(conv_gemm_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error convolution_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, convolution_prepare_f32, 1);
 }
 
 }  // namespace portable

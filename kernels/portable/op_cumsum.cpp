@@ -15,6 +15,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
 #include "kernels/portable/util/elementwise.h"  // DimSplit
@@ -26,7 +27,7 @@ namespace {
 
 // Integer sums wrap: accumulate in uint64, where wrapping is defined.
 template <typename T>
-using ScanAcc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+using ScanAcc = std::conditional_t<kIsFloat<T>, double, uint64_t>;
 
 using ScanFn = void (*)(void* data, const DimSplit& s, void* scratch);
 
@@ -65,6 +66,8 @@ ScanFn select_scan(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return scan<float>;
     case ScalarType::Float64: return scan<double>;
+    case ScalarType::Float16: return scan<Half>;  // summed in double, each out rounded once
+    case ScalarType::BFloat16: return scan<BFloat16>;
     case ScalarType::Int8: return scan<int8_t>;
     case ScalarType::UInt8: return scan<uint8_t>;
     case ScalarType::Int16: return scan<int16_t>;

@@ -41,6 +41,8 @@ T div_floor(T a, T b) {
     T q = static_cast<T>(a / b);
     T r = static_cast<T>(a % b);
     return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+  } else if constexpr (kIsHalfType<T>) {
+    return div_floor<float>(a, b);  // in float32, rounded once
   } else {
     if (b == 0) return a / b;
     T mod = std::fmod(a, b);

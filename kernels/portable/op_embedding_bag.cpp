@@ -33,6 +33,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
+#include "kernels/portable/util/half_stage.h"
 #include "runtime/core/log.h"
 
 namespace tern {
@@ -217,12 +218,22 @@ Error embedding_bag_prepare_common(PrepareContext& ctx, Span<EValue* const> args
 
 }  // namespace
 
-Error embedding_bag_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error embedding_bag_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   return embedding_bag_prepare_common(ctx, args, false);
 }
 
-Error embedding_bag_forward_only_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error embedding_bag_forward_only_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   return embedding_bag_prepare_common(ctx, args, true);
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error embedding_bag_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, embedding_bag_prepare_f32, 4);
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error embedding_bag_forward_only_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, embedding_bag_forward_only_prepare_f32, 4);
 }
 
 }  // namespace portable

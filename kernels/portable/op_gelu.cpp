@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/elementwise.h"
 
@@ -32,9 +33,9 @@ struct GeluKernel {
   static Error run(RunContext&, EValue* const* args) {
     T* out = args[2]->tensor.data_as<T>();
     if (kTanh) {
-      unary_map<T>(args[0]->tensor, out, [](T x) { return gelu_tanh(x); });
+      unary_map<T>(args[0]->tensor, out, [](T x) { return gelu_tanh<OpMath<T>>(x); });
     } else {
-      unary_map<T>(args[0]->tensor, out, [](T x) { return gelu_erf(x); });
+      unary_map<T>(args[0]->tensor, out, [](T x) { return gelu_erf<OpMath<T>>(x); });
     }
     return Error::Ok;
   }

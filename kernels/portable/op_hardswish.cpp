@@ -1,5 +1,6 @@
 // aten::hardswish(Tensor self) -> Tensor
 // args: [self, out]. out = x * min(max(x + 3, 0), 6) / 6; float32/float64.
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/elementwise.h"
 
@@ -11,10 +12,11 @@ struct HardswishKernel {
   template <typename T>
   static Error run(RunContext&, EValue* const* args) {
     unary_map<T>(args[0]->tensor, args[1]->tensor.data_as<T>(), [](T x) {
-      T r = x + T(3);
-      r = r < T(0) ? T(0) : r;
-      r = r > T(6) ? T(6) : r;
-      return x * r / T(6);
+      using M = OpMath<T>;  // float for the 16-bit types: one rounding
+      M r = M(x) + M(3);
+      r = r < M(0) ? M(0) : r;
+      r = r > M(6) ? M(6) : r;
+      return T(M(x) * r / M(6));
     });
     return Error::Ok;
   }

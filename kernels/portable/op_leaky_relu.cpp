@@ -11,7 +11,7 @@ namespace {
 template <typename T>
 struct LeakyReluOp {
   T slope;
-  T operator()(T x) const { return x > T(0) ? x : x * slope; }  // NaN * slope stays NaN
+  T operator()(T x) const { return x > T(0) ? x : T(x * slope); }  // NaN * slope stays NaN
 };
 
 struct LeakyReluKernel {

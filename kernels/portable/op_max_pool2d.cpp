@@ -13,6 +13,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/pool.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -61,7 +62,7 @@ Error max_pool2d_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error max_pool2d_with_indices_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error max_pool2d_with_indices_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 8));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tag(args, 5, Tag::Bool));
@@ -76,6 +77,11 @@ Error max_pool2d_with_indices_prepare(PrepareContext& ctx, Span<EValue* const> a
   memcpy(ctx.state(), &g, sizeof(g));
   ctx.set_run(max_pool2d_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error max_pool2d_with_indices_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, max_pool2d_with_indices_prepare_f32, 2);
 }
 
 }  // namespace portable

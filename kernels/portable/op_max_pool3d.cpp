@@ -14,8 +14,10 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/pool.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -23,7 +25,7 @@ namespace {
 
 template <typename T>
 bool is_nan(T v) {
-  if constexpr (std::is_floating_point<T>::value) {
+  if constexpr (kIsFloat<T>) {
     return std::isnan(v);
   } else {
     return false;
@@ -76,7 +78,7 @@ Error max_pool3d_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error max_pool3d_with_indices_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error max_pool3d_with_indices_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 8));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tag(args, 5, Tag::Bool));
@@ -102,6 +104,11 @@ Error max_pool3d_with_indices_prepare(PrepareContext& ctx, Span<EValue* const> a
   TERN_CHECK_OK(expect_sizes(ctx, indices, "indices", args[6]->tensor.sizes, args[6]->tensor.dim));
   memcpy(ctx.state(), &g, sizeof(g));
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error max_pool3d_with_indices_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, max_pool3d_with_indices_prepare_f32, 2);
 }
 
 }  // namespace portable

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/broadcast.h"
 #include "kernels/portable/util/checks.h"
 
@@ -15,7 +16,7 @@ namespace {
 
 template <typename T>
 T minimum_of(T a, T b) {
-  if constexpr (std::is_floating_point<T>::value) {
+  if constexpr (kIsFloat<T>) {
     if (std::isnan(a)) return a;
     if (std::isnan(b)) return b;
   }

@@ -4,6 +4,7 @@
 // float32: out[m, n] = self[m, k] x mat2[k, n] (util/gemm.h).
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/gemm.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -21,7 +22,7 @@ Error mm_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error mm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error mm_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 3));
   const char* names[] = {"self", "mat2", "out"};
   for (int i = 0; i < 3; ++i) {
@@ -40,6 +41,11 @@ Error mm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   ctx.request_scratch(gemm_scratch_bytes(a.sizes[0], b.sizes[1], a.sizes[1]));
   ctx.set_run(mm_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error mm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, mm_prepare_f32, 1);
 }
 
 }  // namespace portable

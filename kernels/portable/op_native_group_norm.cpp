@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -109,7 +110,7 @@ Error check_dims(PrepareContext& ctx, const Tensor& x, const GroupNormState& st)
 
 }  // namespace
 
-Error native_group_norm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error native_group_norm_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(check_tags(ctx, args));
   const Tensor& x = args[0]->tensor;
   const GroupNormState st{args[3]->i, args[4]->i, args[5]->i, args[6]->i, args[7]->to_double()};
@@ -123,6 +124,11 @@ Error native_group_norm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   memcpy(ctx.state(), &st, sizeof(st));
   ctx.set_run(native_group_norm_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error native_group_norm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, native_group_norm_prepare_f32, 3);
 }
 
 }  // namespace portable

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -86,7 +87,7 @@ Error check_tensors(PrepareContext& ctx, Span<EValue* const> args) {
 
 }  // namespace
 
-Error native_layer_norm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error native_layer_norm_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(check_tensors(ctx, args));
   const Tensor& x = args[0]->tensor;
   const Span<const int64_t> shape = args[1]->ints;
@@ -115,6 +116,11 @@ Error native_layer_norm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   memcpy(ctx.state(), &st, sizeof(st));
   ctx.set_run(native_layer_norm_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error native_layer_norm_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, native_layer_norm_prepare_f32, 3);
 }
 
 }  // namespace portable

@@ -4,6 +4,7 @@
 // is INT_MIN, and uint8 gives 256 - x.
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/unary.h"
 
 namespace tern {
@@ -13,7 +14,7 @@ namespace {
 struct Neg {
   template <typename T>
   static T apply(T x) {
-    if constexpr (std::is_floating_point<T>::value) {
+    if constexpr (kIsFloat<T>) {
       return -x;
     } else {
       return wrap_sub(T(0), x);

@@ -9,6 +9,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/distance.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -41,7 +42,7 @@ Error pdist_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error pdist_forward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error pdist_forward_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 3));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 2));
@@ -62,6 +63,11 @@ Error pdist_forward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   const PdistState st{pv.to_double(), norm_kind(pv.to_double())};
   memcpy(ctx.state(), &st, sizeof(st));
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error pdist_forward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, pdist_forward_prepare_f32, 1);
 }
 
 }  // namespace portable

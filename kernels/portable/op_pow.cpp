@@ -14,6 +14,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/broadcast.h"
 #include "kernels/portable/util/checks.h"
 
@@ -35,7 +36,7 @@ T pow_int_nonneg(T base, T e) {
 
 template <typename T>
 T pow_elem(T base, T e) {
-  if constexpr (std::is_floating_point<T>::value) {
+  if constexpr (kIsFloat<T>) {
     return std::pow(base, e);
   } else {
     if constexpr (std::is_signed<T>::value) {
@@ -66,7 +67,7 @@ struct PowTensorScalarKernel {
   static Error run(RunContext&, EValue* const* args) {
     const T e = elem_scalar<T>(*args[1]);
     T* o = args[2]->tensor.data_as<T>();
-    if constexpr (std::is_floating_point<T>::value) {
+    if constexpr (kIsFloat<T>) {
       pow_float_scalar<T>(args[0]->tensor, e, o);
     } else {
       unary_map<T>(args[0]->tensor, o, [e](T b) { return pow_int_nonneg(b, e); });

@@ -1,5 +1,6 @@
 // aten::relu(Tensor self) -> Tensor
 // args: [self, out]
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 
 namespace tern {
@@ -27,6 +28,8 @@ Error relu_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(expect_same_shape(ctx, args[0]->tensor, args[1]->tensor, "self", "out"));
   switch (args[0]->tensor.dtype) {
     case ScalarType::Float32: ctx.set_run(relu_run<float>); break;
+    case ScalarType::Float16: ctx.set_run(relu_run<Half>); break;
+    case ScalarType::BFloat16: ctx.set_run(relu_run<BFloat16>); break;
     case ScalarType::Int32: ctx.set_run(relu_run<int32_t>); break;
     case ScalarType::Int64: ctx.set_run(relu_run<int64_t>); break;
     default: return fail_dtype(ctx, "self", args[0]->tensor.dtype);

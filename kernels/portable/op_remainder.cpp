@@ -25,8 +25,9 @@ struct RemainderOp {
       T r = static_cast<T>(a % b);
       return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
     } else {
-      T r = std::fmod(a, b);
-      return (r != 0 && ((b < 0) != (r < 0))) ? r + b : r;
+      using M = OpMath<T>;  // float for the 16-bit types: one rounding
+      const M r = std::fmod(M(a), M(b));
+      return T((r != 0 && ((b < 0) != (r < 0))) ? r + M(b) : r);
     }
   }
 };

@@ -33,6 +33,7 @@
 #include <limits>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -252,7 +253,7 @@ Error plan_mask(PrepareContext& ctx, const EValue& mask, SdpaParams* p) {
 
 }  // namespace
 
-Error scaled_dot_product_attention_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error scaled_dot_product_attention_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(check_args(ctx, args));
   SdpaParams p;
   TERN_CHECK_OK(plan_inputs(ctx, args, &p));
@@ -272,6 +273,11 @@ Error scaled_dot_product_attention_prepare(PrepareContext& ctx, Span<EValue* con
   ctx.request_scratch(sizeof(float) * size_t(p.S));
   ctx.set_run(sdpa_run);
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error scaled_dot_product_attention_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, scaled_dot_product_attention_prepare_f32, 1);
 }
 
 }  // namespace portable

@@ -20,6 +20,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/elementwise.h"
 #include "kernels/portable/util/scatter.h"
@@ -41,7 +42,7 @@ T identity(Reduce r) {
   using L = std::numeric_limits<T>;
   switch (r) {
     case Reduce::Prod: return T(1);
-    case Reduce::Amax: return L::has_infinity ? -L::infinity() : L::lowest();
+    case Reduce::Amax: return L::has_infinity ? T(-L::infinity()) : L::lowest();
     case Reduce::Amin: return L::has_infinity ? L::infinity() : L::max();
     default: return T(0);
   }
@@ -51,7 +52,7 @@ T identity(Reduce r) {
 // rounding_mode="floor").
 template <typename T>
 T mean_of(T x, int64_t count) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (kIsFloat<T>) {
     return x / static_cast<T>(count);
   } else {
     const int64_t v = static_cast<int64_t>(x);

@@ -7,6 +7,7 @@
 // and where.)
 #include <cmath>
 
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/elementwise.h"
 
@@ -20,8 +21,9 @@ struct SoftplusOp {
   // Above the threshold log1p(exp(bx)) / b == x to within rounding; the
   // test also keeps exp from overflowing.
   T operator()(T x) const {
-    const T bx = x * beta;
-    return bx > threshold ? x : std::log1p(std::exp(bx)) / beta;
+    using M = OpMath<T>;  // float for the 16-bit types: one rounding
+    const M bx = M(x) * M(beta);
+    return bx > M(threshold) ? M(x) : std::log1p(std::exp(bx)) / M(beta);
   }
 };
 

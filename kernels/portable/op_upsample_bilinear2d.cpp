@@ -14,6 +14,7 @@
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/upsample.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -72,7 +73,7 @@ Error upsample_bilinear2d_run(RunContext& ctx, EValue* const* args) {
 
 }  // namespace
 
-Error upsample_bilinear2d_vec_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+static Error upsample_bilinear2d_vec_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 5));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tag(args, 2, Tag::Bool));
@@ -96,6 +97,11 @@ Error upsample_bilinear2d_vec_prepare(PrepareContext& ctx, Span<EValue* const> a
     default: return fail_dtype(ctx, "input", input.dtype);
   }
   return Error::Ok;
+}
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error upsample_bilinear2d_vec_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, upsample_bilinear2d_vec_prepare_f32, 1);
 }
 
 }  // namespace portable

@@ -40,7 +40,8 @@ nb::dlpack::dtype dlpack_dtype(tern::ScalarType t) {
     case tern::ScalarType::Float32: return {uint8_t(dtype_code::Float), 32, 1};
     case tern::ScalarType::Float64: return {uint8_t(dtype_code::Float), 64, 1};
     case tern::ScalarType::Float16: return {uint8_t(dtype_code::Float), 16, 1};
-    case tern::ScalarType::BFloat16: return {uint8_t(dtype_code::Bfloat), 16, 1};
+    // NumPy has no bfloat16: its bits go out as uint16 (runtime.py widens them to float32).
+    case tern::ScalarType::BFloat16: return {uint8_t(dtype_code::UInt), 16, 1};
     case tern::ScalarType::Int8: return {uint8_t(dtype_code::Int), 8, 1};
     case tern::ScalarType::UInt8: return {uint8_t(dtype_code::UInt), 8, 1};
     case tern::ScalarType::Int16: return {uint8_t(dtype_code::Int), 16, 1};

@@ -19,7 +19,7 @@ _TERN_OP_DTYPES = re.compile(r'^\s*TERN_OP\(\s*"([^"]+)"[^\n]*,\s*"([\w ]+)"\s*\
 # Tern's dtype names (runtime/core/scalar_type.h) and the groups ops.def may use
 # (runtime/kernel/kernel.h, dtype_set).
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
-DTYPE_GROUPS = {"floating": ("float32", "float64"), "integral": ("int8", "uint8", "int16", "int32", "int64")}
+DTYPE_GROUPS = {"floating": ("float32", "float64"), "half": ("float16", "bfloat16"), "integral": ("int8", "uint8", "int16", "int32", "int64")}
 
 
 def expand_dtypes(words: str) -> frozenset[str] | None:

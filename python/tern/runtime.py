@@ -16,6 +16,9 @@ nn.Module keeps them between forward() calls:
 
 Inputs may be NumPy arrays or PyTorch CPU tensors; outputs are a list of NumPy
 arrays in the model's output order. This module never imports torch.
+NumPy has no bfloat16: a bfloat16 input is a torch.bfloat16 tensor or a NumPy
+uint16 array of its bits; bfloat16 outputs and state come back as float32
+arrays of the same values (exact).
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ _NUMPY_DTYPES = {
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
     "float16": np.dtype(np.float16),
+    # NumPy has no bfloat16: a bfloat16 input is its bits as uint16 (a torch
+    # bfloat16 tensor is taken as is); outputs come back widened to float32,
+    # which holds every bfloat16 value exactly.
+    "bfloat16": np.dtype(np.uint16),
     "int8": np.dtype(np.int8),
     "uint8": np.dtype(np.uint8),
     "int16": np.dtype(np.int16),
@@ -71,10 +78,20 @@ def _as_numpy(value: Any, where: str) -> np.ndarray:
     if type(value).__module__.startswith("torch"):  # a torch.Tensor, without importing torch
         if value.device.type != "cpu":
             raise ValueError(f"{where} is on device {value.device}; move it to the CPU first")
-        return value.detach().contiguous().numpy()
+        value = value.detach().contiguous()
+        if str(value.dtype) == "torch.bfloat16":  # NumPy has no bfloat16: its bits, as uint16
+            import sys
+            return value.view(sys.modules["torch"].int16).numpy().view(np.uint16)
+        return value.numpy()
     if isinstance(value, (int, float, bool, list, tuple)):
         return np.asarray(value)
     raise TypeError(f"{where} must be a NumPy array or a torch CPU tensor, got {type(value).__name__}")
+
+
+def _widen_bfloat16(a: np.ndarray) -> np.ndarray:
+    """An array from the bindings, with bfloat16 (the one dtype they return as
+    uint16: its bits) widened to float32, which holds its values exactly."""
+    return (a.astype(np.uint32) << 16).view(np.float32) if a.dtype == np.uint16 else a
 
 
 class Module:
@@ -130,19 +147,20 @@ class Module:
         return self._method_specs(method)[1]
 
     def run(self, method: str, *inputs: Any) -> list[np.ndarray]:
-        """Runs `method` on `inputs`; returns its outputs as new NumPy arrays."""
+        """Runs `method` on `inputs`; returns its outputs as new NumPy arrays
+        (bfloat16 ones widened to float32: NumPy has no bfloat16)."""
         specs = self.input_specs(method)
         if len(inputs) != len(specs):
             expected = ", ".join(str(s) for s in specs)
             raise TypeError(f"{method}() takes {len(specs)} inputs ({expected}), got {len(inputs)}")
         arrays = [self._check_input(method, i, x, spec) for i, (x, spec) in enumerate(zip(inputs, specs))]
-        return list(self._module.run(method, arrays))
+        return [_widen_bfloat16(a) for a in self._module.run(method, arrays)]
 
     def state(self, method: str = "forward") -> dict[str, np.ndarray]:
         """Copies of the buffers `method` keeps between calls, by their names
         in the exported module ({} for a model without state)."""
         self._method_specs(method)
-        return {name: value for name, value in self._module.state(method)}
+        return {name: _widen_bfloat16(value) for name, value in self._module.state(method)}
 
     def reset(self, method: str = "forward") -> None:
         """Sets `method`'s state back to the buffers' values at export (as

@@ -165,6 +165,13 @@ class RunContext {
     if (steps_ != nullptr) steps_->fn(steps_->user, name, false);
   }
   void set_steps(const StepSink* steps) { steps_ = steps; }
+  // This context with another state: for a kernel whose run calls another
+  // kernel's run (kernels/portable/util/half_stage.h).
+  RunContext with_state(const void* state) const {
+    RunContext c = *this;
+    c.state_ = state;
+    return c;
+  }
 
   // Calls body(ctx_t) for t = 0 .. thread_count() - 1, with ctx_t's
   // thread_index() == t, and returns when all have returned. Inside the

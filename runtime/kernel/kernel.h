@@ -82,6 +82,7 @@ constexpr bool word_is(const char* s, int n, const char* word) {
 
 // The OpKernel::dtypes of a space-separated list of dtype names (as
 // scalar_type_name() spells them) and groups: "floating" (float32 float64),
+// "half" (float16 bfloat16),
 // "integral" (int8 uint8 int16 int32 int64), "any" (kAnyDtype, alone), e.g.
 // dtype_set("floating integral bool"). kDtypeSetInvalid for an unknown word
 // or an empty list, so a kernel table can static_assert its lists.
@@ -103,6 +104,7 @@ constexpr uint32_t dtype_set(const char* names) {
       if (detail::word_is(p, n, kNames[t])) bits = uint32_t(1) << t;
     }
     if (detail::word_is(p, n, "floating")) bits = 0x3;
+    if (detail::word_is(p, n, "half")) bits = 0xC;
     if (detail::word_is(p, n, "integral")) bits = 0x1F0;
     if (detail::word_is(p, n, "any")) any = true;
     if (bits == 0 && !detail::word_is(p, n, "any")) return kDtypeSetInvalid;

@@ -62,7 +62,7 @@ TEST(OpIsNanIsInf, IntegerInputsGiveFalseEverywhere) {
   EXPECT_EQ(h.prepare_only("aten::isinf", {f, h.empty<double>({4})}), Error::InvalidProgram);
 }
 
-TEST(OpUnaryFloat, PromotesIntegersToFloat32AndRefusesFloat16) {
+TEST(OpUnaryFloat, PromotesIntegersToFloat32AndKeepsFloat16) {
   KernelHarness h;
   EValue* x = h.tensor<int64_t>({3}, {1, 8, 0});
   EValue* y = h.empty<float>({3});
@@ -71,7 +71,9 @@ TEST(OpUnaryFloat, PromotesIntegersToFloat32AndRefusesFloat16) {
   EXPECT_EQ(h.prepare_only("aten::log2", {x, h.empty<int64_t>({3})}), Error::InvalidProgram);
   EXPECT_EQ(h.prepare_only("aten::acos", {h.empty_of(ScalarType::Float16, {2}),
                                           h.empty_of(ScalarType::Float16, {2})}),
-            Error::OperatorMissing);
+            Error::Ok);
+  EXPECT_EQ(h.prepare_only("aten::acos", {h.empty_of(ScalarType::Float16, {2}), h.empty<float>({2})}),
+            Error::InvalidProgram);
 }
 
 // --- binary ---

@@ -284,12 +284,14 @@ TEST(OpAdd, RejectsBoolAlphaForNonBoolResult) {
             Error::InvalidProgram);
 }
 
-TEST(OpAdd, RejectsFloat16) {
+TEST(OpAdd, TakesFloat16AndChecksItsOut) {
   KernelHarness h;
   EValue* x = h.empty_of(ScalarType::Float16, {2});
   EXPECT_EQ(h.prepare_only("aten::add.Tensor",
                            {x, x, h.i(1), h.empty_of(ScalarType::Float16, {2})}),
-            Error::OperatorMissing);
+            Error::Ok);
+  EXPECT_EQ(h.prepare_only("aten::add.Tensor", {x, x, h.i(1), h.empty<float>({2})}),
+            Error::InvalidProgram);  // float16 + float16 is float16
 }
 
 // ---------------------------------------------------------------------------

@@ -535,10 +535,10 @@ TEST(OpToCopy, CopiesWithoutDtypeAndRejectsBadDtypes) {
   // not a ScalarType number
   EXPECT_EQ(h.prepare_only("aten::_to_copy", to_copy_args(h, x, h.i(42), h.empty<float>({2}))),
             Error::InvalidProgram);
-  // float16 has no conversion
+  // float16 converts (values: tests/cpp/half_test.cpp)
   EXPECT_EQ(h.prepare_only("aten::_to_copy", to_copy_args(h, x, dtype_arg(h, ScalarType::Float16),
                                                          h.empty_of(ScalarType::Float16, {2}))),
-            Error::OperatorMissing);
+            Error::Ok);
 }
 
 // --- full / full_like ---
@@ -598,7 +598,12 @@ TEST(OpFull, RejectsOverflowWrongOutAndUnsupportedDtype) {
   EXPECT_EQ(h.prepare_only("aten::full",
                            full_args(h, {2}, h.d(1), dtype_arg(h, ScalarType::Float16),
                                      h.empty_of(ScalarType::Float16, {2}))),
-            Error::OperatorMissing);
+            Error::Ok);
+  // 1e5 overflows float16 (max 65504): refused, as torch does
+  EXPECT_EQ(h.prepare_only("aten::full",
+                           full_args(h, {2}, h.d(1e5), dtype_arg(h, ScalarType::Float16),
+                                     h.empty_of(ScalarType::Float16, {2}))),
+            Error::InvalidProgram);
 }
 
 TEST(OpFullLike, TakesSelfShapeAndDtypeUnlessDtypeGiven) {

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/half.h"
 
 namespace tern {
 namespace portable {
@@ -155,6 +156,18 @@ struct Load<bool> {
   using Storage = uint8_t;
   static bool get(uint8_t v) { return v != 0; }
 };
+// float16 / bfloat16 are read as their exact float32 value; a conversion to
+// them rounds once from float32 (or float64 through float32, as c10 does).
+template <>
+struct Load<Half> {
+  using Storage = Half;
+  static float get(Half v) { return v; }
+};
+template <>
+struct Load<BFloat16> {
+  using Storage = BFloat16;
+  static float get(BFloat16 v) { return v; }
+};
 
 template <typename From, typename To>
 void convert(const void* src, void* dst, int64_t n) {
@@ -168,6 +181,8 @@ ConvertFn select_convert_to(ScalarType to) {
   switch (to) {
     case ScalarType::Float32: return convert<From, float>;
     case ScalarType::Float64: return convert<From, double>;
+    case ScalarType::Float16: return convert<From, Half>;
+    case ScalarType::BFloat16: return convert<From, BFloat16>;
     case ScalarType::Int8: return convert<From, int8_t>;
     case ScalarType::UInt8: return convert<From, uint8_t>;
     case ScalarType::Int16: return convert<From, int16_t>;
@@ -200,6 +215,8 @@ ConvertFn select_convert(ScalarType from, ScalarType to) {
   switch (from) {
     case ScalarType::Float32: return select_convert_to<float>(to);
     case ScalarType::Float64: return select_convert_to<double>(to);
+    case ScalarType::Float16: return select_convert_to<Half>(to);
+    case ScalarType::BFloat16: return select_convert_to<BFloat16>(to);
     case ScalarType::Int8: return select_convert_to<int8_t>(to);
     case ScalarType::UInt8: return select_convert_to<uint8_t>(to);
     case ScalarType::Int16: return select_convert_to<int16_t>(to);

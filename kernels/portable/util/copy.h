@@ -47,8 +47,8 @@ void copy_strided(void* dst, const void* src, size_t elem_size, const StridedVie
 // memcpy, skipped when dst == src (an in-place plan).
 void copy_bytes(void* dst, const void* src, size_t n);
 
-// Converts n elements from one dtype to another. Supported dtypes: float32,
-// float64, int8, uint8, int16, int32, int64, bool. Semantics follow torch's
+// Converts n elements from one dtype to another, between any two of the 10
+// dtypes (float16/bfloat16 through float32, half.h). Semantics follow torch's
 // .to(): floating -> integer truncates toward zero (int8/uint8/int16 through
 // int64 then wrapping, as torch; int32/int64 saturating at their range and NaN -> 0,
 // where torch's result is undefined); anything -> bool is

@@ -20,8 +20,7 @@ ElemInput elem_input(const EValue& v) {
 }
 
 bool elem_dtype_supported(ScalarType t) {
-  return t != ScalarType::Float16 && t != ScalarType::BFloat16 &&
-         scalar_type_valid(static_cast<int>(t));
+  return scalar_type_valid(static_cast<int>(t));
 }
 
 Error expect_elem_operand(PrepareContext& ctx, Span<EValue* const> args, size_t i,
@@ -181,26 +180,31 @@ namespace {
 // inner loops run along contiguous memory.
 constexpr int64_t kCols = 64;
 
-// y = softmax or log_softmax of each row of x: [rows, n], n >= 1.
+// y = softmax or log_softmax of each row of x: [rows, n], n >= 1. Computes
+// in M = OpMath<T>; for the 16-bit types the exp terms are computed again in
+// the last pass rather than read back rounded from y, so y is rounded once.
 template <typename T, bool kLog>
 void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
+  using M = OpMath<T>;
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
-    T mx = xr[0];
-    for (int64_t i = 1; i < n; ++i) mx = xr[i] > mx ? xr[i] : mx;
+    M mx = xr[0];
+    for (int64_t i = 1; i < n; ++i) mx = M(xr[i]) > mx ? M(xr[i]) : mx;
     double sum = 0;  // exp terms are in (0, 1]: double keeps long rows exact enough
     for (int64_t i = 0; i < n; ++i) {
-      T e = std::exp(xr[i] - mx);
-      if (!kLog) yr[i] = e;
+      M e = std::exp(M(xr[i]) - mx);
+      if (!kLog && !kIsHalfType<T>) yr[i] = e;
       sum += e;
     }
     if (kLog) {
-      T lse = static_cast<T>(std::log(sum));
-      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mx) - lse;
+      M lse = static_cast<M>(std::log(sum));
+      for (int64_t i = 0; i < n; ++i) yr[i] = (M(xr[i]) - mx) - lse;
     } else {
-      T inv = static_cast<T>(1.0 / sum);
-      for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
+      M inv = static_cast<M>(1.0 / sum);
+      for (int64_t i = 0; i < n; ++i) {
+        yr[i] = (kIsHalfType<T> ? std::exp(M(xr[i]) - mx) : M(yr[i])) * inv;
+      }
     }
   }
 }
@@ -209,30 +213,34 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
 // d * inner + c; handles columns [c0, c0 + w), w <= kCols.
 template <typename T, bool kLog>
 void softmax_cols(const T* x, T* y, int64_t size, int64_t inner, int64_t c0, int64_t w) {
-  T mx[kCols];
+  using M = OpMath<T>;
+  M mx[kCols];
   double sum[kCols];
   for (int64_t j = 0; j < w; ++j) mx[j] = x[c0 + j], sum[j] = 0;
   for (int64_t d = 1; d < size; ++d) {
     const T* xd = x + d * inner + c0;
-    for (int64_t j = 0; j < w; ++j) mx[j] = xd[j] > mx[j] ? xd[j] : mx[j];
+    for (int64_t j = 0; j < w; ++j) mx[j] = M(xd[j]) > mx[j] ? M(xd[j]) : mx[j];
   }
   for (int64_t d = 0; d < size; ++d) {
     const T* xd = x + d * inner + c0;
     T* yd = y + d * inner + c0;
     for (int64_t j = 0; j < w; ++j) {
-      T e = std::exp(xd[j] - mx[j]);
-      if (!kLog) yd[j] = e;
+      M e = std::exp(M(xd[j]) - mx[j]);
+      if (!kLog && !kIsHalfType<T>) yd[j] = e;
       sum[j] += e;
     }
   }
-  T last[kCols];  // log(sum) or 1 / sum
+  M last[kCols];  // log(sum) or 1 / sum
   for (int64_t j = 0; j < w; ++j) {
-    last[j] = static_cast<T>(kLog ? std::log(sum[j]) : 1.0 / sum[j]);
+    last[j] = static_cast<M>(kLog ? std::log(sum[j]) : 1.0 / sum[j]);
   }
   for (int64_t d = 0; d < size; ++d) {
     const T* xd = x + d * inner + c0;
     T* yd = y + d * inner + c0;
-    for (int64_t j = 0; j < w; ++j) yd[j] = kLog ? (xd[j] - mx[j]) - last[j] : yd[j] * last[j];
+    for (int64_t j = 0; j < w; ++j) {
+      const M v = M(xd[j]) - mx[j];
+      yd[j] = kLog ? v - last[j] : (kIsHalfType<T> ? std::exp(v) : M(yd[j])) * last[j];
+    }
   }
 }
 

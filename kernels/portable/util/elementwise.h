@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/portable/util/half.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/tensor.h"
 #include "runtime/kernel/kernel.h"
@@ -51,7 +52,8 @@ struct ElemInput {
 // `v` must be a Tensor or a Scalar (prepare checked). The view lives as long as `v`.
 ElemInput elem_input(const EValue& v);
 
-// Dtypes the elementwise kernels read: every ScalarType except float16/bfloat16.
+// Dtypes the elementwise kernels read: every ScalarType (float16 and bfloat16
+// as Half / BFloat16, half.h).
 bool elem_dtype_supported(ScalarType t);
 
 // prepare: args[i] is a Tensor of a supported dtype, or (if allow_scalar) an
@@ -139,7 +141,7 @@ namespace detail {
 template <typename T, typename S>
 inline void convert_loop(const void* base, int64_t offset, int64_t n, T* dst) {
   const S* src = static_cast<const S*>(base) + offset;
-  for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<T>(src[j]);
+  for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<T>(static_cast<OpMath<S>>(src[j]));
 }
 
 // Bool is stored as one byte; read it as uint8_t so a hostile byte other than
@@ -158,6 +160,8 @@ inline T elem_load(const void* base, ScalarType dtype, int64_t i) {
   switch (dtype) {
     case ScalarType::Float32: return static_cast<T>(static_cast<const float*>(base)[i]);
     case ScalarType::Float64: return static_cast<T>(static_cast<const double*>(base)[i]);
+    case ScalarType::Float16: return static_cast<T>(static_cast<float>(static_cast<const Half*>(base)[i]));
+    case ScalarType::BFloat16: return static_cast<T>(static_cast<float>(static_cast<const BFloat16*>(base)[i]));
     case ScalarType::Int8: return static_cast<T>(static_cast<const int8_t*>(base)[i]);
     case ScalarType::UInt8: return static_cast<T>(static_cast<const uint8_t*>(base)[i]);
     case ScalarType::Int16: return static_cast<T>(static_cast<const int16_t*>(base)[i]);
@@ -174,6 +178,8 @@ void elem_convert(const void* base, ScalarType dtype, int64_t offset, int64_t n,
   switch (dtype) {
     case ScalarType::Float32: return detail::convert_loop<T, float>(base, offset, n, dst);
     case ScalarType::Float64: return detail::convert_loop<T, double>(base, offset, n, dst);
+    case ScalarType::Float16: return detail::convert_loop<T, Half>(base, offset, n, dst);
+    case ScalarType::BFloat16: return detail::convert_loop<T, BFloat16>(base, offset, n, dst);
     case ScalarType::Int8: return detail::convert_loop<T, int8_t>(base, offset, n, dst);
     case ScalarType::UInt8: return detail::convert_loop<T, uint8_t>(base, offset, n, dst);
     case ScalarType::Int16: return detail::convert_loop<T, int16_t>(base, offset, n, dst);
@@ -262,11 +268,15 @@ void unary_map(const Tensor& in, R* out, const Op& op) {
 // if t is in its set, else nullptr (prepare then fails with fail_dtype).
 // Only the types of the chosen set are instantiated.
 
+// float16 / bfloat16 run as K::run<Half> / K::run<BFloat16>: the kernel
+// computes in OpMath<T> (float) and rounds once when it stores a T (half.h).
 template <typename K>
 RunFn select_floating(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return K::template run<float>;
     case ScalarType::Float64: return K::template run<double>;
+    case ScalarType::Float16: return K::template run<Half>;
+    case ScalarType::BFloat16: return K::template run<BFloat16>;
     default: return nullptr;
   }
 }

@@ -1,3 +1,4 @@
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/fill.h"
 
 #include <cmath>
@@ -63,7 +64,7 @@ bool scalar_to(const EValue& v, uint64_t* bits) {
   T value;
   if constexpr (std::is_same_v<T, bool>) {
     value = v.to_double() != 0.0;
-  } else if constexpr (std::is_floating_point_v<T>) {
+  } else if constexpr (kIsFloat<T>) {
     const double x = v.is_int() ? static_cast<double>(v.i) : v.to_double();
     if (std::isfinite(x) && std::fabs(x) > double(std::numeric_limits<T>::max())) return false;
     value = static_cast<T>(x);
@@ -88,6 +89,8 @@ Error prepare_fill(PrepareContext& ctx, const EValue& value, ScalarType dtype, s
   switch (dtype) {
     case ScalarType::Float32: ok = scalar_to<float>(value, &state.bits); break;
     case ScalarType::Float64: ok = scalar_to<double>(value, &state.bits); break;
+    case ScalarType::Float16: ok = scalar_to<Half>(value, &state.bits); break;
+    case ScalarType::BFloat16: ok = scalar_to<BFloat16>(value, &state.bits); break;
     case ScalarType::Int8: ok = scalar_to<int8_t>(value, &state.bits); break;
     case ScalarType::UInt8: ok = scalar_to<uint8_t>(value, &state.bits); break;
     case ScalarType::Int16: ok = scalar_to<int16_t>(value, &state.bits); break;

@@ -1,3 +1,4 @@
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/minmax.h"
 
 #include <cstring>
@@ -15,7 +16,7 @@ namespace {
 // (smaller), so ties keep the first; a NaN replaces any number, never a NaN.
 template <typename T, bool kMax>
 bool better(T x, T best) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (kIsFloat<T>) {
     if (x != x) return best == best;
   }
   return kMax ? x > best : x < best;
@@ -117,6 +118,8 @@ decltype(&Op<float, kMax>::run) by_dtype(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return Op<float, kMax>::run;
     case ScalarType::Float64: return Op<double, kMax>::run;
+    case ScalarType::Float16: return Op<Half, kMax>::run;
+    case ScalarType::BFloat16: return Op<BFloat16, kMax>::run;
     case ScalarType::Int8: return Op<int8_t, kMax>::run;
     case ScalarType::UInt8: return Op<uint8_t, kMax>::run;
     case ScalarType::Int16: return Op<int16_t, kMax>::run;

@@ -56,6 +56,8 @@ Error select_run(PrepareContext& ctx, ScalarType dtype) {
   switch (dtype) {
     case ScalarType::Int8:
     case ScalarType::UInt8: ctx.set_run(index_pad_run<uint8_t>); return Error::Ok;
+    case ScalarType::Float16:
+    case ScalarType::BFloat16:
     case ScalarType::Int16: ctx.set_run(index_pad_run<uint16_t>); return Error::Ok;
     case ScalarType::Float32:
     case ScalarType::Int32: ctx.set_run(index_pad_run<uint32_t>); return Error::Ok;

@@ -17,7 +17,7 @@
 // that each lies in [0, in), so run is a plain gather: out[..., od, oh, ow]
 // = self[..., id[od], ih[oh], iw[ow]]. Elements are copied as bytes; the
 // dtypes are those of ATen's CPU kernels (every integer and float type but
-// bool; float16 and bfloat16 are not taken yet).
+// bool).
 #pragma once
 
 #include "runtime/core/evalue.h"

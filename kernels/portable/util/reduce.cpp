@@ -1,3 +1,4 @@
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/reduce.h"
 
 #include <algorithm>
@@ -44,7 +45,7 @@ Acc fold_contiguous(const B* p, int64_t n) {
 
 template <typename Out, typename Acc>
 Out finish(Acc acc, double scale) {
-  if constexpr (std::is_floating_point_v<Out>) {
+  if constexpr (kIsFloat<Out>) {
     return static_cast<Out>(static_cast<double>(acc) * scale);
   } else {
     return static_cast<Out>(acc);
@@ -102,7 +103,8 @@ void fold_last_kept(const ElemInput& in, Out* out, const ReducePlan& p, double s
 }
 
 // Acc, the accumulator: double for floating sums; the out type for floating
-// products, so they overflow to inf where torch's do; uint64 for integer and
+// products, so they overflow to inf where torch's do (float32 for the 16-bit
+// types, rounded once at the end); uint64 for integer and
 // bool outs, which wrap as torch's do. B, the type the input is read as:
 // bool for a bool out (x != 0 first, as torch converts the input to the out
 // dtype: a product of nonzero integers must not wrap to 0), int64 for
@@ -111,9 +113,9 @@ void fold_last_kept(const ElemInput& in, Out* out, const ReducePlan& p, double s
 // nor on the out's signedness: one loop per out width.
 template <typename Op, typename Out>
 struct FoldTypes {
-  static constexpr bool kFloat = std::is_floating_point_v<Out>;
+  static constexpr bool kFloat = kIsFloat<Out>;
   using Acc = std::conditional_t<!kFloat, uint64_t,
-                                 std::conditional_t<std::is_same_v<Op, MulOp>, Out, double>>;
+                                 std::conditional_t<std::is_same_v<Op, MulOp>, OpMath<Out>, double>>;
   using B = std::conditional_t<kFloat, Acc, std::conditional_t<std::is_same_v<Out, bool>, bool, int64_t>>;
 };
 
@@ -136,6 +138,8 @@ FoldFn select_fold_op(ScalarType in, ScalarType out) {
   switch (out) {
     case ScalarType::Float32: return fold<Op, float>;
     case ScalarType::Float64: return fold<Op, double>;
+    case ScalarType::Float16: return fold<Op, Half>;
+    case ScalarType::BFloat16: return fold<Op, BFloat16>;
     case ScalarType::Bool: return fold<Op, bool>;
     default: break;
   }

@@ -1,3 +1,4 @@
+#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/sort.h"
 
 #include <algorithm>
@@ -24,7 +25,7 @@ static_assert(sizeof(Entry<int64_t>) == kEntryBytes && sizeof(Entry<double>) == 
 
 template <typename T>
 bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (kIsFloat<T>) {
     return x != x;
   } else {
     return false;
@@ -87,13 +88,15 @@ struct OrderState {
 };
 static_assert(sizeof(OrderState) <= PrepareContext::kStateBytes, "state too large");
 
-// Element i of an array of dtype t (prepare checked it: not float16 or
-// bfloat16) set to the key v, which came from an element of that dtype.
+// Element i of an array of dtype t set to the key v, which came from an
+// element of that dtype (so a 16-bit float converts back exactly).
 template <typename K>
 void store(void* base, ScalarType t, int64_t i, K v) {
   switch (t) {
     case ScalarType::Float32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
     case ScalarType::Float64: static_cast<double*>(base)[i] = static_cast<double>(v); break;
+    case ScalarType::Float16: static_cast<Half*>(base)[i] = static_cast<float>(v); break;
+    case ScalarType::BFloat16: static_cast<BFloat16*>(base)[i] = static_cast<float>(v); break;
     case ScalarType::Int8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
     case ScalarType::UInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
     case ScalarType::Int16: static_cast<int16_t*>(base)[i] = static_cast<int16_t>(v); break;
@@ -137,7 +140,7 @@ Error order_run(RunContext& ctx, EValue* const* args) {
 // without a loop.
 template <template <typename> class Order>
 RunFn select_order(ScalarType t, bool with_bool) {
-  if (t == ScalarType::Float32 || t == ScalarType::Float64) return order_run<double, Order<double>>;
+  if (scalar_type_is_floating(t)) return order_run<double, Order<double>>;
   if (t == ScalarType::Bool && !with_bool) return nullptr;
   return elem_dtype_supported(t) ? order_run<int64_t, Order<int64_t>> : nullptr;
 }

@@ -28,12 +28,13 @@ namespace portable {
 
 // Which dtypes an op takes, and the dtype of its out.
 enum class UnaryDtypes {
-  // Any dtype but float16/bfloat16; integer and bool inputs give float32
-  // (torch's int-to-float promotion: exp, log, sin, ...). F::apply<float|double>.
+  // Any dtype; integer and bool inputs give float32 (torch's int-to-float
+  // promotion: exp, log, sin, ...). F::apply<float|double> (float for the
+  // 16-bit types, rounded once).
   kFloatPromote,
-  // float32/float64 only, out in self's dtype (silu, mish). F::apply<float|double>.
+  // The floating dtypes only, out in self's dtype (silu, mish). F::apply<float|double>.
   kFloatOnly,
-  // float32/float64 and the integer types (not bool), out in self's dtype
+  // The floating and integer types (not bool), out in self's dtype
   // (abs, neg). F::apply<T> for every one of them.
   kReal,
   // As kReal, but F is the identity on integers, so an integer tensor is
@@ -54,7 +55,8 @@ struct UnaryKernel {
   template <typename T>
   static Error run(RunContext&, EValue* const* args) {
     using Out = std::conditional_t<std::is_void_v<R>, T, R>;
-    unary_map<T>(args[0]->tensor, args[1]->tensor.data_as<Out>(), [](T x) { return F::apply(x); });
+    // The 16-bit types compute F::apply<float> and round once (half.h).
+    unary_map<T>(args[0]->tensor, args[1]->tensor.data_as<Out>(), [](T x) { return F::apply(OpMath<T>(x)); });
     return Error::Ok;
   }
 };

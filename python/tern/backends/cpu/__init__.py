@@ -45,8 +45,10 @@ class CpuPartitioner(Partitioner):
         if node.target is operator.getitem:
             from tern.backends.cpu.compile import split_of
 
-            return (_is_first_of(node, ("aten::max_pool2d_with_indices", "aten::native_layer_norm"))
-                    or split_of(node.args[0]) is not None)
+            # float32 only, like every node it claims (a float16 max pool's item stays portable)
+            return _all_float32(node) and (
+                _is_first_of(node, ("aten::max_pool2d_with_indices", "aten::native_layer_norm"))
+                or split_of(node.args[0]) is not None)
         if op_name(node.target) == "aten::scaled_dot_product_attention":
             from tern.backends.cpu.compile import attention_of
 
