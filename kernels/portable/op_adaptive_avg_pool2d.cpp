@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/pool.h"
 #include "kernels/portable/util/conv.h"
 #include "kernels/portable/util/half_stage.h"
 
@@ -19,15 +20,13 @@ struct AdaptiveGeometry {
   int64_t h, w, oh, ow;
 };
 
-int64_t window_start(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
-int64_t window_end(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
 
 // One output plane [oh, ow] from one input plane [h, w].
 void adaptive_plane(const AdaptiveGeometry& g, const float* x, float* out) {
   for (int64_t oh = 0; oh < g.oh; ++oh) {
-    const int64_t h0 = window_start(oh, g.oh, g.h), h1 = window_end(oh, g.oh, g.h);
+    const int64_t h0 = adaptive_window_start(oh, g.oh, g.h), h1 = adaptive_window_end(oh, g.oh, g.h);
     for (int64_t ow = 0; ow < g.ow; ++ow) {
-      const int64_t w0 = window_start(ow, g.ow, g.w), w1 = window_end(ow, g.ow, g.w);
+      const int64_t w0 = adaptive_window_start(ow, g.ow, g.w), w1 = adaptive_window_end(ow, g.ow, g.w);
       double sum = 0.0;
       for (int64_t ih = h0; ih < h1; ++ih) {
         for (int64_t iw = w0; iw < w1; ++iw) sum += x[ih * g.w + iw];

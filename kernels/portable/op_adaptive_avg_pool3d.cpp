@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/pool.h"
 #include "kernels/portable/util/conv.h"
 #include "kernels/portable/util/half_stage.h"
 
@@ -23,17 +24,15 @@ struct Adaptive3dGeometry {
 };
 static_assert(sizeof(Adaptive3dGeometry) <= PrepareContext::kStateBytes, "state too large");
 
-int64_t window_start(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
-int64_t window_end(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
 
 // Output row (od, oh, all ow) of one volume x.
 template <typename T>
 void adaptive_row(const Adaptive3dGeometry& g, const T* x, int64_t od, int64_t oh, T* out) {
-  const int64_t d0 = window_start(od, g.out[0], g.in[0]), d1 = window_end(od, g.out[0], g.in[0]);
-  const int64_t h0 = window_start(oh, g.out[1], g.in[1]), h1 = window_end(oh, g.out[1], g.in[1]);
+  const int64_t d0 = adaptive_window_start(od, g.out[0], g.in[0]), d1 = adaptive_window_end(od, g.out[0], g.in[0]);
+  const int64_t h0 = adaptive_window_start(oh, g.out[1], g.in[1]), h1 = adaptive_window_end(oh, g.out[1], g.in[1]);
   for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-    const int64_t w0 = window_start(ow, g.out[2], g.in[2]);
-    const int64_t w1 = window_end(ow, g.out[2], g.in[2]);
+    const int64_t w0 = adaptive_window_start(ow, g.out[2], g.in[2]);
+    const int64_t w1 = adaptive_window_end(ow, g.out[2], g.in[2]);
     double sum = 0.0;
     for (int64_t id = d0; id < d1; ++id) {
       for (int64_t ih = h0; ih < h1; ++ih) {

@@ -18,24 +18,6 @@ namespace tern {
 namespace portable {
 namespace {
 
-// One output element: the window whose top-left corner is input (ih0, iw0).
-float avg_window(const PoolGeometry& g, const float* x, int64_t ih0, int64_t iw0) {
-  int64_t ih1 = std::min<int64_t>(ih0 + g.kh, int64_t(g.h) + g.ph);
-  int64_t iw1 = std::min<int64_t>(iw0 + g.kw, int64_t(g.w) + g.pw);
-  const int64_t padded_size = (ih1 - ih0) * (iw1 - iw0);
-  ih0 = std::max<int64_t>(ih0, 0), iw0 = std::max<int64_t>(iw0, 0);
-  ih1 = std::min<int64_t>(ih1, g.h), iw1 = std::min<int64_t>(iw1, g.w);
-  if (ih0 >= ih1 || iw0 >= iw1) return 0.f;
-  double sum = 0.0;
-  for (int64_t ih = ih0; ih < ih1; ++ih) {
-    for (int64_t iw = iw0; iw < iw1; ++iw) sum += x[ih * g.w + iw];
-  }
-  const int64_t divisor = g.divisor != 0         ? g.divisor
-                          : g.count_include_pad ? padded_size
-                                                : (ih1 - ih0) * (iw1 - iw0);
-  return static_cast<float>(sum / static_cast<double>(divisor));
-}
-
 Error avg_pool2d_run(RunContext& ctx, EValue* const* args) {
   PoolGeometry g;
   memcpy(&g, ctx.state(), sizeof(g));
@@ -46,7 +28,12 @@ Error avg_pool2d_run(RunContext& ctx, EValue* const* args) {
     const float* x = in + p * plane_in;
     for (int64_t oh = 0; oh < g.oh; ++oh) {
       for (int64_t ow = 0; ow < g.ow; ++ow) {
-        *out++ = avg_window(g, x, oh * g.sh - g.ph, ow * g.sw - g.pw);
+        const AvgWindow a = avg_window_2d(g, oh, ow);
+        double sum = 0.0;
+        for (int64_t ih = a.h0; ih < a.h1; ++ih) {
+          for (int64_t iw = a.w0; iw < a.w1; ++iw) sum += x[ih * g.w + iw];
+        }
+        *out++ = a.empty() ? 0.f : static_cast<float>(sum / static_cast<double>(a.divisor));
       }
     }
   }

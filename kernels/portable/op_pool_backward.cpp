@@ -18,8 +18,8 @@
 // the forward op gathered it: divided by the window's divisor (avg, the
 // forward's rule in util/pool.h), or added at its argmax (max: `indices`,
 // flat in the plane, as max_pool2d_with_indices returns them; an index
-// outside the plane fails the run). Sums in double per input element are not
-// needed: each element receives a few terms, added in output order.
+// outside the plane fails the run). Each input element receives a few terms,
+// added in output order.
 #include <algorithm>
 #include <cstring>
 
@@ -44,19 +44,11 @@ Error avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
       const float* y = gy + p * int64_t(g.oh) * g.ow;
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         for (int64_t ow = 0; ow < g.ow; ++ow) {
-          int64_t ih0 = oh * g.sh - g.ph, iw0 = ow * g.sw - g.pw;
-          int64_t ih1 = std::min<int64_t>(ih0 + g.kh, int64_t(g.h) + g.ph);
-          int64_t iw1 = std::min<int64_t>(iw0 + g.kw, int64_t(g.w) + g.pw);
-          const int64_t padded_size = (ih1 - ih0) * (iw1 - iw0);
-          ih0 = std::max<int64_t>(ih0, 0), iw0 = std::max<int64_t>(iw0, 0);
-          ih1 = std::min<int64_t>(ih1, g.h), iw1 = std::min<int64_t>(iw1, g.w);
-          if (ih0 >= ih1 || iw0 >= iw1) continue;
-          const int64_t divisor = g.divisor != 0         ? g.divisor
-                                  : g.count_include_pad ? padded_size
-                                                        : (ih1 - ih0) * (iw1 - iw0);
-          const float share = y[oh * g.ow + ow] / static_cast<float>(divisor);
-          for (int64_t ih = ih0; ih < ih1; ++ih) {
-            for (int64_t iw = iw0; iw < iw1; ++iw) x[ih * g.w + iw] += share;
+          const AvgWindow a = avg_window_2d(g, oh, ow);
+          if (a.empty()) continue;
+          const float share = y[oh * g.ow + ow] / static_cast<float>(a.divisor);
+          for (int64_t ih = a.h0; ih < a.h1; ++ih) {
+            for (int64_t iw = a.w0; iw < a.w1; ++iw) x[ih * g.w + iw] += share;
           }
         }
       }
@@ -92,9 +84,6 @@ struct AdaptiveBackward {
   int64_t planes, h, w, oh, ow;
 };
 
-int64_t window_start(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
-int64_t window_end(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
-
 Error adaptive_avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
   AdaptiveBackward g;
   memcpy(&g, ctx.state(), sizeof(g));
@@ -106,9 +95,9 @@ Error adaptive_avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
       std::fill(x, x + g.h * g.w, 0.f);
       const float* y = gy + p * g.oh * g.ow;
       for (int64_t oh = 0; oh < g.oh; ++oh) {
-        const int64_t h0 = window_start(oh, g.oh, g.h), h1 = window_end(oh, g.oh, g.h);
+        const int64_t h0 = adaptive_window_start(oh, g.oh, g.h), h1 = adaptive_window_end(oh, g.oh, g.h);
         for (int64_t ow = 0; ow < g.ow; ++ow) {
-          const int64_t w0 = window_start(ow, g.ow, g.w), w1 = window_end(ow, g.ow, g.w);
+          const int64_t w0 = adaptive_window_start(ow, g.ow, g.w), w1 = adaptive_window_end(ow, g.ow, g.w);
           const float share = y[oh * g.ow + ow] / static_cast<float>((h1 - h0) * (w1 - w0));
           for (int64_t ih = h0; ih < h1; ++ih) {
             for (int64_t iw = w0; iw < w1; ++iw) x[ih * g.w + iw] += share;

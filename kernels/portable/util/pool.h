@@ -49,6 +49,29 @@ int64_t pool_output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int
 Error pool_prepare_geometry(PrepareContext& ctx, const Tensor& self, const PoolArgs& a,
                             const Tensor& out, PoolGeometry* g);
 
+// The input rows [start, end) that output row o of `out` averages when
+// adaptive pooling maps `in` rows to `out` (ATen's start_index / end_index).
+inline int64_t adaptive_window_start(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
+inline int64_t adaptive_window_end(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
+
+// The input window of avg_pool2d's output (oh, ow), clipped to the input
+// (empty when it lies in the padding), and the divisor ATen's CPU kernel
+// uses: divisor_override, else the window clipped to the padded input
+// (count_include_pad) or to the input. Shared by avg_pool2d and its gradient.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1;  // [h0, h1) x [w0, w1)
+  int64_t divisor;
+  bool empty() const { return h0 >= h1 || w0 >= w1; }
+};
+inline AvgWindow avg_window_2d(const PoolGeometry& g, int64_t oh, int64_t ow) {
+  const int64_t ph0 = oh * g.sh - g.ph, pw0 = ow * g.sw - g.pw;
+  const int64_t ph1 = ph0 + g.kh < int64_t(g.h) + g.ph ? ph0 + g.kh : int64_t(g.h) + g.ph;
+  const int64_t pw1 = pw0 + g.kw < int64_t(g.w) + g.pw ? pw0 + g.kw : int64_t(g.w) + g.pw;
+  AvgWindow a{ph0 > 0 ? ph0 : 0, ph1 < g.h ? ph1 : g.h, pw0 > 0 ? pw0 : 0, pw1 < g.w ? pw1 : g.w, 0};
+  a.divisor = g.divisor != 0 ? g.divisor : g.count_include_pad ? (ph1 - ph0) * (pw1 - pw0) : (a.h1 - a.h0) * (a.w1 - a.w0);
+  return a;
+}
+
 // avg_pool2d/3d's divisor_override: None gives 0, else a non-zero int32.
 Error read_divisor_override(PrepareContext& ctx, const EValue& v, int32_t* divisor);
 
