@@ -22,6 +22,9 @@ VENV_BIN := $(CURDIR)/.venv/bin
 BUILD := build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
+# Paths under the checkout are hashed relative to it, so a fresh clone elsewhere
+# (CI) reuses the objects an earlier build of the same sources left in the cache.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc zoo-doc bench size clean
 
@@ -70,7 +73,10 @@ test-aarch64: setup
 # The C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
 # `make test` runs a fixed subset of the OpInfo samples (tests/python/test_opinfo.py).
 test-ops-full: build python
-	TERN_OPINFO_FULL=1 TERN_OPINFO_STATUS=docs/opinfo_status.json $(PY) -m pytest -q tests/python/test_opinfo.py
+	rm -f docs/opinfo_status.json.part-*
+	TERN_OPINFO_FULL=1 TERN_OPINFO_STATUS=docs/opinfo_status.json $(PY) -m pytest -q -n $(JOBS) --dist load \
+	  tests/python/test_opinfo.py
+	$(PY) scripts/ops_doc.py --merge-status
 	$(PY) scripts/ops_doc.py
 
 ops-doc: setup

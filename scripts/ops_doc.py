@@ -50,14 +50,17 @@ def core_ops() -> list[str]:
     return sorted(names)
 
 
-# Core ops that never reach the runtime: the exporter turns them into size
-# expressions in the file (format 1.3, python/tern/shapes.py); tested by
-# tests/python/test_dynamic_shapes.py.
+# Core ops that never reach the runtime. The exporter turns the sym_* ops into
+# size expressions in the file (format 1.3, python/tern/shapes.py; tested by
+# tests/python/test_dynamic_shapes.py). torch.export functionalizes an out=
+# call into the functional op, whose kernel runs it (tested by
+# tests/python/test_ops_doc.py).
 EXPORTER_OPS = {
     "aten::sym_size.int": "a size expression (format 1.3)",
     "aten::sym_numel": "a size expression (format 1.3)",
     "aten::sym_stride.int": "a size expression (format 1.3)",
     "aten::sym_storage_offset": "a size expression (format 1.3)",
+    "aten::atan2.out": "torch.export rewrites `torch.atan2(a, b, out=c)` to `aten::atan2`, which has a kernel",
 }
 
 
@@ -83,6 +86,7 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
     done = [op for op in have if complete(op)]
     by_exporter = [op for op in core if op in EXPORTER_OPS and op not in kernels]
     runs_ok = len(have) + len(by_exporter)
+    all_dtypes = len(done) + len(by_exporter)
     lines = [
         "# Operators",
         "",
@@ -92,13 +96,16 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
         f"{'every sample (`make test-ops-full`)' if status.get('full') else 'the fixed subset of samples that `make test` runs'}.",
         "Do not edit: run `make ops-doc`.",
         "",
-        f"**{runs_ok} of {len(core)} core ATen ops** run ({100 * runs_ok / len(core):.0f}%): {len(have)} have a "
-        f"portable kernel and {len(by_exporter)} become size expressions in the file at export. "
-        f"**{len(done)}** of the kernels take every dtype PyTorch's CPU kernel ran",
-        "them in on OpInfo samples, with every sample passing (float16 and bfloat16 included: the kernels compute",
-        "them in float32 and round each result once).",
+        f"**{all_dtypes} of {len(core)} core ATen ops ({100 * all_dtypes / len(core):.1f}%) run in every dtype "
+        "PyTorch's CPU kernel takes**",
+        f"(every dtype eager ran the op's kernel in on OpInfo samples, every sample passing): {len(done)} portable "
+        f"kernels, and {len(by_exporter)} ops that the exporter computes or rewrites (below). "
+        f"{runs_ok} of {len(core)} run in some dtype; {len(core) - runs_ok} have no kernel (listed at the end).",
+        "float16 and bfloat16 are computed in float32 and rounded once per op, except where eager computes in",
+        "the 16-bit type and the sampled points depend on it (grid_sampler_2d, noted in ops.def).",
         "",
-        "Dtypes are those of the op's first tensor argument (what the runtime selects a kernel by).",
+        "Dtypes are those of the op's first tensor argument: what the runtime selects a kernel by, and what eager's",
+        "ATen kernel was called with (a softmax with dtype= casts first, so its kernel runs in the cast's dtype).",
         "OpInfo: samples passed / run per dtype, through this kernel, against PyTorch eager.",
         "",
         "| op | core | kernel dtypes | PyTorch dtypes not taken | OpInfo passed/run |",
@@ -111,19 +118,64 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
                                                                              key=lambda kv: DTYPES.index(kv[0])))
         lines.append(f"| `{op}` | {'yes' if op in core_set else ''} | {_dtypes(claimed)} | {' '.join(missing)} | "
                      f"{tested or 'no OpInfo sample (hand-written tests)'} |")
-    lines += ["", f"## Core ops the exporter computes ({len(by_exporter)})", ""]
+    if "samples_run" in status:
+        lines += ["", "## The OpInfo run", "",
+                  f"{status['samples_run']} samples of {status['opinfos_tested']} OpInfos ran through Tern "
+                  f"(of {status['opinfos_seen']} OpInfos in torch's op_db); "
+                  f"**{status['samples_failed']} differed from eager**. Every sample not run is counted here, by reason.",
+                  "", "Selected samples not run:", ""]
+        lines += [f"- {n}: {reason}" for reason, n in sorted(status["skipped"].items(), key=lambda kv: -kv[1])]
+        lines += ["", "Samples screened out before export (an eager call per sample decides):", ""]
+        lines += [f"- {n}: {reason}" for reason, n in sorted(status["screened_out"].items(), key=lambda kv: -kv[1])]
+    lines += ["", f"## Core ops the exporter computes or rewrites ({len(by_exporter)})", ""]
     lines += [f"- `{op}`: {EXPORTER_OPS[op]}" for op in by_exporter]
     lines += ["", f"## Core ops without a portable kernel ({len(core) - runs_ok})", ""]
     lines += [f"- `{op}`" for op in core if op not in kernels and op not in EXPORTER_OPS]
     return "\n".join(lines) + "\n"
 
 
+def merge_status(parts: list[dict]) -> dict:
+    """One status from the parts the OpInfo test processes wrote
+    (tests/python/test_opinfo.py, status_part): counts summed, dtypes joined."""
+    merged: dict = {"full": all(p["full"] for p in parts), "torch": parts[0]["torch"], "ops": {},
+                    "eager_dtypes": {}, "skipped": {}, "screened_out": {}}
+    for key in ("opinfos_seen", "opinfos_tested", "samples_run", "samples_failed"):
+        merged[key] = sum(p.get(key, 0) for p in parts)
+    for p in parts:
+        if p["torch"] != merged["torch"]:
+            raise SystemExit(f"status parts from different torch versions: {p['torch']}, {merged['torch']}")
+        for op, dtypes in p["ops"].items():
+            for d, r in dtypes.items():
+                m = merged["ops"].setdefault(op, {}).setdefault(d, {"ran": 0, "passed": 0})
+                m["ran"] += r["ran"]
+                m["passed"] += r["passed"]
+        for op, dtypes in p["eager_dtypes"].items():
+            merged["eager_dtypes"][op] = sorted(set(merged["eager_dtypes"].get(op, [])) | set(dtypes))
+        for key in ("skipped", "screened_out"):
+            for reason, n in p.get(key, {}).items():
+                merged[key][reason] = merged[key].get(reason, 0) + n
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/ops.md differs from what would be written")
+    parser.add_argument("--merge-status", action="store_true",
+                        help=f"first merge {STATUS.name}.part-* (written by the OpInfo test processes) into {STATUS.name}")
     args = parser.parse_args(argv)
     import torch
 
+    if args.merge_status:
+        paths = sorted(STATUS.parent.glob(STATUS.name + ".part-*"))
+        if not paths:
+            print(f"no {STATUS.name}.part-* to merge in {STATUS.parent}", file=sys.stderr)
+            return 1
+        merged = merge_status([json.loads(p.read_text()) for p in paths])
+        STATUS.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+        for p in paths:
+            p.unlink()
+        print(f"merged {len(paths)} parts into {STATUS}: {merged['samples_run']} samples ran, "
+              f"{merged['samples_failed']} differed from eager")
     status = json.loads(STATUS.read_text()) if STATUS.is_file() else {}
     text = render(parse_ops_dtypes(OPS_DEF), status, core_ops(), torch.__version__.split("+")[0])
     if args.check:

@@ -4,7 +4,8 @@
 // args: [input, weight, bias, running_mean, running_var, momentum, eps,
 //        out, save_mean, save_invstd]
 //
-// float32 input [n, c, ...]: per channel
+// input [n, c, ...] float32 or float64 (float16 / bfloat16 staged through
+// float32), all tensors of its dtype: per channel
 //   out = x * scale + shift,  scale = weight / sqrt(var + eps),
 //                             shift = bias - mean * scale
 // In inference ATen returns empty save_mean / save_invstd (sizes [0]); they
@@ -24,20 +25,21 @@ struct BatchNormState {
   double eps;
 };
 
+template <typename T>
 Error batch_norm_run(RunContext& ctx, EValue* const* args) {
   BatchNormState st;
   memcpy(&st, ctx.state(), sizeof(st));
-  const float* x = args[0]->tensor.data_as<const float>();
-  const float* weight = args[1]->is_tensor() ? args[1]->tensor.data_as<const float>() : nullptr;
-  const float* bias = args[2]->is_tensor() ? args[2]->tensor.data_as<const float>() : nullptr;
-  const float* mean = args[3]->tensor.data_as<const float>();
-  const float* var = args[4]->tensor.data_as<const float>();
-  float* y = args[7]->tensor.data_as<float>();
+  const T* x = args[0]->tensor.data_as<const T>();
+  const T* weight = args[1]->is_tensor() ? args[1]->tensor.data_as<const T>() : nullptr;
+  const T* bias = args[2]->is_tensor() ? args[2]->tensor.data_as<const T>() : nullptr;
+  const T* mean = args[3]->tensor.data_as<const T>();
+  const T* var = args[4]->tensor.data_as<const T>();
+  T* y = args[7]->tensor.data_as<T>();
   for (int64_t n = 0; n < st.n; ++n) {
     for (int64_t c = 0; c < st.c; ++c) {
       const double s = (weight ? weight[c] : 1.0) / std::sqrt(static_cast<double>(var[c]) + st.eps);
-      const float scale = static_cast<float>(s);
-      const float shift = static_cast<float>((bias ? bias[c] : 0.0) - mean[c] * s);
+      const T scale = static_cast<T>(s);
+      const T shift = static_cast<T>((bias ? bias[c] : 0.0) - mean[c] * s);
       const int64_t base = (n * st.c + c) * st.inner;
       for (int64_t i = 0; i < st.inner; ++i) y[base + i] = x[base + i] * scale + shift;
     }
@@ -45,34 +47,34 @@ Error batch_norm_run(RunContext& ctx, EValue* const* args) {
   return Error::Ok;
 }
 
-// A per-channel tensor: float32 [c]; None allowed when `optional`.
+// A per-channel tensor: [c] of the input's dtype; None allowed when `optional`.
 Error check_channel(PrepareContext& ctx, const EValue& v, const char* name, int64_t c,
-                    bool optional) {
+                    ScalarType dtype, bool optional) {
   if (optional && v.is_none()) return Error::Ok;
   if (!v.is_tensor()) {
     return ctx.fail(Error::InvalidProgram, "%s must be a tensor%s, got %s", name,
                     optional ? " or None" : "", tag_name(v.tag));
   }
-  if (v.tensor.dtype != ScalarType::Float32) return fail_dtype(ctx, name, v.tensor.dtype);
+  TERN_CHECK_OK(expect_dtype(ctx, v.tensor, name, dtype));
   const int64_t sizes[] = {c};
   return expect_sizes(ctx, v.tensor, name, sizes, 1);
 }
 
 }  // namespace
 
-static Error batch_norm_no_training_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
+static Error batch_norm_no_training_prepare_impl(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 10));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   const Tensor& x = args[0]->tensor;
-  if (x.dtype != ScalarType::Float32) return fail_dtype(ctx, "input", x.dtype);
+  if (x.dtype != ScalarType::Float32 && x.dtype != ScalarType::Float64) return fail_dtype(ctx, "input", x.dtype);
   if (x.dim < 2) {
     return ctx.fail(Error::InvalidProgram, "input must be at least 2-d, got %d-d", x.dim);
   }
   const int64_t c = x.sizes[1];
-  TERN_CHECK_OK(check_channel(ctx, *args[1], "weight", c, true));
-  TERN_CHECK_OK(check_channel(ctx, *args[2], "bias", c, true));
-  TERN_CHECK_OK(check_channel(ctx, *args[3], "running_mean", c, false));
-  TERN_CHECK_OK(check_channel(ctx, *args[4], "running_var", c, false));
+  TERN_CHECK_OK(check_channel(ctx, *args[1], "weight", c, x.dtype, true));
+  TERN_CHECK_OK(check_channel(ctx, *args[2], "bias", c, x.dtype, true));
+  TERN_CHECK_OK(check_channel(ctx, *args[3], "running_mean", c, x.dtype, false));
+  TERN_CHECK_OK(check_channel(ctx, *args[4], "running_var", c, x.dtype, false));
   if (!args[5]->is_scalar() || !args[6]->is_scalar()) {
     return ctx.fail(Error::InvalidProgram, "momentum and eps must be floats");
   }
@@ -88,13 +90,13 @@ static Error batch_norm_no_training_prepare_f32(PrepareContext& ctx, Span<EValue
   for (int i = 2; i < x.dim; ++i) inner *= x.sizes[i];
   const BatchNormState st{x.sizes[0], c, inner, args[6]->to_double()};
   memcpy(ctx.state(), &st, sizeof(st));
-  ctx.set_run(batch_norm_run);
+  ctx.set_run(x.dtype == ScalarType::Float32 ? batch_norm_run<float> : batch_norm_run<double>);
   return Error::Ok;
 }
 
 // float16 / bfloat16: staged through float32 (half_stage.h).
 Error batch_norm_no_training_prepare(PrepareContext& ctx, Span<EValue* const> args) {
-  return prepare_staged(ctx, args, batch_norm_no_training_prepare_f32, 3);
+  return prepare_staged(ctx, args, batch_norm_no_training_prepare_impl, 3);
 }
 
 }  // namespace portable

@@ -10,7 +10,8 @@
 //     Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)
 //   args: [input, weight, bias, training, momentum, eps, out, save_mean, save_invstd]
 //
-// input [n, c, ...] float32 or float64. With training (always for no_stats):
+// input [n, c, ...] float32, float64, float16 or bfloat16 (the 16-bit types
+// staged through float32), all tensors of its dtype. With training (always for no_stats):
 // per channel over n and the inner dims, mean and biased variance, in double;
 //   out = (x - mean) * invstd * weight + bias,  invstd = 1 / sqrt(var + eps);
 // save_mean [c] = mean, save_invstd [c] = invstd. Without training (the
@@ -22,6 +23,7 @@
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/half_stage.h"
 
 namespace tern {
 namespace portable {
@@ -138,14 +140,24 @@ Error prepare_legit(PrepareContext& ctx, Span<EValue* const> args, int stats, in
   return Error::Ok;
 }
 
-}  // namespace
-
-Error native_batch_norm_legit_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+Error prepare_with_stats(PrepareContext& ctx, Span<EValue* const> args) {
   return prepare_legit(ctx, args, /*stats=*/3, /*flag=*/5, /*out=*/8);
 }
 
-Error native_batch_norm_legit_no_stats_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+Error prepare_no_stats(PrepareContext& ctx, Span<EValue* const> args) {
   return prepare_legit(ctx, args, /*stats=*/-1, /*flag=*/3, /*out=*/6);
+}
+
+}  // namespace
+
+// float16 / bfloat16: staged through float32 (half_stage.h); the running
+// statistics are only read, so staging them in is enough.
+Error native_batch_norm_legit_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, prepare_with_stats, 3);
+}
+
+Error native_batch_norm_legit_no_stats_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, prepare_no_stats, 3);
 }
 
 }  // namespace portable

@@ -84,14 +84,17 @@ def _kernel_calls(path: str) -> list[tuple[str, str | None]]:
             if ins["kind"] != "KernelCall":
                 continue
             try:
-                calls.append((m["operators"][ins["op"]], _call_dtype(m["values"], ins["args"])))
+                calls.append((m["operators"][ins["op"]], instruction_dtype(m["values"], ins["args"])))
             except (IndexError, KeyError, TypeError) as e:
                 raise UsageError(f"{path}: not a valid .tern file (method '{m['name']}', "
                                  f"instruction {i}: index out of range)") from e
     return calls
 
 
-def _call_dtype(values: list[dict[str, Any]], args: list[int]) -> str | None:
+def instruction_dtype(values: list[dict[str, Any]], args: list[int]) -> str | None:
+    """The dtype of a kernel call: that of its first tensor argument (see the
+    module's docstring); `values` and `args` as tern.inspect.read_program
+    gives them. None if no argument is a tensor."""
     for a in args:
         v = values[a]
         if v["kind"] == "Tensor":

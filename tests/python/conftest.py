@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -7,3 +8,11 @@ try:
     import tern  # noqa: F401
 except ImportError:  # pragma: no cover
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+
+# Under pytest-xdist (`make test`: one worker per core), eager PyTorch's own
+# thread pool would put JOBS x cores threads on the cores: each worker's eager
+# reference runs on one thread instead.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    import torch
+
+    torch.set_num_threads(1)

@@ -64,7 +64,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import tern
 from tern.inspect import read_program
-from tern.ops import op_name
+from tern.op_usage import instruction_dtype
+from tern.ops import DTYPES, op_name
 
 # torch.testing._internal imports expecttest (a PyTorch test dependency that
 # the pinned environment does not carry) only for a TestCase base class and an
@@ -180,15 +181,41 @@ def _registry_now() -> Registry:
 
 
 class _RecordOps(TorchDispatchMode):
-    """Records the ATen overloads an eager call dispatches to."""
+    """Records the ATen overloads an eager call dispatches to, each with the
+    dtypes it ran in (see _call_dtype)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ops: set[Any] = set()
+        self.calls: set[tuple[Any, str]] = set()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         self.ops.add(func)
-        return func(*args, **(kwargs or {}))
+        out = func(*args, **(kwargs or {}))
+        dtype = _call_dtype(func, args, kwargs or {}, out)
+        if dtype is not None:
+            self.calls.add((func, dtype))
+        return out
+
+
+def _call_dtype(func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> str | None:
+    """The dtype the runtime would select this call's kernel by (OpKernel::dtypes,
+    tern.op_usage): its first tensor argument's in schema order, list items
+    included, else its first tensor output's. So a float64 sample whose op
+    runs on an int64 index tensor, or softmax's dtype= cast, counts the dtype
+    the ATen kernel itself took."""
+    schema = getattr(func, "_schema", None)
+    values: list[Any] = []
+    if schema is not None:
+        for i, a in enumerate(schema.arguments):
+            if a.is_out:
+                continue
+            values += pytree.tree_leaves(args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name))
+    values += pytree.tree_leaves(out)
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            return str(v.dtype).removeprefix("torch.")
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -206,8 +233,9 @@ class Coverage:
     opinfos_tested: set[str] = field(default_factory=set)
     opinfos_seen: int = 0
     samples_run: int = 0
+    samples_failed: int = 0
     seconds: Counter = field(default_factory=Counter)  # phase -> wall time
-    eager_dtypes: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> sample dtypes
+    eager_dtypes: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> its kernel's dtypes
     by_dtype: dict[str, dict[str, list[int]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(lambda: [0, 0])))  # op -> dtype -> [ran, passed]
     exports: Counter = field(default_factory=Counter)  # "<n> samples ok/failed" -> exports
@@ -239,6 +267,7 @@ class Sample:
     spec: Any
     refs: list[torch.Tensor] | None  # eager outputs, flattened; None if not all tensors
     ops: frozenset[str]  # ATen ops of the eager call (dispatcher level)
+    op_dtypes: frozenset[tuple[str, str]]  # (op, dtype its kernel ran in, see _call_dtype)
     random: bool  # one of them draws random numbers
     mutates: bool = False  # the eager call writes to an input
 
@@ -259,7 +288,7 @@ class Sample:
 
 def _make_sample(op: Any, index: int, dtype: torch.dtype, s: Any) -> Sample:
     leaves, spec = pytree.tree_flatten(((s.input, *s.args), dict(s.kwargs)))
-    sample = Sample(index, dtype, _describe(s), op.op, leaves, spec, None, frozenset(), False)
+    sample = Sample(index, dtype, _describe(s), op.op, leaves, spec, None, frozenset(), frozenset(), False)
     rec = _RecordOps()
     copies = [x.clone() for x in sample.inputs]
     try:
@@ -271,6 +300,7 @@ def _make_sample(op: Any, index: int, dtype: torch.dtype, s: Any) -> Sample:
     outs = pytree.tree_flatten(out)[0]
     sample.refs = outs if all(isinstance(x, torch.Tensor) for x in outs) else None
     sample.ops = frozenset(op_name(f) for f in rec.ops)
+    sample.op_dtypes = frozenset((_functional(op_name(f)), d) for f, d in rec.calls)
     sample.random = any(torch.Tag.nondeterministic_seeded in f.tags for f in rec.ops)
     return sample
 
@@ -389,8 +419,11 @@ def _screened(op: Any, dtype: torch.dtype, reg: Registry) -> list[Sample]:
             break
         sample = _make_sample(op, index, dtype, s)
         verdict, blame = _screen(sample, reg)
-        for name in {_functional(o) for o in sample.ops} & reg.ops:  # eager takes this dtype for the op
-            COVERAGE.eager_dtypes[name].add(str(dtype).removeprefix("torch."))
+        for name, op_dtype in sample.op_dtypes:  # eager's kernel for the op takes this dtype
+            if name not in reg.ops:  # the op export leaves of it (eval batch norm, ...)
+                name = LOWERED_IN_EXPORT.get(name, name)
+            if name in reg.ops and op_dtype in DTYPES:  # not complex, uint16, ...: no Tern dtype
+                COVERAGE.eager_dtypes[name].add(op_dtype)
         if verdict == "run":
             runnable.append(sample)
         else:
@@ -590,10 +623,10 @@ def _load(path: Path) -> tern.runtime.Module:
         raise
 
 
-def _owners(program: tern.Program, n_outputs: list[int]) -> tuple[list[int | None], list[str]]:
+def _owners(program: tern.Program, n_outputs: list[int]) -> tuple[list[int | None], list[tuple[str, str | None]]]:
     """For each instruction of the file, the sample it belongs to (counting
     the samples whose outputs are in the file); and its op ("" for a copy of
-    a constant to an output).
+    a constant to an output) with the dtype the runtime selects its kernel by.
 
     The samples share no values (each has its own inputs, and every argument
     and constant is a value of its own), so a sample's instructions are the
@@ -621,7 +654,8 @@ def _owners(program: tern.Program, n_outputs: list[int]) -> tuple[list[int | Non
         start += n
     owners = [sample_of_root.get(root(ins["args"][0])) if ins.get("args") else None for ins in method["instructions"]]
     ops = [
-        "" if _copies_constant(method, i) else method["operators"][ins["op"]] if "op" in ins else ""
+        ("" if _copies_constant(method, i) else method["operators"][ins["op"]] if "op" in ins else "",
+         instruction_dtype(method["values"], ins.get("args", [])))
         for i, ins in enumerate(method["instructions"])
     ]
     return owners, ops
@@ -685,6 +719,7 @@ class Verdict:
     ops: tuple[str, ...] = ()  # the registered ops it ran through
     error: str | None = None  # how it differs from eager (a failure)
     skip: Skip | None = None
+    calls: tuple[tuple[str, str | None], ...] = ()  # (op, dtype its kernel was selected by)
 
     def __post_init__(self) -> None:
         # Export computed it all (constants folded): no kernel did its work.
@@ -728,9 +763,10 @@ def _attempt(samples: list[Sample], path: Path, rtol: float) -> tuple[dict[int, 
         for k, i in enumerate(live):
             start = sum(sizes[j] for j in live[:k])
             error = _compare(outs[start : start + sizes[i]], samples[i].refs or [], rtol)
-            mine = tuple(dict.fromkeys(op for op, o in zip(ops, owners) if o == k and op))
+            calls = [call for call, o in zip(ops, owners) if o == k and call[0]]
+            mine = tuple(dict.fromkeys(op for op, _ in calls))
             if error is None or len(samples) == 1:
-                settled[i] = Verdict(samples[i], mine, error)
+                settled[i] = Verdict(samples[i], mine, error, calls=tuple(dict.fromkeys(calls)))
             else:
                 errors[i] = error
         return settled, errors
@@ -788,12 +824,14 @@ def _record(opinfo_id: str, verdicts: list[Verdict]) -> None:
             COVERAGE.missing.update(v.skip.missing)
             continue
         COVERAGE.samples_run += 1
+        COVERAGE.samples_failed += v.error is not None
         COVERAGE.opinfos_tested.add(opinfo_id)
         for name in v.ops:
             COVERAGE.ran[name] += 1
             COVERAGE.passed[name] += v.error is None
             COVERAGE.opinfos[name].add(opinfo_id)
-            status = COVERAGE.by_dtype[name][str(v.sample.dtype).removeprefix("torch.")]
+        for name, dtype in v.calls:  # once per kernel dtype the sample used
+            status = COVERAGE.by_dtype[name][dtype or str(v.sample.dtype).removeprefix("torch.")]
             status[0] += 1
             status[1] += v.error is None
 
@@ -857,18 +895,41 @@ def test_opinfo_samples_match_eager(
         pytest.skip(", ".join(f"{n} {r}" for r, n in why.items()) or "no sample has a registered main op")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def status_part() -> Iterator[None]:
+    """With TERN_OPINFO_STATUS set, each test process writes what it saw to
+    <that path>.part-<worker> when the session ends: `make test-ops-full` runs
+    the OpInfos in several processes (pytest-xdist) and scripts/ops_doc.py
+    --merge-status sums the parts into that path."""
+    yield
+    if STATUS_PATH and COVERAGE.opinfos_seen:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(f"{STATUS_PATH}.part-{worker}").write_text(json.dumps(_status(), indent=1, sort_keys=True) + "\n")
+
+
+def _status() -> dict[str, Any]:
+    c = COVERAGE
+    return {
+        "full": FULL,
+        "torch": torch.__version__,
+        "ops": {op: {d: {"ran": r, "passed": p} for d, (r, p) in sorted(dtypes.items())}
+                for op, dtypes in sorted(c.by_dtype.items())},
+        "eager_dtypes": {op: sorted(d) for op, d in sorted(c.eager_dtypes.items())},
+        "opinfos_seen": c.opinfos_seen,
+        "opinfos_tested": len(c.opinfos_tested),
+        "samples_run": c.samples_run,
+        "samples_failed": c.samples_failed,
+        "skipped": dict(c.skipped),
+        "screened_out": dict(c.screened_out),
+    }
+
+
 def test_opinfo_coverage_report(tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
     if not COVERAGE.opinfos_seen:
         pytest.skip("no OpInfo test ran in this session (select the whole file)")
     text = _report(_registry_now())
     path = tmp_path_factory.getbasetemp() / "opinfo_coverage.txt"
     path.write_text(text)
-    if STATUS_PATH:
-        status = {op: {d: {"ran": r, "passed": p} for d, (r, p) in sorted(dtypes.items())}
-                  for op, dtypes in sorted(COVERAGE.by_dtype.items())}
-        eager = {op: sorted(d) for op, d in sorted(COVERAGE.eager_dtypes.items())}
-        Path(STATUS_PATH).write_text(json.dumps({"full": FULL, "ops": status, "eager_dtypes": eager, "torch": torch.__version__},
-                                                indent=1, sort_keys=True) + "\n")
     with capsys.disabled():
         print(f"\n{text}(written to {path})")
     assert COVERAGE.opinfos_tested, "no OpInfo sample ran: the harness is broken"
@@ -928,7 +989,7 @@ def test_mismatch_integers_and_bools_must_be_exact() -> None:
 
 def _toy(fn: Any, *args: Any) -> Sample:
     leaves, spec = pytree.tree_flatten((args, {}))
-    sample = Sample(0, torch.float32, "", fn, leaves, spec, None, frozenset(), False)
+    sample = Sample(0, torch.float32, "", fn, leaves, spec, None, frozenset(), frozenset(), False)
     sample.refs = [fn(*args)]
     return sample
 
@@ -939,6 +1000,27 @@ def test_samples_exported_together_map_back_to_their_ops(tmp_path: Path) -> None
     settled, errors = _attempt(samples, tmp_path / "m.tern", RTOL)
     assert not errors
     assert [settled[i].ops for i in range(3)] == [("aten::relu",), ("aten::sigmoid",), ("aten::clone",)]
+
+
+def test_eager_dtypes_are_those_the_aten_kernels_ran_in() -> None:
+    """softmax of int64 with dtype=float64 casts first: eager's _softmax kernel
+    runs in float64, never int64; where's kernel is selected by its condition."""
+    rec = _RecordOps()
+    with torch.no_grad(), rec:
+        torch.softmax(torch.tensor([1, 2, 3]), 0, dtype=torch.float64)
+        torch.where(torch.tensor([True, False]), torch.zeros(2), torch.ones(2))
+    calls = {(op_name(f), d) for f, d in rec.calls}
+    assert ("aten::_softmax", "float64") in calls and ("aten::_softmax", "int64") not in calls
+    assert ("aten::where.self", "bool") in calls and ("aten::where.self", "float32") not in calls
+
+
+def test_file_dtypes_are_those_the_runtime_selects_kernels_by(tmp_path: Path) -> None:
+    cond, x = torch.tensor([True, False, True]), torch.randn(3, dtype=torch.float64)
+    samples = [_toy(torch.where, cond, x, x + 1), _toy(torch.abs, torch.tensor([-1, 2], dtype=torch.int32))]
+    settled, errors = _attempt(samples, tmp_path / "m.tern", RTOL)
+    assert not errors
+    assert ("aten::where.self", "bool") in settled[0].calls
+    assert settled[1].calls == (("aten::abs", "int32"),)
 
 
 def test_sample_needing_an_op_without_kernel_is_dropped_from_joint_program(tmp_path: Path) -> None:

@@ -70,6 +70,42 @@ def test_batch_norm_in_training_mode_uses_the_batch_statistics(tmp_path: Path) -
     _check(module, model, (x,))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_batch_statistics_in_16_bit_types_match_eager(dtype: torch.dtype, tmp_path: Path) -> None:
+    """Staged through float32 (torch.export gives the overload with running
+    statistics only in its functional form, which has no kernel)."""
+    torch.manual_seed(0)
+    x = (torch.randn(4, 3, 6, 5) * 2 + 1).to(dtype)
+    w, b = (torch.rand(3) + 0.5).to(dtype), torch.randn(3).to(dtype)
+    for op, model in [
+        ("aten::_native_batch_norm_legit.no_stats",
+         Fn(lambda x: torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5))),
+    ]:
+        module = _load(model, (x,), tmp_path, op)
+        with torch.no_grad():
+            refs = model(x)
+        outs = module(x)
+        assert len(outs) == 3
+        for out, ref in zip(outs, refs):
+            r = ref.float().numpy()
+            # 16-bit outputs: a few units in the last place at the output's scale
+            ulp = 2.0**-10 if dtype == torch.float16 else 2.0**-7
+            assert out.shape == r.shape
+            assert float(np.abs(out.astype(np.float32) - r).max()) <= 4 * ulp * max(1.0, float(np.abs(r).max())), op
+
+
+def test_batch_norm_in_eval_mode_takes_float64(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = nn.BatchNorm2d(4).double().eval()
+    with torch.no_grad():
+        model.running_mean.uniform_(-1, 1)
+        model.running_var.uniform_(0.5, 2)
+        model.weight.uniform_(0.5, 2)
+        model.bias.uniform_(-1, 1)
+    x = torch.randn(2, 4, 5, 5, dtype=torch.float64) * 3
+    _check(_load(model, (x,), tmp_path, "aten::_native_batch_norm_legit_no_training"), model, (x,), rtol=1e-12)
+
+
 def test_empty_tensors_are_created_with_their_shape_and_dtype(tmp_path: Path) -> None:
     # With static sizes the exporter computes empty(...).fill_(v) itself; a
     # dynamic size leaves aten::empty to the runtime.
