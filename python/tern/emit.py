@@ -6,7 +6,8 @@ The result, `MethodIR`, mirrors schema/tern.fbs's Method in plain Python:
     argument its own value) and its out tensors; constants get a value when
     their get_attr node is reached;
   - one KernelCall per call_function node (operator.getitem is not an op: it
-    names one of its producer's out tensors);
+    names one of its producer's out tensors; a result that is None, such as
+    a gradient that output_mask leaves out, gets an empty placeholder out);
   - one BackendCall per call_module node of a delegated subgraph
     (tern.backend), with a Delegate entry: backend, payload, input and output
     values;
@@ -420,11 +421,29 @@ class _Emitter:
                 items = [self._tensor(t, f"output of {node.name}") for t in v]
                 outs.append(self._add("TensorList", items))
                 elems.extend(items)
+            elif v is None:  # an optional result not computed (e.g. a gradient its output_mask leaves out)
+                outs.append(self._absent_out(vals))
+                elems.append(outs[-1])
             else:
                 outs.append(self._tensor(v, f"output of {node.name}"))
                 elems.append(outs[-1])
         single = len(schema.returns) == 1 and schema.returns[0].real_type.kind() != "ListType"
         return outs, (elems[0] if single else elems)
+
+    def _absent_out(self, vals: list[Any]) -> int:
+        """The out value of a result that is None (aten::convolution_backward
+        with output_mask [True, False, False] returns (grad_input, None,
+        None)): an empty tensor [0], so that every out stays planned tensor
+        memory, as the runtime checks at load. The kernel sees from its own
+        arguments (the mask; for layer norm also a missing weight or bias)
+        that it has nothing to write there. Its dtype is
+        that of the node's first tensor result, so a float16 node stays
+        float16 throughout."""
+        import torch
+
+        like = next((v for v in vals if isinstance(v, torch.Tensor)), None)
+        dtype = like.dtype if like is not None else torch.float32
+        return self._add("Tensor", TensorInfo(scalar_type_of(dtype), (0,), 0))
 
     def _outputs(self, node: "torch.fx.Node") -> None:
         results = list(node.args[0])

@@ -80,5 +80,16 @@ Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, 
   return Error::Ok;
 }
 
+Error read_output_mask(PrepareContext& ctx, const EValue& v, bool mask[3]) {
+  if (v.tag != Tag::BoolList) {
+    return ctx.fail(Error::InvalidProgram, "output_mask must be a bool list, got %s", tag_name(v.tag));
+  }
+  if (v.bools.size() != 3) {
+    return ctx.fail(Error::InvalidProgram, "output_mask must have 3 entries, got %zu", v.bools.size());
+  }
+  for (int i = 0; i < 3; ++i) mask[i] = v.bools[i] != 0;
+  return Error::Ok;
+}
+
 }  // namespace portable
 }  // namespace tern

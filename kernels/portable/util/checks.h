@@ -33,5 +33,12 @@ Error normalize_dim(PrepareContext& ctx, int64_t d, int rank, const char* name, 
 Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, int64_t step,
                    int64_t size, int64_t* first, int64_t* count);
 
+// output_mask of the gradient ops that return three results
+// (aten::native_layer_norm_backward, native_group_norm_backward,
+// convolution_backward): a bool[3] saying which ones to compute. A result
+// left out is None in ATen; its out is then an empty placeholder tensor that
+// the kernel does not touch (python/tern/emit.py).
+Error read_output_mask(PrepareContext& ctx, const EValue& v, bool mask[3]);
+
 }  // namespace portable
 }  // namespace tern
