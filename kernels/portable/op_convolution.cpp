@@ -4,15 +4,21 @@
 // args: [input, weight, bias, stride, padding, dilation, transposed,
 //        output_padding, groups, out]
 //
-// float32, 2-d (input [n, c, h, w]) or 1-d (input [n, c, l], run as h = 1),
-// any groups, stride, padding, dilation. transposed = True is not supported.
-// Paths (see util/conv.h): depthwise direct loop; 1x1 stride-1 unpadded
-// GEMM straight on the input; otherwise im2col chunks + GEMM.
+// float32 (float16 / bfloat16 staged through it), 2-d (input [n, c, h, w])
+// or 1-d (input [n, c, l], run as h = 1), any groups, stride, padding,
+// dilation. transposed = True is not supported. Paths (see util/conv.h):
+// depthwise direct loop; 1x1 stride-1 unpadded GEMM straight on the input;
+// otherwise im2col chunks + GEMM.
+//
+// float64 and int64 (int64 wrapping modulo 2^64): 1-d to 3-d, transposed or
+// not, any groups, stride, padding, dilation, output_padding, as PyTorch's
+// CPU kernel takes them; a direct loop nest (util/conv_direct.h).
 #include <cstdint>
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/conv.h"
+#include "kernels/portable/util/conv_direct.h"
 #include "kernels/portable/util/gemm.h"
 #include "kernels/portable/util/half_stage.h"
 
@@ -123,7 +129,8 @@ Error conv_gemm_run(RunContext& ctx, EValue* const* args) {
   return Error::Ok;
 }
 
-Error check_args(PrepareContext& ctx, Span<EValue* const> args) {
+// The argument tags, for every dtype.
+Error check_tags(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 10));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 1));
@@ -134,8 +141,14 @@ Error check_args(PrepareContext& ctx, Span<EValue* const> args) {
     return ctx.fail(Error::InvalidProgram, "bias must be a tensor or None, got %s",
                     tag_name(args[2]->tag));
   }
+  return Error::Ok;
+}
+
+// What the float32 path takes.
+Error check_args_f32(PrepareContext& ctx, Span<EValue* const> args) {
   if (args[6]->b) {
-    return ctx.fail(Error::OperatorMissing, "transposed convolution is not supported");
+    return ctx.fail(Error::OperatorMissing, "transposed convolution is not supported in float32, "
+                    "float16, bfloat16 (only float64, int64)");
   }
   const Tensor* tensors[] = {&args[0]->tensor, &args[1]->tensor, &args[9]->tensor,
                              args[2]->is_tensor() ? &args[2]->tensor : nullptr};
@@ -147,8 +160,9 @@ Error check_args(PrepareContext& ctx, Span<EValue* const> args) {
   }
   const Tensor& x = args[0]->tensor;
   if ((x.dim != 3 && x.dim != 4) || args[1]->tensor.dim != x.dim) {
-    return ctx.fail(Error::OperatorMissing, "only 1-d and 2-d convolution: input %d-d, weight %d-d",
-                    x.dim, args[1]->tensor.dim);
+    return ctx.fail(Error::OperatorMissing, "only 1-d and 2-d convolution in float32, float16, "
+                    "bfloat16 (3-d: float64, int64): input %d-d, weight %d-d", x.dim,
+                    args[1]->tensor.dim);
   }
   return Error::Ok;
 }
@@ -211,8 +225,11 @@ Error build_geometry(PrepareContext& ctx, Span<EValue* const> args, ConvGeometry
 
 }  // namespace
 
-static Error convolution_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
-  TERN_CHECK_OK(check_args(ctx, args));
+static Error convolution_prepare_unstaged(PrepareContext& ctx, Span<EValue* const> args) {
+  TERN_CHECK_OK(check_tags(ctx, args));
+  const ScalarType t = args[0]->tensor.dtype;
+  if (t == ScalarType::Float64 || t == ScalarType::Int64) return conv_direct_prepare(ctx, args);
+  TERN_CHECK_OK(check_args_f32(ctx, args));
   ConvGeometry g;
   TERN_CHECK_OK(build_geometry(ctx, args, &g));
   if (args[2]->is_tensor()) {
@@ -236,7 +253,7 @@ static Error convolution_prepare_f32(PrepareContext& ctx, Span<EValue* const> ar
 
 // float16 / bfloat16: staged through float32 (half_stage.h).
 Error convolution_prepare(PrepareContext& ctx, Span<EValue* const> args) {
-  return prepare_staged(ctx, args, convolution_prepare_f32, 1);
+  return prepare_staged(ctx, args, convolution_prepare_unstaged, 1);
 }
 
 }  // namespace portable

@@ -135,7 +135,7 @@ TEST(OpMm, MultipliesHandComputed2x3By3x2) {
   EXPECT_EQ(h.values<float>(out), (std::vector<float>{58, 64, 139, 154}));
 }
 
-TEST(OpMm, RejectsMismatchedInnerDimsWrongOutAndInt64) {
+TEST(OpMm, RejectsMismatchedInnerDimsWrongOutMixedDtypesAndBool) {
   KernelHarness h;
   EValue* a = h.empty<float>({2, 3});
   EXPECT_EQ(h.prepare_only("aten::mm", {a, h.empty<float>({2, 2}), h.empty<float>({2, 2})}),
@@ -144,7 +144,32 @@ TEST(OpMm, RejectsMismatchedInnerDimsWrongOutAndInt64) {
             Error::InvalidProgram);
   EXPECT_EQ(h.prepare_only("aten::mm", {h.empty<int64_t>({2, 3}), h.empty<int64_t>({3, 2}),
                                         h.empty<int64_t>({2, 2})}),
+            Error::Ok);
+  EXPECT_EQ(h.prepare_only("aten::mm", {h.empty<int64_t>({2, 3}), h.empty<float>({3, 2}),
+                                        h.empty<int64_t>({2, 2})}),
+            Error::InvalidProgram);
+  EXPECT_EQ(h.prepare_only("aten::mm", {h.empty_of(ScalarType::Bool, {2, 3}),
+                                        h.empty_of(ScalarType::Bool, {3, 2}),
+                                        h.empty_of(ScalarType::Bool, {2, 2})}),
             Error::OperatorMissing);
+}
+
+// int8 sums of products wrap modulo 2^8: 3 * 100 * 100 = 30000 = 48 and
+// 3 * (-128) * 100 = -38400 = 0 (mod 256).
+TEST(OpMm, Int8WrapsModulo256) {
+  KernelHarness h;
+  EValue* a = h.tensor<int8_t>({2, 3}, {100, 100, 100, -128, -128, -128});
+  EValue* b = h.tensor<int8_t>({3, 1}, {100, 100, 100});
+  EValue* out = h.empty<int8_t>({2, 1});
+  ASSERT_EQ(h.call("aten::mm", {a, b, out}), Error::Ok);
+  EXPECT_EQ(h.values<int8_t>(out), (std::vector<int8_t>{48, 0}));
+  // 3 * 100 * 127 - 1 = 38099 = -45 and 3 * (-128) * 127 - 1 = -48769 = 127 (mod 256)
+  EValue* out2 = h.empty<int8_t>({2, 1});
+  EValue* bias = h.tensor<int8_t>({1}, {-1});
+  ASSERT_EQ(h.call("aten::addmm", {bias, a, h.tensor<int8_t>({3, 1}, {127, 127, 127}), h.i(1),
+                                   h.i(1), out2}),
+            Error::Ok);
+  EXPECT_EQ(h.values<int8_t>(out2), (std::vector<int8_t>{-45, 127}));
 }
 
 // a [bs, m, k] x b [bs, k, n] in double.
@@ -386,7 +411,7 @@ TEST(OpConvolution, RunsOneDimensionalAsHeightOne) {
   check_conv({1, 6, 1, 15, 6, 1, 5, 1, 1, 0, 2, 1, 1, 6, false}, true);  // depthwise
 }
 
-TEST(OpConvolution, RejectsTransposedGroupMismatchWrongOutAndInt64) {
+TEST(OpConvolution, RejectsTransposedGroupMismatchWrongOutAndInt32) {
   KernelHarness h;
   auto args = [&](EValue* x, EValue* w, bool transposed, int64_t groups, EValue* out) {
     return std::vector<EValue*>{x, w, h.none(), h.ints({1, 1}), h.ints({0, 0}), h.ints({1, 1}),
@@ -402,12 +427,45 @@ TEST(OpConvolution, RejectsTransposedGroupMismatchWrongOutAndInt64) {
             Error::InvalidProgram);
   EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, false, 1, h.empty<float>({1, 6, 5, 5}))),
             Error::InvalidProgram);
-  EXPECT_EQ(h.prepare_only("aten::convolution", args(h.empty<int64_t>({1, 4, 5, 5}), w, false, 1,
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(h.empty<int32_t>({1, 4, 5, 5}), w, false, 1,
                                                      good_out)),
             Error::OperatorMissing);
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(h.empty<int64_t>({1, 4, 5, 5}), w, false, 1,
+                                                     good_out)),
+            Error::InvalidProgram);  // weight float32, input int64
   EXPECT_EQ(h.prepare_only("aten::convolution", args(h.empty<float>({1, 4, 2, 2}), w, false, 1,
                                                      h.empty<float>({1, 6, 0, 0}))),
             Error::InvalidProgram);  // kernel larger than the input
+}
+
+// float64 / int64 (util/conv_direct.h): 3-d and transposed, output_padding
+// below stride or dilation as torch requires; float32 takes neither.
+TEST(OpConvolution, DirectPathTakes3dAndTransposedAndChecksOutputPadding) {
+  KernelHarness h;
+  auto args = [&](EValue* x, EValue* w, bool transposed, std::vector<int64_t> out_pad,
+                  EValue* out) {
+    return std::vector<EValue*>{x, w, h.none(), h.ints({2}), h.ints({0}), h.ints({1}),
+                                h.b(transposed), h.ints(out_pad), h.i(1), out};
+  };
+  EValue* x3 = h.empty<int64_t>({1, 2, 5, 5, 5});
+  EValue* w3 = h.empty<int64_t>({3, 2, 3, 3, 3});
+  EValue* out3 = h.empty<int64_t>({1, 3, 2, 2, 2});
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x3, w3, false, {0}, out3)), Error::Ok);
+  EValue* x3f = h.empty<float>({1, 2, 5, 5, 5});
+  EValue* w3f = h.empty<float>({3, 2, 3, 3, 3});
+  EValue* out3f = h.empty<float>({1, 3, 2, 2, 2});
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x3f, w3f, false, {0}, out3f)),
+            Error::OperatorMissing);
+  // transposed: weight [c, oc, k], out (5 - 1) * 2 + 2 + 1 + output_padding
+  EValue* x1 = h.empty<double>({1, 2, 5});
+  EValue* w1 = h.empty<double>({2, 3, 3});
+  EValue* out12 = h.empty<double>({1, 3, 12});
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x1, w1, true, {1}, out12)), Error::Ok);
+  EValue* out13 = h.empty<double>({1, 3, 13});
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x1, w1, true, {2}, out13)),
+            Error::InvalidProgram);  // output_padding 2 >= stride 2 and dilation 1
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x1, w1, true, {0}, out12)),
+            Error::InvalidProgram);  // out should be 11 long
 }
 
 // ---------------------------------------------------------------- pooling

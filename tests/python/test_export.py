@@ -352,9 +352,18 @@ def test_a_model_the_runtime_would_refuse_fails_at_export_with_its_reason_and_li
 
 def test_a_dtype_no_kernel_takes_fails_at_export_naming_it() -> None:
     with pytest.raises(tern.ExportError,
-                       match=r"aten::addmm: float64 is not supported \(it takes float32, float16, bfloat16\), "
-                             r"used by:\n    node addmm"):
-        tern.export(nn.Linear(4, 3).double().eval(), (torch.randn(2, 4).double(),))
+                       match=r"aten::convolution: int32 is not supported \(it takes float32, float64, float16, "
+                             r"bfloat16, int64\), used by:\n    node convolution"):
+        tern.export(Int32Conv().eval(), (torch.ones(1, 2, 5, 5, dtype=torch.int32),))
+
+
+class Int32Conv(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("w", torch.ones(3, 2, 3, 3, dtype=torch.int32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.conv2d(x, self.w)
 
 
 # passes

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import tern
@@ -61,20 +62,20 @@ def test_opinfo_status_has_no_failures_and_names_only_listed_ops() -> None:
 
 def test_export_refuses_a_dtype_the_kernel_does_not_take_naming_op_dtype_and_line() -> None:
     listed = parse_ops_dtypes(OPS_DEF)
-    assert "int32" not in (listed["aten::addmm"] or {"int32"})  # the premise: no integer matmul kernel
-    with pytest.raises(tern.ExportError, match=r"aten::addmm: int32 is not supported \(it takes float32.*\n.*"
+    # the premise: eager runs an int32 convolution, the kernel does not take it
+    assert "int32" not in (listed["aten::convolution"] or {"int32"})
+    with pytest.raises(tern.ExportError, match=r"aten::convolution: int32 is not supported \(it takes float32.*\n.*"
                                                r"test_ops_doc.py"):
-        tern.export(IntLinear(), (torch.ones(2, 4, dtype=torch.int32),), partitioners=())
+        tern.export(IntConv(), (torch.ones(1, 2, 5, 5, dtype=torch.int32),), partitioners=())
 
 
-class IntLinear(nn.Module):
+class IntConv(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.register_buffer("w", torch.ones(4, 3, dtype=torch.int32))
-        self.register_buffer("b", torch.ones(3, dtype=torch.int32))
+        self.register_buffer("w", torch.ones(3, 2, 3, 3, dtype=torch.int32))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.addmm(self.b, x, self.w)
+        return F.conv2d(x, self.w)
 
 
 class Atan2Out(nn.Module):
