@@ -1,9 +1,10 @@
 // aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor
 // args: [self, output_size, out]
 //
-// float32 self [c, h, w] or [n, c, h, w] -> [..., oh, ow]. Output row o
-// averages input rows [floor(o * h / oh), ceil((o + 1) * h / oh)), as ATen's
-// start_index / end_index do (windows may overlap or differ in size).
+// float32 or float64 self [c, h, w] or [n, c, h, w] -> [..., oh, ow]
+// (float16 / bfloat16 staged through float32). Output row o averages input
+// rows [floor(o * h / oh), ceil((o + 1) * h / oh)), as ATen's start_index /
+// end_index do (windows may overlap or differ in size). Sums in double.
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
@@ -22,7 +23,8 @@ struct AdaptiveGeometry {
 
 
 // One output plane [oh, ow] from one input plane [h, w].
-void adaptive_plane(const AdaptiveGeometry& g, const float* x, float* out) {
+template <typename T>
+void adaptive_plane(const AdaptiveGeometry& g, const T* x, T* out) {
   for (int64_t oh = 0; oh < g.oh; ++oh) {
     const int64_t h0 = adaptive_window_start(oh, g.oh, g.h), h1 = adaptive_window_end(oh, g.oh, g.h);
     for (int64_t ow = 0; ow < g.ow; ++ow) {
@@ -31,16 +33,17 @@ void adaptive_plane(const AdaptiveGeometry& g, const float* x, float* out) {
       for (int64_t ih = h0; ih < h1; ++ih) {
         for (int64_t iw = w0; iw < w1; ++iw) sum += x[ih * g.w + iw];
       }
-      out[oh * g.ow + ow] = static_cast<float>(sum / static_cast<double>((h1 - h0) * (w1 - w0)));
+      out[oh * g.ow + ow] = static_cast<T>(sum / static_cast<double>((h1 - h0) * (w1 - w0)));
     }
   }
 }
 
+template <typename T>
 Error adaptive_avg_pool2d_run(RunContext& ctx, EValue* const* args) {
   AdaptiveGeometry g;
   memcpy(&g, ctx.state(), sizeof(g));
-  const float* in = args[0]->tensor.data_as<const float>();
-  float* out = args[2]->tensor.data_as<float>();
+  const T* in = args[0]->tensor.data_as<const T>();
+  T* out = args[2]->tensor.data_as<T>();
   for (int64_t p = 0; p < g.planes; ++p) {
     adaptive_plane(g, in + p * g.h * g.w, out + p * g.oh * g.ow);
   }
@@ -54,9 +57,12 @@ static Error adaptive_avg_pool2d_prepare_f32(PrepareContext& ctx, Span<EValue* c
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 2));
   const Tensor& x = args[0]->tensor;
-  if (x.dtype != ScalarType::Float32) return fail_dtype(ctx, "self", x.dtype);
-  const ScalarType out_dtype = args[2]->tensor.dtype;
-  if (out_dtype != ScalarType::Float32) return fail_dtype(ctx, "out", out_dtype);
+  switch (x.dtype) {
+    case ScalarType::Float32: ctx.set_run(adaptive_avg_pool2d_run<float>); break;
+    case ScalarType::Float64: ctx.set_run(adaptive_avg_pool2d_run<double>); break;
+    default: return fail_dtype(ctx, "self", x.dtype);
+  }
+  TERN_CHECK_OK(expect_dtype(ctx, args[2]->tensor, "out", x.dtype));
   const int d = x.dim;
   if (d != 3 && d != 4) {
     return ctx.fail(Error::InvalidProgram, "self must be 3-d or 4-d, got %d-d", d);
@@ -77,7 +83,6 @@ static Error adaptive_avg_pool2d_prepare_f32(PrepareContext& ctx, Span<EValue* c
   const int64_t planes = d == 4 ? x.sizes[0] * x.sizes[1] : x.sizes[0];
   const AdaptiveGeometry g{planes, x.sizes[d - 2], x.sizes[d - 1], osz[0], osz[1]};
   memcpy(ctx.state(), &g, sizeof(g));
-  ctx.set_run(adaptive_avg_pool2d_run);
   return Error::Ok;
 }
 

@@ -12,7 +12,6 @@
 // padding gives 0, as in ATen's cpu_avg_pool.
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/pool.h"
@@ -23,8 +22,7 @@ namespace portable {
 namespace {
 
 // One output element: the window whose first corner is input i0 (d, h, w).
-// Acc: double for floats, uint64_t for int64 (no signed overflow).
-template <typename T, typename Acc>
+template <typename T>
 T avg_window(const Pool3dWindow& g, const Pool3dSizes& z, const T* x, const int64_t* i0) {
   int64_t lo[3], hi[3], padded = 1, inside = 1;
   for (int k = 0; k < 3; ++k) {
@@ -35,35 +33,31 @@ T avg_window(const Pool3dWindow& g, const Pool3dSizes& z, const T* x, const int6
     if (lo[k] >= hi[k]) return T(0);
     inside *= hi[k] - lo[k];
   }
-  Acc sum = 0;
+  AvgPoolAcc<T> sum = 0;
   for (int64_t id = lo[0]; id < hi[0]; ++id) {
     for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
       const T* row = x + (id * z.in[1] + ih) * z.in[2];
-      for (int64_t iw = lo[2]; iw < hi[2]; ++iw) sum += static_cast<Acc>(row[iw]);
+      for (int64_t iw = lo[2]; iw < hi[2]; ++iw) sum += static_cast<AvgPoolAcc<T>>(row[iw]);
     }
   }
-  const int64_t divisor = g.divisor != 0 ? g.divisor : g.count_include_pad ? padded : inside;
-  if constexpr (std::is_integral<Acc>::value) {
-    if (divisor == -1) return static_cast<T>(Acc(0) - sum);  // INT64_MIN / -1 traps
-    return static_cast<T>(static_cast<int64_t>(sum) / divisor);
-  } else {
-    return static_cast<T>(sum / static_cast<Acc>(divisor));
-  }
+  return avg_pool_divide<T>(sum, g.divisor != 0 ? g.divisor : g.count_include_pad ? padded : inside);
 }
 
-template <typename T, typename Acc>
-Error avg_pool3d_run(RunContext& ctx, EValue* const* args) {
-  Pool3dWindow g;
-  memcpy(&g, ctx.state(), sizeof(g));
-  const Pool3dSizes z = pool3d_sizes(args[0]->tensor, args[7]->tensor);
-  const T* in = args[0]->tensor.data_as<const T>();
-  T* out = args[7]->tensor.data_as<T>();
-  const int64_t vol_in = z.in[0] * z.in[1] * z.in[2];
-  pool3d_for_each_window(ctx, g, z, [&](int64_t volume, int64_t o, const int64_t* i0) {
-    out[o] = avg_window<T, Acc>(g, z, in + volume * vol_in, i0);
-  });
-  return Error::Ok;
-}
+struct AvgPool3d {
+  template <typename T>
+  static Error run(RunContext& ctx, EValue* const* args) {
+    Pool3dWindow g;
+    memcpy(&g, ctx.state(), sizeof(g));
+    const Pool3dSizes z = pool3d_sizes(args[0]->tensor, args[7]->tensor);
+    const T* in = args[0]->tensor.data_as<const T>();
+    T* out = args[7]->tensor.data_as<T>();
+    const int64_t vol_in = z.in[0] * z.in[1] * z.in[2];
+    pool3d_for_each_window(ctx, g, z, [&](int64_t volume, int64_t o, const int64_t* i0) {
+      out[o] = avg_window<T>(g, z, in + volume * vol_in, i0);
+    });
+    return Error::Ok;
+  }
+};
 
 }  // namespace
 
@@ -74,12 +68,9 @@ static Error avg_pool3d_prepare_f32(PrepareContext& ctx, Span<EValue* const> arg
   TERN_CHECK_OK(ctx.expect_tag(args, 5, Tag::Bool));
   TERN_CHECK_OK(ctx.expect_tensor(args, 7));
   const Tensor& self = args[0]->tensor;
-  switch (self.dtype) {
-    case ScalarType::Float32: ctx.set_run(avg_pool3d_run<float, double>); break;
-    case ScalarType::Float64: ctx.set_run(avg_pool3d_run<double, double>); break;
-    case ScalarType::Int64: ctx.set_run(avg_pool3d_run<int64_t, uint64_t>); break;
-    default: return fail_dtype(ctx, "self", self.dtype);
-  }
+  const RunFn run = select_avg_pool_run<AvgPool3d>(self.dtype);
+  if (run == nullptr) return fail_dtype(ctx, "self", self.dtype);
+  ctx.set_run(run);
   TERN_CHECK_OK(expect_dtype(ctx, args[7]->tensor, "out", self.dtype));
   int32_t divisor = 0;
   TERN_CHECK_OK(read_divisor_override(ctx, *args[6], &divisor));

@@ -9,12 +9,8 @@
 // (id * h + ih) * w + iw within each input volume. NaN wins (the last NaN of
 // a window), and ties keep the first maximum, as in ATen.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <limits>
-#include <type_traits>
 
-#include "kernels/portable/util/half.h"
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/pool.h"
 #include "kernels/portable/util/half_stage.h"
@@ -22,15 +18,6 @@
 namespace tern {
 namespace portable {
 namespace {
-
-template <typename T>
-bool is_nan(T v) {
-  if constexpr (kIsFloat<T>) {
-    return std::isnan(v);
-  } else {
-    return false;
-  }
-}
 
 // The window whose first corner is input `start` (d, h, w; negative in the
 // padding) of one volume x: its max and that max's flat index.
@@ -43,14 +30,13 @@ void max_window(const Pool3dWindow& g, const Pool3dSizes& z, const T* x, const i
     for (i0[k] = start[k]; i0[k] < 0;) i0[k] += g.dil[k];
   }
   int64_t best_index = (i0[0] * z.in[1] + i0[1]) * z.in[2] + i0[2];
-  T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                : std::numeric_limits<T>::lowest();
+  T best = max_pool_start<T>();
   for (int64_t id = i0[0]; id < i1[0]; id += g.dil[0]) {
     for (int64_t ih = i0[1]; ih < i1[1]; ih += g.dil[1]) {
       const int64_t row = (id * z.in[1] + ih) * z.in[2];
       for (int64_t iw = i0[2]; iw < i1[2]; iw += g.dil[2]) {
         const T v = x[row + iw];
-        if (v > best || is_nan(v)) {
+        if (max_pool_takes(v, best)) {
           best = v;
           best_index = row + iw;
         }
@@ -61,20 +47,22 @@ void max_window(const Pool3dWindow& g, const Pool3dSizes& z, const T* x, const i
   *index = best_index;
 }
 
-template <typename T>
-Error max_pool3d_run(RunContext& ctx, EValue* const* args) {
-  Pool3dWindow g;
-  memcpy(&g, ctx.state(), sizeof(g));
-  const Pool3dSizes z = pool3d_sizes(args[0]->tensor, args[6]->tensor);
-  const T* in = args[0]->tensor.data_as<const T>();
-  T* out = args[6]->tensor.data_as<T>();
-  int64_t* indices = args[7]->tensor.data_as<int64_t>();
-  const int64_t vol_in = z.in[0] * z.in[1] * z.in[2];
-  pool3d_for_each_window(ctx, g, z, [&](int64_t volume, int64_t o, const int64_t* i0) {
-    max_window(g, z, in + volume * vol_in, i0, out + o, indices + o);
-  });
-  return Error::Ok;
-}
+struct MaxPool3d {
+  template <typename T>
+  static Error run(RunContext& ctx, EValue* const* args) {
+    Pool3dWindow g;
+    memcpy(&g, ctx.state(), sizeof(g));
+    const Pool3dSizes z = pool3d_sizes(args[0]->tensor, args[6]->tensor);
+    const T* in = args[0]->tensor.data_as<const T>();
+    T* out = args[6]->tensor.data_as<T>();
+    int64_t* indices = args[7]->tensor.data_as<int64_t>();
+    const int64_t vol_in = z.in[0] * z.in[1] * z.in[2];
+    pool3d_for_each_window(ctx, g, z, [&](int64_t volume, int64_t o, const int64_t* i0) {
+      max_window(g, z, in + volume * vol_in, i0, out + o, indices + o);
+    });
+    return Error::Ok;
+  }
+};
 
 }  // namespace
 
@@ -85,16 +73,9 @@ static Error max_pool3d_with_indices_prepare_f32(PrepareContext& ctx, Span<EValu
   TERN_CHECK_OK(ctx.expect_tensor(args, 6));
   TERN_CHECK_OK(ctx.expect_tensor(args, 7));
   const Tensor& self = args[0]->tensor;
-  switch (self.dtype) {
-    case ScalarType::Float32: ctx.set_run(max_pool3d_run<float>); break;
-    case ScalarType::Float64: ctx.set_run(max_pool3d_run<double>); break;
-    case ScalarType::Int8: ctx.set_run(max_pool3d_run<int8_t>); break;
-    case ScalarType::UInt8: ctx.set_run(max_pool3d_run<uint8_t>); break;
-    case ScalarType::Int16: ctx.set_run(max_pool3d_run<int16_t>); break;
-    case ScalarType::Int32: ctx.set_run(max_pool3d_run<int32_t>); break;
-    case ScalarType::Int64: ctx.set_run(max_pool3d_run<int64_t>); break;
-    default: return fail_dtype(ctx, "self", self.dtype);
-  }
+  const RunFn run = select_max_pool_run<MaxPool3d>(self.dtype);
+  if (run == nullptr) return fail_dtype(ctx, "self", self.dtype);
+  ctx.set_run(run);
   TERN_CHECK_OK(expect_dtype(ctx, args[6]->tensor, "out", self.dtype));
   const PoolArgs pa{args[1], args[2], args[3], args[4], args[5]->b};
   Pool3dWindow g;

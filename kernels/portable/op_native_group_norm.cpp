@@ -2,11 +2,14 @@
 //     SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)
 // args: [input, weight, bias, N, C, HxW, group, eps, out, mean, rstd]
 //
-// float32. input [N, C, *] is N * group rows of C / group * HxW contiguous
+// float32 or float64 (float16 / bfloat16 staged through float32); weight,
+// bias, out, mean and rstd in input's dtype. input [N, C, *] is
+// N * group rows of C / group * HxW contiguous
 // elements; each row is normalized by its own statistics:
 //   out = (x - mean) * rstd * weight[c] + bias[c],  rstd = 1 / sqrt(var + eps)
-// with the biased variance, accumulated in double (two passes). mean and
-// rstd are [N, group]. nn.GroupNorm exports to this op.
+// with the biased variance, accumulated in double (two passes); the row is
+// normalized in input's dtype. mean and rstd are [N, group]. nn.GroupNorm
+// exports to this op.
 #include <cmath>
 #include <cstring>
 
@@ -23,8 +26,9 @@ struct GroupNormState {
 };
 
 // One (n, g) row: channels [c0, c0 + channels) of one sample.
-void group_norm_row(const float* x, int64_t channels, int64_t hxw, double eps, const float* weight,
-                    const float* bias, float* y, float* mean_out, float* rstd_out) {
+template <typename T>
+void group_norm_row(const T* x, int64_t channels, int64_t hxw, double eps, const T* weight, const T* bias,
+                    T* y, T* mean_out, T* rstd_out) {
   const int64_t count = channels * hxw;
   double sum = 0.0;
   for (int64_t i = 0; i < count; ++i) sum += x[i];
@@ -32,25 +36,26 @@ void group_norm_row(const float* x, int64_t channels, int64_t hxw, double eps, c
   double sq = 0.0;
   for (int64_t i = 0; i < count; ++i) sq += (x[i] - mean) * (x[i] - mean);
   const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(count) + eps);
-  const float m = static_cast<float>(mean), r = static_cast<float>(rstd);
+  const T m = static_cast<T>(mean), r = static_cast<T>(rstd);
   for (int64_t c = 0; c < channels; ++c) {
-    const float scale = weight ? r * weight[c] : r;
-    const float shift = bias ? bias[c] : 0.0f;
+    const T scale = weight ? r * weight[c] : r;
+    const T shift = bias ? bias[c] : T(0);
     for (int64_t i = c * hxw; i < (c + 1) * hxw; ++i) y[i] = (x[i] - m) * scale + shift;
   }
   *mean_out = m;
   *rstd_out = r;
 }
 
+template <typename T>
 Error native_group_norm_run(RunContext& ctx, EValue* const* args) {
   GroupNormState st;
   memcpy(&st, ctx.state(), sizeof(st));
-  const float* x = args[0]->tensor.data_as<const float>();
-  const float* weight = args[1]->is_tensor() ? args[1]->tensor.data_as<const float>() : nullptr;
-  const float* bias = args[2]->is_tensor() ? args[2]->tensor.data_as<const float>() : nullptr;
-  float* y = args[8]->tensor.data_as<float>();
-  float* mean = args[9]->tensor.data_as<float>();
-  float* rstd = args[10]->tensor.data_as<float>();
+  const T* x = args[0]->tensor.data_as<const T>();
+  const T* weight = args[1]->is_tensor() ? args[1]->tensor.data_as<const T>() : nullptr;
+  const T* bias = args[2]->is_tensor() ? args[2]->tensor.data_as<const T>() : nullptr;
+  T* y = args[8]->tensor.data_as<T>();
+  T* mean = args[9]->tensor.data_as<T>();
+  T* rstd = args[10]->tensor.data_as<T>();
   const int64_t channels = st.c / st.group;
   const int64_t row = channels * st.hxw;
   for (int64_t r = 0; r < st.n * st.group; ++r) {
@@ -61,25 +66,33 @@ Error native_group_norm_run(RunContext& ctx, EValue* const* args) {
   return Error::Ok;
 }
 
-// weight or bias: None, or float32 [C].
-Error check_affine(PrepareContext& ctx, const EValue& v, const char* name, int64_t c) {
+// weight or bias: None, or [C] in input's dtype.
+Error check_affine(PrepareContext& ctx, const EValue& v, const char* name, ScalarType dtype, int64_t c) {
   if (v.is_none()) return Error::Ok;
   if (!v.is_tensor()) {
     return ctx.fail(Error::InvalidProgram, "%s must be a tensor or None, got %s", name,
                     tag_name(v.tag));
   }
-  if (v.tensor.dtype != ScalarType::Float32) return fail_dtype(ctx, name, v.tensor.dtype);
+  if (v.tensor.dtype != dtype) return fail_dtype(ctx, name, v.tensor.dtype);
   return expect_sizes(ctx, v.tensor, name, &c, 1);
 }
 
+// The argument tags; input float32 or float64 (picks the run function),
+// out, mean and rstd in its dtype.
 Error check_tags(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 11));
   const int tensor_args[] = {0, 8, 9, 10};
   const char* names[] = {"input", "out", "mean", "rstd"};
-  for (int i = 0; i < 4; ++i) {
-    TERN_CHECK_OK(ctx.expect_tensor(args, tensor_args[i]));
+  for (int i = 0; i < 4; ++i) TERN_CHECK_OK(ctx.expect_tensor(args, tensor_args[i]));
+  const ScalarType dtype = args[0]->tensor.dtype;
+  switch (dtype) {
+    case ScalarType::Float32: ctx.set_run(native_group_norm_run<float>); break;
+    case ScalarType::Float64: ctx.set_run(native_group_norm_run<double>); break;
+    default: return fail_dtype(ctx, "input", dtype);
+  }
+  for (int i = 1; i < 4; ++i) {
     const ScalarType t = args[tensor_args[i]]->tensor.dtype;
-    if (t != ScalarType::Float32) return fail_dtype(ctx, names[i], t);
+    if (t != dtype) return fail_dtype(ctx, names[i], t);
   }
   for (int i = 3; i <= 6; ++i) TERN_CHECK_OK(ctx.expect_tag(args, i, Tag::Int));
   if (!args[7]->is_scalar()) {
@@ -115,14 +128,13 @@ static Error native_group_norm_prepare_f32(PrepareContext& ctx, Span<EValue* con
   const Tensor& x = args[0]->tensor;
   const GroupNormState st{args[3]->i, args[4]->i, args[5]->i, args[6]->i, args[7]->to_double()};
   TERN_CHECK_OK(check_dims(ctx, x, st));
-  TERN_CHECK_OK(check_affine(ctx, *args[1], "weight", st.c));
-  TERN_CHECK_OK(check_affine(ctx, *args[2], "bias", st.c));
+  TERN_CHECK_OK(check_affine(ctx, *args[1], "weight", x.dtype, st.c));
+  TERN_CHECK_OK(check_affine(ctx, *args[2], "bias", x.dtype, st.c));
   TERN_CHECK_OK(expect_same_shape(ctx, x, args[8]->tensor, "input", "out"));
   const int64_t stat_sizes[2] = {st.n, st.group};
   TERN_CHECK_OK(expect_sizes(ctx, args[9]->tensor, "mean", stat_sizes, 2));
   TERN_CHECK_OK(expect_sizes(ctx, args[10]->tensor, "rstd", stat_sizes, 2));
   memcpy(ctx.state(), &st, sizeof(st));
-  ctx.set_run(native_group_norm_run);
   return Error::Ok;
 }
 

@@ -2,11 +2,13 @@
 //     Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)
 // args: [input, normalized_shape, weight, bias, eps, out, mean, rstd]
 //
-// float32. The last len(normalized_shape) dims form rows of `cols` elements:
+// float32 or float64 (float16 / bfloat16 staged through float32); weight,
+// bias, out, mean and rstd in input's dtype. The last len(normalized_shape)
+// dims form rows of `cols` elements:
 //   out = (x - mean) * rstd * weight + bias,  rstd = 1 / sqrt(var + eps)
 // with the biased variance. mean and rstd have sizes
 // input.sizes[:axis] + [1] * len(normalized_shape). Statistics are
-// accumulated in double (two passes).
+// accumulated in double (two passes); the row is normalized in input's dtype.
 #include <cmath>
 #include <cstring>
 
@@ -22,17 +24,18 @@ struct LayerNormState {
   double eps;
 };
 
-void layer_norm_row(const float* x, int64_t cols, double eps, const float* weight,
-                    const float* bias, float* y, float* mean_out, float* rstd_out) {
+template <typename T>
+void layer_norm_row(const T* x, int64_t cols, double eps, const T* weight, const T* bias, T* y,
+                    T* mean_out, T* rstd_out) {
   double sum = 0.0;
   for (int64_t j = 0; j < cols; ++j) sum += x[j];
   const double mean = sum / static_cast<double>(cols);
   double sq = 0.0;
   for (int64_t j = 0; j < cols; ++j) sq += (x[j] - mean) * (x[j] - mean);
   const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(cols) + eps);
-  const float m = static_cast<float>(mean), r = static_cast<float>(rstd);
+  const T m = static_cast<T>(mean), r = static_cast<T>(rstd);
   for (int64_t j = 0; j < cols; ++j) {
-    float v = (x[j] - m) * r;
+    T v = (x[j] - m) * r;
     if (weight) v *= weight[j];
     if (bias) v += bias[j];
     y[j] = v;
@@ -41,15 +44,16 @@ void layer_norm_row(const float* x, int64_t cols, double eps, const float* weigh
   *rstd_out = r;
 }
 
+template <typename T>
 Error native_layer_norm_run(RunContext& ctx, EValue* const* args) {
   LayerNormState st;
   memcpy(&st, ctx.state(), sizeof(st));
-  const float* x = args[0]->tensor.data_as<const float>();
-  const float* weight = args[2]->is_tensor() ? args[2]->tensor.data_as<const float>() : nullptr;
-  const float* bias = args[3]->is_tensor() ? args[3]->tensor.data_as<const float>() : nullptr;
-  float* y = args[5]->tensor.data_as<float>();
-  float* mean = args[6]->tensor.data_as<float>();
-  float* rstd = args[7]->tensor.data_as<float>();
+  const T* x = args[0]->tensor.data_as<const T>();
+  const T* weight = args[2]->is_tensor() ? args[2]->tensor.data_as<const T>() : nullptr;
+  const T* bias = args[3]->is_tensor() ? args[3]->tensor.data_as<const T>() : nullptr;
+  T* y = args[5]->tensor.data_as<T>();
+  T* mean = args[6]->tensor.data_as<T>();
+  T* rstd = args[7]->tensor.data_as<T>();
   for (int64_t i = 0; i < st.rows; ++i) {
     layer_norm_row(x + i * st.cols, st.cols, st.eps, weight, bias, y + i * st.cols, mean + i,
                    rstd + i);
@@ -57,26 +61,33 @@ Error native_layer_norm_run(RunContext& ctx, EValue* const* args) {
   return Error::Ok;
 }
 
-// weight or bias: None, or float32 with sizes normalized_shape.
-Error check_affine(PrepareContext& ctx, const EValue& v, const char* name, const int64_t* sizes,
-                   int dim) {
+// weight or bias: None, or in input's dtype with sizes normalized_shape.
+Error check_affine(PrepareContext& ctx, const EValue& v, const char* name, ScalarType dtype,
+                   const int64_t* sizes, int dim) {
   if (v.is_none()) return Error::Ok;
   if (!v.is_tensor()) {
     return ctx.fail(Error::InvalidProgram, "%s must be a tensor or None, got %s", name,
                     tag_name(v.tag));
   }
-  if (v.tensor.dtype != ScalarType::Float32) return fail_dtype(ctx, name, v.tensor.dtype);
+  if (v.tensor.dtype != dtype) return fail_dtype(ctx, name, v.tensor.dtype);
   return expect_sizes(ctx, v.tensor, name, sizes, dim);
 }
 
+// input float32 or float64 (picks the run function); out, mean, rstd alike.
 Error check_tensors(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 8));
   const int tensor_args[] = {0, 5, 6, 7};
   const char* names[] = {"input", "out", "mean", "rstd"};
-  for (int i = 0; i < 4; ++i) {
-    TERN_CHECK_OK(ctx.expect_tensor(args, tensor_args[i]));
+  for (int i = 0; i < 4; ++i) TERN_CHECK_OK(ctx.expect_tensor(args, tensor_args[i]));
+  const ScalarType dtype = args[0]->tensor.dtype;
+  switch (dtype) {
+    case ScalarType::Float32: ctx.set_run(native_layer_norm_run<float>); break;
+    case ScalarType::Float64: ctx.set_run(native_layer_norm_run<double>); break;
+    default: return fail_dtype(ctx, "input", dtype);
+  }
+  for (int i = 1; i < 4; ++i) {
     const ScalarType t = args[tensor_args[i]]->tensor.dtype;
-    if (t != ScalarType::Float32) return fail_dtype(ctx, names[i], t);
+    if (t != dtype) return fail_dtype(ctx, names[i], t);
   }
   TERN_CHECK_OK(ctx.expect_tag(args, 1, Tag::IntList));
   if (!args[4]->is_scalar()) {
@@ -107,14 +118,13 @@ static Error native_layer_norm_prepare_f32(PrepareContext& ctx, Span<EValue* con
     stat_sizes[i] = i < axis ? x.sizes[i] : 1;
     (i < axis ? rows : cols) *= x.sizes[i];
   }
-  TERN_CHECK_OK(check_affine(ctx, *args[2], "weight", x.sizes + axis, nd));
-  TERN_CHECK_OK(check_affine(ctx, *args[3], "bias", x.sizes + axis, nd));
+  TERN_CHECK_OK(check_affine(ctx, *args[2], "weight", x.dtype, x.sizes + axis, nd));
+  TERN_CHECK_OK(check_affine(ctx, *args[3], "bias", x.dtype, x.sizes + axis, nd));
   TERN_CHECK_OK(expect_same_shape(ctx, x, args[5]->tensor, "input", "out"));
   TERN_CHECK_OK(expect_sizes(ctx, args[6]->tensor, "mean", stat_sizes, x.dim));
   TERN_CHECK_OK(expect_sizes(ctx, args[7]->tensor, "rstd", stat_sizes, x.dim));
   const LayerNormState st{rows, cols, args[4]->to_double()};
   memcpy(ctx.state(), &st, sizeof(st));
-  ctx.set_run(native_layer_norm_run);
   return Error::Ok;
 }
 

@@ -13,8 +13,10 @@
 // aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor
 //   args: [grad_output, self, grad_input]
 //
-// float32, self [c, h, w] or [n, c, h, w]; grad_output has the pooled sizes,
-// grad_input self's. Each output gradient is spread back over its window as
+// float32 or float64 (float16 / bfloat16 staged through float32: each
+// gradient summed in float32, rounded once), self [c, h, w] or [n, c, h, w];
+// grad_output, self and grad_input share a dtype; grad_output has the pooled
+// sizes, grad_input self's. Each output gradient is spread back over its window as
 // the forward op gathered it: divided by the window's divisor (avg, the
 // forward's rule in util/pool.h), or added at its argmax (max: `indices`,
 // flat in the plane, as max_pool2d_with_indices returns them; an index
@@ -24,6 +26,7 @@
 #include <cstring>
 
 #include "kernels/portable/util/checks.h"
+#include "kernels/portable/util/half_stage.h"
 #include "kernels/portable/util/pool.h"
 #include "runtime/core/log.h"
 
@@ -31,22 +34,23 @@ namespace tern {
 namespace portable {
 namespace {
 
+template <typename T>
 Error avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
   PoolGeometry g;
   memcpy(&g, ctx.state(), sizeof(g));
-  const float* gy = args[0]->tensor.data_as<const float>();
-  float* gx = args[8]->tensor.data_as<float>();
+  const T* gy = args[0]->tensor.data_as<const T>();
+  T* gx = args[8]->tensor.data_as<T>();
   const int64_t plane = int64_t(g.h) * g.w;
   ctx.parallel_for(g.planes, 1, [&](RunContext&, int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      float* x = gx + p * plane;
-      std::fill(x, x + plane, 0.f);
-      const float* y = gy + p * int64_t(g.oh) * g.ow;
+      T* x = gx + p * plane;
+      std::fill(x, x + plane, T(0));
+      const T* y = gy + p * int64_t(g.oh) * g.ow;
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         for (int64_t ow = 0; ow < g.ow; ++ow) {
           const AvgWindow a = avg_window_2d(g, oh, ow);
           if (a.empty()) continue;
-          const float share = y[oh * g.ow + ow] / static_cast<float>(a.divisor);
+          const T share = y[oh * g.ow + ow] / static_cast<T>(a.divisor);
           for (int64_t ih = a.h0; ih < a.h1; ++ih) {
             for (int64_t iw = a.w0; iw < a.w1; ++iw) x[ih * g.w + iw] += share;
           }
@@ -57,16 +61,17 @@ Error avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
   return Error::Ok;
 }
 
+template <typename T>
 Error max_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
   PoolGeometry g;
   memcpy(&g, ctx.state(), sizeof(g));
-  const float* gy = args[0]->tensor.data_as<const float>();
+  const T* gy = args[0]->tensor.data_as<const T>();
   const int64_t* idx = args[7]->tensor.data_as<const int64_t>();
-  float* gx = args[8]->tensor.data_as<float>();
+  T* gx = args[8]->tensor.data_as<T>();
   const int64_t plane = int64_t(g.h) * g.w, oplane = int64_t(g.oh) * g.ow;
   for (int64_t p = 0; p < g.planes; ++p) {
-    float* x = gx + p * plane;
-    std::fill(x, x + plane, 0.f);
+    T* x = gx + p * plane;
+    std::fill(x, x + plane, T(0));
     for (int64_t o = 0; o < oplane; ++o) {
       const int64_t i = idx[p * oplane + o];
       if (i < 0 || i >= plane) {
@@ -84,21 +89,22 @@ struct AdaptiveBackward {
   int64_t planes, h, w, oh, ow;
 };
 
+template <typename T>
 Error adaptive_avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
   AdaptiveBackward g;
   memcpy(&g, ctx.state(), sizeof(g));
-  const float* gy = args[0]->tensor.data_as<const float>();
-  float* gx = args[2]->tensor.data_as<float>();
+  const T* gy = args[0]->tensor.data_as<const T>();
+  T* gx = args[2]->tensor.data_as<T>();
   ctx.parallel_for(g.planes, 1, [&](RunContext&, int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      float* x = gx + p * g.h * g.w;
-      std::fill(x, x + g.h * g.w, 0.f);
-      const float* y = gy + p * g.oh * g.ow;
+      T* x = gx + p * g.h * g.w;
+      std::fill(x, x + g.h * g.w, T(0));
+      const T* y = gy + p * g.oh * g.ow;
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         const int64_t h0 = adaptive_window_start(oh, g.oh, g.h), h1 = adaptive_window_end(oh, g.oh, g.h);
         for (int64_t ow = 0; ow < g.ow; ++ow) {
           const int64_t w0 = adaptive_window_start(ow, g.ow, g.w), w1 = adaptive_window_end(ow, g.ow, g.w);
-          const float share = y[oh * g.ow + ow] / static_cast<float>((h1 - h0) * (w1 - w0));
+          const T share = y[oh * g.ow + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
           for (int64_t ih = h0; ih < h1; ++ih) {
             for (int64_t iw = w0; iw < w1; ++iw) x[ih * g.w + iw] += share;
           }
@@ -109,16 +115,21 @@ Error adaptive_avg_pool2d_backward_run(RunContext& ctx, EValue* const* args) {
   return Error::Ok;
 }
 
-// grad_input: float32 with self's sizes.
-Error check_grad_input(PrepareContext& ctx, const Tensor& self, const Tensor& grad_output, const Tensor& grad_input) {
-  if (grad_output.dtype != ScalarType::Float32) return fail_dtype(ctx, "grad_output", grad_output.dtype);
-  TERN_CHECK_OK(expect_dtype(ctx, grad_input, "grad_input", ScalarType::Float32));
+// Picks run_f32 or run_f64 by grad_output's dtype, which self and grad_input
+// must share; grad_input has self's sizes.
+Error check_grad_input(PrepareContext& ctx, const Tensor& self, const Tensor& grad_output, const Tensor& grad_input,
+                       RunFn run_f32, RunFn run_f64) {
+  switch (grad_output.dtype) {
+    case ScalarType::Float32: ctx.set_run(run_f32); break;
+    case ScalarType::Float64: ctx.set_run(run_f64); break;
+    default: return fail_dtype(ctx, "grad_output", grad_output.dtype);
+  }
+  if (self.dtype != grad_output.dtype) return fail_dtype(ctx, "self", self.dtype);
+  TERN_CHECK_OK(expect_dtype(ctx, grad_input, "grad_input", grad_output.dtype));
   return expect_sizes(ctx, grad_input, "grad_input", self.sizes, self.dim);
 }
 
-}  // namespace
-
-Error avg_pool2d_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+Error avg_pool2d_backward_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 9));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 1));
@@ -130,15 +141,15 @@ Error avg_pool2d_backward_prepare(PrepareContext& ctx, Span<EValue* const> args)
   const PoolArgs pa{args[2], args[3], args[4], nullptr, args[5]->b};
   PoolGeometry g;
   TERN_CHECK_OK(pool_prepare_geometry(ctx, args[1]->tensor, pa, args[0]->tensor, &g));
-  TERN_CHECK_OK(check_grad_input(ctx, args[1]->tensor, args[0]->tensor, args[8]->tensor));
+  TERN_CHECK_OK(check_grad_input(ctx, args[1]->tensor, args[0]->tensor, args[8]->tensor,
+                                 avg_pool2d_backward_run<float>, avg_pool2d_backward_run<double>));
   g.count_include_pad = args[6]->b ? 1 : 0;
   g.divisor = divisor;
   memcpy(ctx.state(), &g, sizeof(g));
-  ctx.set_run(avg_pool2d_backward_run);
   return Error::Ok;
 }
 
-Error max_pool2d_with_indices_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+Error max_pool2d_with_indices_backward_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 9));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 1));
@@ -148,22 +159,21 @@ Error max_pool2d_with_indices_backward_prepare(PrepareContext& ctx, Span<EValue*
   const PoolArgs pa{args[2], args[3], args[4], args[5], args[6]->b};
   PoolGeometry g;
   TERN_CHECK_OK(pool_prepare_geometry(ctx, args[1]->tensor, pa, args[0]->tensor, &g));
-  TERN_CHECK_OK(check_grad_input(ctx, args[1]->tensor, args[0]->tensor, args[8]->tensor));
+  TERN_CHECK_OK(check_grad_input(ctx, args[1]->tensor, args[0]->tensor, args[8]->tensor,
+                                 max_pool2d_backward_run<float>, max_pool2d_backward_run<double>));
   TERN_CHECK_OK(expect_dtype(ctx, args[7]->tensor, "indices", ScalarType::Int64));
   TERN_CHECK_OK(expect_sizes(ctx, args[7]->tensor, "indices", args[0]->tensor.sizes, args[0]->tensor.dim));
   memcpy(ctx.state(), &g, sizeof(g));
-  ctx.set_run(max_pool2d_backward_run);
   return Error::Ok;
 }
 
-Error adaptive_avg_pool2d_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+Error adaptive_avg_pool2d_backward_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(ctx.expect_arg_count(args, 3));
   TERN_CHECK_OK(ctx.expect_tensor(args, 0));
   TERN_CHECK_OK(ctx.expect_tensor(args, 1));
   TERN_CHECK_OK(ctx.expect_tensor(args, 2));
   const Tensor& gy = args[0]->tensor;
   const Tensor& self = args[1]->tensor;
-  if (self.dtype != ScalarType::Float32) return fail_dtype(ctx, "self", self.dtype);
   if (self.dim != 3 && self.dim != 4) return ctx.fail(Error::InvalidProgram, "self must be 3-d or 4-d, got %d-d", self.dim);
   if (gy.dim != self.dim) return ctx.fail(Error::InvalidProgram, "grad_output must be %d-d, got %d-d", self.dim, gy.dim);
   for (int d = 0; d < self.dim - 2; ++d) {
@@ -172,15 +182,30 @@ Error adaptive_avg_pool2d_backward_prepare(PrepareContext& ctx, Span<EValue* con
                       (long long)self.sizes[d]);
     }
   }
-  TERN_CHECK_OK(check_grad_input(ctx, self, gy, args[2]->tensor));
+  TERN_CHECK_OK(check_grad_input(ctx, self, gy, args[2]->tensor, adaptive_avg_pool2d_backward_run<float>,
+                                 adaptive_avg_pool2d_backward_run<double>));
   AdaptiveBackward g{self.numel / (self.sizes[self.dim - 2] * self.sizes[self.dim - 1] + (self.numel == 0)),
                      self.sizes[self.dim - 2], self.sizes[self.dim - 1], gy.sizes[gy.dim - 2], gy.sizes[gy.dim - 1]};
   if (g.oh <= 0 || g.ow <= 0 || g.h <= 0 || g.w <= 0) {
     return ctx.fail(Error::OperatorMissing, "empty planes are not supported");
   }
   memcpy(ctx.state(), &g, sizeof(g));
-  ctx.set_run(adaptive_avg_pool2d_backward_run);
   return Error::Ok;
+}
+
+}  // namespace
+
+// float16 / bfloat16: staged through float32 (half_stage.h).
+Error avg_pool2d_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, avg_pool2d_backward_prepare_f32, 1);
+}
+
+Error max_pool2d_with_indices_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, max_pool2d_with_indices_backward_prepare_f32, 1);
+}
+
+Error adaptive_avg_pool2d_backward_prepare(PrepareContext& ctx, Span<EValue* const> args) {
+  return prepare_staged(ctx, args, adaptive_avg_pool2d_backward_prepare_f32, 1);
 }
 
 }  // namespace portable

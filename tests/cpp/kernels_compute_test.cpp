@@ -623,6 +623,26 @@ TEST(OpAvgPool2d, RejectsZeroDivisorOverride) {
             Error::InvalidProgram);
 }
 
+// The dtypes eager's CPU kernels refuse stay refused at load (OperatorMissing).
+TEST(OpPool2d, RefusesDtypesEagerRefuses) {
+  KernelHarness h;
+  EXPECT_EQ(h.prepare_only("aten::max_pool2d_with_indices",
+                           {h.empty<bool>({1, 4, 4}), h.ints({2}), h.ints({}), h.ints({0}), h.ints({1}),
+                            h.b(false), h.empty<bool>({1, 2, 2}), h.empty<int64_t>({1, 2, 2})}),
+            Error::OperatorMissing);
+  auto avg = [&](EValue* x, EValue* out) {
+    return h.prepare_only("aten::avg_pool2d",
+                          {x, h.ints({2}), h.ints({}), h.ints({0}), h.b(false), h.b(true), h.none(), out});
+  };
+  EXPECT_EQ(avg(h.empty<int32_t>({1, 4, 4}), h.empty<int32_t>({1, 2, 2})), Error::OperatorMissing);
+  EXPECT_EQ(avg(h.empty<uint8_t>({1, 4, 4}), h.empty<uint8_t>({1, 2, 2})), Error::OperatorMissing);
+  EXPECT_EQ(avg(h.empty<int64_t>({1, 4, 4}), h.empty<int64_t>({1, 2, 2})), Error::Ok);
+  EXPECT_EQ(h.prepare_only("aten::_adaptive_avg_pool2d", {h.empty<int64_t>({1, 4, 4}), h.ints({2, 2}),
+                                                          h.empty<int64_t>({1, 2, 2})}),
+            Error::OperatorMissing);
+  EXPECT_EQ(h.prepare_only("aten::relu", {h.empty<bool>({3}), h.empty<bool>({3})}), Error::OperatorMissing);
+}
+
 TEST(OpAdaptiveAvgPool2d, MatchesStartEndIndexFormula) {
   const int64_t hh = 5, ww = 7, oh = 3, ow = 4;
   KernelHarness h;

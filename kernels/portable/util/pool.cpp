@@ -56,8 +56,6 @@ int64_t pool_output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int
 
 Error pool_prepare_geometry(PrepareContext& ctx, const Tensor& self, const PoolArgs& a,
                             const Tensor& out, PoolGeometry* g) {
-  if (self.dtype != ScalarType::Float32) return fail_dtype(ctx, "self", self.dtype);
-  if (out.dtype != ScalarType::Float32) return fail_dtype(ctx, "out", out.dtype);
   if (self.dim != 3 && self.dim != 4) {
     return ctx.fail(Error::InvalidProgram, "self must be 3-d or 4-d, got %d-d", self.dim);
   }

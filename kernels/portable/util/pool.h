@@ -7,7 +7,10 @@
 // last window must start inside the input or its left padding).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "runtime/core/evalue.h"
 #include "runtime/kernel/kernel.h"
@@ -43,9 +46,10 @@ struct PoolArgs {
 int64_t pool_output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
                          bool ceil_mode);
 
-// Checks `self` (float32, 3-d or 4-d, non-empty planes) and the window
-// arguments as ATen's pool2d_shape_check does, fills g (count_include_pad and
-// divisor zeroed) and checks that `out` has the pooled sizes.
+// Checks `self` (3-d or 4-d, non-empty planes; the dtype is the op's to
+// check) and the window arguments as ATen's pool2d_shape_check does, fills g
+// (count_include_pad and divisor zeroed) and checks that `out` has the
+// pooled sizes.
 Error pool_prepare_geometry(PrepareContext& ctx, const Tensor& self, const PoolArgs& a,
                             const Tensor& out, PoolGeometry* g);
 
@@ -75,6 +79,75 @@ inline AvgWindow avg_window_2d(const PoolGeometry& g, int64_t oh, int64_t ow) {
 // avg_pool2d/3d's divisor_override: None gives 0, else a non-zero int32.
 Error read_divisor_override(PrepareContext& ctx, const EValue& v, int32_t* divisor);
 
+// ---------------------------------------------------------------------------
+// Dtypes. The 16-bit float types never reach these: the pooling kernels stage
+// them through float32 (half_stage.h).
+
+// The dtypes of ATen's CPU max pooling: float32, float64 and the integer
+// types (not bool). K::run<T> is the run function for elements of type T.
+template <typename K>
+RunFn select_max_pool_run(ScalarType t) {
+  switch (t) {
+    case ScalarType::Float32: return K::template run<float>;
+    case ScalarType::Float64: return K::template run<double>;
+    case ScalarType::Int8: return K::template run<int8_t>;
+    case ScalarType::UInt8: return K::template run<uint8_t>;
+    case ScalarType::Int16: return K::template run<int16_t>;
+    case ScalarType::Int32: return K::template run<int32_t>;
+    case ScalarType::Int64: return K::template run<int64_t>;
+    default: return nullptr;
+  }
+}
+
+// Where a max over a window starts: -inf, or the lowest integer.
+template <typename T>
+T max_pool_start() {
+  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                              : std::numeric_limits<T>::lowest();
+}
+
+// Whether v replaces the window's max so far: NaN always does (the last NaN
+// of a window wins), ties do not (the first maximum keeps its index), as in
+// ATen's CPU kernels.
+template <typename T>
+bool max_pool_takes(T v, T best) {
+  if constexpr (std::is_floating_point<T>::value) {
+    return v > best || std::isnan(v);
+  } else {
+    return v > best;
+  }
+}
+
+// The dtypes of ATen's CPU avg pooling: float32, float64 and int64.
+template <typename K>
+RunFn select_avg_pool_run(ScalarType t) {
+  switch (t) {
+    case ScalarType::Float32: return K::template run<float>;
+    case ScalarType::Float64: return K::template run<double>;
+    case ScalarType::Int64: return K::template run<int64_t>;
+    default: return nullptr;
+  }
+}
+
+// What avg pooling sums a window of T in: double for the floats; for int64,
+// uint64_t, so a sum past the range wraps as eager's int64 sum does, without
+// signed overflow.
+template <typename T>
+using AvgPoolAcc = std::conditional_t<std::is_integral<T>::value, uint64_t, double>;
+
+// A window's sum divided by its divisor, as eager's `scalar_t(sum / divisor)`:
+// int64 truncates toward zero (INT64_MIN / -1 wraps instead of trapping).
+template <typename T>
+T avg_pool_divide(AvgPoolAcc<T> sum, int64_t divisor) {
+  if constexpr (std::is_integral<T>::value) {
+    if (divisor == -1) return static_cast<T>(AvgPoolAcc<T>(0) - sum);
+    return static_cast<T>(static_cast<int64_t>(sum) / divisor);
+  } else {
+    return static_cast<T>(sum / static_cast<double>(divisor));
+  }
+}
+
+// ---------------------------------------------------------------------------
 // 3-d pooling: self [c, d, h, w] or [n, c, d, h, w]; every (n, c) volume is
 // pooled alone. The window (56 bytes) goes in state; the sizes, which do
 // not fit beside it, are read back from self and out at run (pool3d_sizes).
