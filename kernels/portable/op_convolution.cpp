@@ -5,14 +5,14 @@
 //        output_padding, groups, out]
 //
 // float32 (float16 / bfloat16 staged through it), 2-d (input [n, c, h, w])
-// or 1-d (input [n, c, l], run as h = 1), any groups, stride, padding,
-// dilation. transposed = True is not supported. Paths (see util/conv.h):
-// depthwise direct loop; 1x1 stride-1 unpadded GEMM straight on the input;
-// otherwise im2col chunks + GEMM.
+// or 1-d (input [n, c, l], run as h = 1), not transposed, any groups, stride,
+// padding, dilation. Paths (see util/conv.h): depthwise direct loop; 1x1
+// stride-1 unpadded GEMM straight on the input; otherwise im2col chunks + GEMM.
 //
-// float64 and int64 (int64 wrapping modulo 2^64): 1-d to 3-d, transposed or
-// not, any groups, stride, padding, dilation, output_padding, as PyTorch's
-// CPU kernel takes them; a direct loop nest (util/conv_direct.h).
+// Everything else PyTorch's CPU kernel takes: float64 and int64 (int64
+// wrapping modulo 2^64), and float32 transposed or 3-d; 1-d to 3-d,
+// transposed or not, any groups, stride, padding, dilation, output_padding: a
+// direct loop nest (util/conv_direct.h), slower than the GEMM paths.
 #include <cstdint>
 #include <cstring>
 
@@ -144,12 +144,8 @@ Error check_tags(PrepareContext& ctx, Span<EValue* const> args) {
   return Error::Ok;
 }
 
-// What the float32 path takes.
+// What the float32 GEMM paths take (1-d or 2-d, not transposed: the caller checked).
 Error check_args_f32(PrepareContext& ctx, Span<EValue* const> args) {
-  if (args[6]->b) {
-    return ctx.fail(Error::OperatorMissing, "transposed convolution is not supported in float32, "
-                    "float16, bfloat16 (only float64, int64)");
-  }
   const Tensor* tensors[] = {&args[0]->tensor, &args[1]->tensor, &args[9]->tensor,
                              args[2]->is_tensor() ? &args[2]->tensor : nullptr};
   const char* names[] = {"input", "weight", "out", "bias"};
@@ -159,10 +155,8 @@ Error check_args_f32(PrepareContext& ctx, Span<EValue* const> args) {
     }
   }
   const Tensor& x = args[0]->tensor;
-  if ((x.dim != 3 && x.dim != 4) || args[1]->tensor.dim != x.dim) {
-    return ctx.fail(Error::OperatorMissing, "only 1-d and 2-d convolution in float32, float16, "
-                    "bfloat16 (3-d: float64, int64): input %d-d, weight %d-d", x.dim,
-                    args[1]->tensor.dim);
+  if (args[1]->tensor.dim != x.dim) {
+    return ctx.fail(Error::InvalidProgram, "input %d-d and weight %d-d", x.dim, args[1]->tensor.dim);
   }
   return Error::Ok;
 }
@@ -228,7 +222,11 @@ Error build_geometry(PrepareContext& ctx, Span<EValue* const> args, ConvGeometry
 static Error convolution_prepare_unstaged(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(check_tags(ctx, args));
   const ScalarType t = args[0]->tensor.dtype;
-  if (t == ScalarType::Float64 || t == ScalarType::Int64) return conv_direct_prepare(ctx, args);
+  const int dim = args[0]->tensor.dim;
+  const bool gemm_path = t == ScalarType::Float32 && !args[6]->b && (dim == 3 || dim == 4);
+  if (t == ScalarType::Float64 || t == ScalarType::Int64 || (t == ScalarType::Float32 && !gemm_path)) {
+    return conv_direct_prepare(ctx, args);
+  }
   TERN_CHECK_OK(check_args_f32(ctx, args));
   ConvGeometry g;
   TERN_CHECK_OK(build_geometry(ctx, args, &g));

@@ -84,7 +84,14 @@ def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str]
 
     with _eval_mode(module):
         ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+    traces = {n.name: (n.target, n.meta.get("stack_trace")) for n in ep.graph.nodes if n.op == "call_function"}
     ep = ep.run_decompositions(_decomposition_table(frozenset(supported)))
+    # run_decompositions re-traces the ops it keeps whole (scaled_dot_product_attention,
+    # ...) without their stack traces: errors could not name the user's line.
+    for n in ep.graph.nodes:
+        before = traces.get(n.name)
+        if n.op == "call_function" and not n.meta.get("stack_trace") and before and before[0] == n.target:
+            n.meta["stack_trace"] = before[1]
     symbols = symbol_table(ep, dynamic_shapes, args, module) if ep.range_constraints else None
     gm = to_graph_module(ep)
     if symbols is not None:

@@ -411,7 +411,7 @@ TEST(OpConvolution, RunsOneDimensionalAsHeightOne) {
   check_conv({1, 6, 1, 15, 6, 1, 5, 1, 1, 0, 2, 1, 1, 6, false}, true);  // depthwise
 }
 
-TEST(OpConvolution, RejectsTransposedGroupMismatchWrongOutAndInt32) {
+TEST(OpConvolution, RejectsGroupMismatchWrongOutAndInt32TakesTransposed) {
   KernelHarness h;
   auto args = [&](EValue* x, EValue* w, bool transposed, int64_t groups, EValue* out) {
     return std::vector<EValue*>{x, w, h.none(), h.ints({1, 1}), h.ints({0, 0}), h.ints({1, 1}),
@@ -421,8 +421,12 @@ TEST(OpConvolution, RejectsTransposedGroupMismatchWrongOutAndInt32) {
   EValue* w = h.empty<float>({6, 4, 3, 3});
   EValue* good_out = h.empty<float>({1, 6, 3, 3});
   EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, false, 1, good_out)), Error::Ok);
+  // transposed (float32 on the direct path): weight [c, oc, k, k]
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x, h.empty<float>({4, 6, 3, 3}), true, 1,
+                                                     h.empty<float>({1, 6, 7, 7}))),
+            Error::Ok);
   EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, true, 1, good_out)),
-            Error::OperatorMissing);
+            Error::InvalidProgram);  // weight's first dim (6) is not the input's channels (4)
   EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, false, 4, good_out)),
             Error::InvalidProgram);
   EXPECT_EQ(h.prepare_only("aten::convolution", args(x, w, false, 1, h.empty<float>({1, 6, 5, 5}))),
@@ -438,8 +442,8 @@ TEST(OpConvolution, RejectsTransposedGroupMismatchWrongOutAndInt32) {
             Error::InvalidProgram);  // kernel larger than the input
 }
 
-// float64 / int64 (util/conv_direct.h): 3-d and transposed, output_padding
-// below stride or dilation as torch requires; float32 takes neither.
+// The direct path (util/conv_direct.h): 3-d and transposed in float64, int64
+// and float32, output_padding below stride or dilation as torch requires.
 TEST(OpConvolution, DirectPathTakes3dAndTransposedAndChecksOutputPadding) {
   KernelHarness h;
   auto args = [&](EValue* x, EValue* w, bool transposed, std::vector<int64_t> out_pad,
@@ -454,8 +458,7 @@ TEST(OpConvolution, DirectPathTakes3dAndTransposedAndChecksOutputPadding) {
   EValue* x3f = h.empty<float>({1, 2, 5, 5, 5});
   EValue* w3f = h.empty<float>({3, 2, 3, 3, 3});
   EValue* out3f = h.empty<float>({1, 3, 2, 2, 2});
-  EXPECT_EQ(h.prepare_only("aten::convolution", args(x3f, w3f, false, {0}, out3f)),
-            Error::OperatorMissing);
+  EXPECT_EQ(h.prepare_only("aten::convolution", args(x3f, w3f, false, {0}, out3f)), Error::Ok);
   // transposed: weight [c, oc, k], out (5 - 1) * 2 + 2 + 1 + output_padding
   EValue* x1 = h.empty<double>({1, 2, 5});
   EValue* w1 = h.empty<double>({2, 3, 3});

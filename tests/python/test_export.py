@@ -330,23 +330,20 @@ def test_tensor_with_more_than_8_dims_raises_export_error() -> None:
         tern.export(nn.ReLU(), (torch.randn([1] * 9),))
 
 
-class TransposedConv(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(4, 2, 2, 2))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return nn.functional.conv_transpose2d(x, self.weight, stride=2)  # refused: the line the error names
+class AttentionDropout(nn.Module):
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        return nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.5)  # refused: the line the error names
 
 
 def test_a_model_the_runtime_would_refuse_fails_at_export_with_its_reason_and_line() -> None:
-    """The portable kernels have no transposed convolution: export loads the
-    file in the runtime and reports the kernel's own reason, the op and the
-    user's line, instead of a file that fails on the device."""
+    """The attention kernel takes no dropout (random, for training): export
+    loads the file in the runtime and reports the kernel's own reason, the op
+    and the user's line (kept across run_decompositions, which drops it for the
+    ops it keeps whole), instead of a file that fails on the device."""
     with pytest.raises(tern.ExportError) as err:
-        tern.export(TransposedConv().eval(), (torch.randn(1, 4, 5, 5),), partitioners=())
+        tern.export(AttentionDropout().eval(), (torch.randn(1, 2, 4, 8),), partitioners=())
     msg = str(err.value)
-    assert "aten::convolution" in msg and "transposed convolution is not supported" in msg
+    assert "aten::scaled_dot_product_attention" in msg and "dropout_p=0.5 is not supported" in msg
     assert "test_export.py" in msg and f"line {_line_of('# refused: the line the error names')}" in msg
 
 

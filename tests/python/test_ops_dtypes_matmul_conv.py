@@ -216,9 +216,26 @@ def test_int64_convolution_wraps_modulo_2_to_the_64(tmp_path: Path) -> None:
     _check(F.conv2d, (x, w, b), "aten::convolution", tmp_path)
 
 
-def test_float32_transposed_convolution_is_still_refused_at_export() -> None:
-    # the float32 path (GEMM, util/conv.h) takes no transposed convolution;
-    # the exporter's load check reports the kernel's reason
-    x, w = torch.randn(1, 2, 4, 4), torch.randn(2, 3, 2, 2)
-    with pytest.raises(Exception, match="transposed convolution is not supported"):
-        tern.export(Fn(lambda x, w: F.conv_transpose2d(x, w, stride=2)), (x, w), partitioners=())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_float32_and_16_bit_transposed_and_3d_convolution_take_the_direct_path(dtype: torch.dtype,
+                                                                               tmp_path: Path) -> None:
+    # not the GEMM paths (util/conv.h: 1-d/2-d forward only) but util/conv_direct.h;
+    # the 16-bit types staged through float32
+    x2, w2 = torch.randn(2, 4, 5, 6).to(dtype), torch.randn(4, 3, 3, 2).to(dtype)
+    x3, w3 = torch.randn(1, 2, 5, 4, 6).to(dtype), torch.randn(6, 1, 2, 3, 2).to(dtype)
+    b = torch.randn(6).to(dtype)
+    cases = [
+        (lambda x, w: F.conv_transpose2d(x, w, stride=(2, 3), padding=1, output_padding=(1, 0)), (x2, w2)),
+        (lambda x, w: F.conv_transpose2d(x, w, groups=2, dilation=2), (x2, w2)),
+        (lambda x, w, b: F.conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 0, 1), groups=2), (x3, w3, b)),
+        (lambda x, w: F.conv_transpose3d(x, w.reshape(2, 3, 2, 3, 2), stride=2), (x3, w3)),
+    ]
+    for fn, args in cases:
+        program = tern.export(Fn(fn), args, partitioners=())
+        assert "aten::convolution" in dict(program.op_counts)
+        program.save(tmp_path / "m.tern")
+        (got,) = tern.load(str(tmp_path / "m.tern"))(*args)
+        want = fn(*args).float().numpy()
+        tol = {torch.float32: 1e-4, torch.float16: 4 * 2.0**-10, torch.bfloat16: 4 * 2.0**-7}[dtype]
+        assert got.shape == want.shape
+        assert float(np.abs(got.astype(np.float32) - want).max()) <= tol * max(1.0, float(np.abs(want).max()))

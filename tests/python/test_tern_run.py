@@ -123,21 +123,30 @@ def test_trace_shows_a_row_chain_as_one_step(tmp_path: Path, monkeypatch: pytest
     assert len(convs) == 1 and convs[0].count(" > Conv: ") == 2, names
 
 
+class Fn(torch.nn.Module):
+    def __init__(self, fn) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.fn(*args)
+
+
 def test_a_file_the_runtime_refuses_is_reported_once_with_the_kernels_reason(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """A file that an exporter without the load check wrote (transposed
-    convolution on the portable kernels): tern-run prints the kernel's reason
+    """A file that an exporter without the load check wrote (attention with
+    dropout on the portable kernels): tern-run prints the kernel's reason
     once, not also as a log line."""
     import importlib
 
     monkeypatch.setattr(importlib.import_module("tern.export"), "check_loads", lambda program, gm: None)
-    model = torch.nn.ConvTranspose2d(4, 2, 2, stride=2).eval()
+    model = Fn(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.5))
     path = tmp_path / "refused.tern"
-    tern.export(model, (torch.randn(1, 4, 5, 5),), partitioners=()).save(path)
+    tern.export(model, (torch.randn(1, 2, 4, 8),), partitioners=()).save(path)
     r = _run(str(path), "--iterations", "1")
     assert r.returncode == 1
-    assert r.stderr.count("transposed convolution is not supported") == 1, r.stderr
-    assert "aten::convolution" in r.stderr and str(path) in r.stderr
+    assert r.stderr.count("dropout_p=0.5 is not supported") == 1, r.stderr
+    assert "aten::scaled_dot_product_attention" in r.stderr and str(path) in r.stderr
 
 
 def test_a_0_d_output_is_printed_without_reading_a_dim_it_lacks(tmp_path: Path) -> None:

@@ -214,6 +214,7 @@ Error conv_direct_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(expect_sizes(ctx, args[9]->tensor, "out", out_sizes, x.dim));
   memcpy(ctx.state(), &st, sizeof(st));
   switch (x.dtype) {
+    case ScalarType::Float32: ctx.set_run(conv_direct_run<float>); break;
     case ScalarType::Float64: ctx.set_run(conv_direct_run<double>); break;
     case ScalarType::Int64: ctx.set_run(conv_direct_run<int64_t>); break;
     default: return fail_dtype(ctx, "input", x.dtype);

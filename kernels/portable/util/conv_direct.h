@@ -1,6 +1,7 @@
-// Direct (loop-nest) convolution for the dtypes without the float32 GEMM
-// path of aten::convolution: float64 and int64 (the dtypes besides the
-// floating ones that PyTorch's CPU convolution takes in every form).
+// Direct (loop-nest) convolution: what aten::convolution's float32 GEMM
+// paths do not cover, i.e. float64 and int64 (the dtypes besides the floating
+// ones that PyTorch's CPU convolution takes in every form), and float32 (so
+// float16 / bfloat16 staged through it) transposed or 3-d convolution.
 //
 // 1 to 3 spatial dims, any groups, stride, padding, dilation, and transposed
 // convolution with output_padding. Every output element is a gather over the
@@ -33,7 +34,7 @@ namespace portable {
 // args as aten::convolution: [input, weight, bias, stride, padding, dilation,
 // transposed, output_padding, groups, out], the tags of input, weight,
 // transposed, groups and out and bias (Tensor or None) already checked.
-// input is float64 or int64; checks the rest.
+// input is float32, float64 or int64; checks the rest.
 Error conv_direct_prepare(PrepareContext& ctx, Span<EValue* const> args);
 
 }  // namespace portable
