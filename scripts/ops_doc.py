@@ -101,8 +101,7 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
         f"(every dtype eager ran the op's kernel in on OpInfo samples, every sample passing): {len(done)} portable "
         f"kernels, and {len(by_exporter)} ops that the exporter computes or rewrites (below). "
         f"{runs_ok} of {len(core)} run in some dtype; {len(core) - runs_ok} have no kernel (listed at the end).",
-        "float16 and bfloat16 are computed in float32 and rounded once per op, except where eager computes in",
-        "the 16-bit type and the sampled points depend on it (grid_sampler_2d, noted in ops.def).",
+        "float16 and bfloat16 are computed in float32 and rounded once per op.",
         "",
         "Dtypes are those of the op's first tensor argument: what the runtime selects a kernel by, and what eager's",
         "ATen kernel was called with (a softmax with dtype= casts first, so its kernel runs in the cast's dtype).",
@@ -124,9 +123,12 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
                   f"(of {status['opinfos_seen']} OpInfos in torch's op_db); "
                   f"**{status['samples_failed']} differed from eager**. Every sample not run is counted here, by reason.",
                   "", "Selected samples not run:", ""]
-        lines += [f"- {n}: {reason}" for reason, n in sorted(status["skipped"].items(), key=lambda kv: -kv[1])]
+        lines += [f"- {n}: {reason}" for reason, n in sorted(status["skipped"].items(), key=lambda kv: -kv[1])] or ["- none"]
         lines += ["", "Samples screened out before export (an eager call per sample decides):", ""]
-        lines += [f"- {n}: {reason}" for reason, n in sorted(status["screened_out"].items(), key=lambda kv: -kv[1])]
+        lines += [f"- {n}: {reason}" for reason, n in sorted(status["screened_out"].items(),
+                                                          key=lambda kv: -kv[1])] or ["- none"]
+        lines += ["", "OpInfos not run at all:", ""]
+        lines += [f"- `{opinfo}`: {why}" for opinfo, why in sorted(status["not_run"].items())] or ["- none"]
     lines += ["", f"## Core ops the exporter computes or rewrites ({len(by_exporter)})", ""]
     lines += [f"- `{op}`: {EXPORTER_OPS[op]}" for op in by_exporter]
     lines += ["", f"## Core ops without a portable kernel ({len(core) - runs_ok})", ""]
@@ -134,34 +136,52 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
     return "\n".join(lines) + "\n"
 
 
-def merge_status(parts: list[dict]) -> dict:
-    """One status from the parts the OpInfo test processes wrote
-    (tests/python/test_opinfo.py, status_part): counts summed, dtypes joined."""
-    merged: dict = {"full": all(p["full"] for p in parts), "torch": parts[0]["torch"], "ops": {},
-                    "eager_dtypes": {}, "skipped": {}, "screened_out": {}}
-    for key in ("opinfos_seen", "opinfos_tested", "samples_run", "samples_failed"):
-        merged[key] = sum(p.get(key, 0) for p in parts)
+def merge_status(status: dict, parts: list[dict]) -> dict:
+    """`status` with the OpInfo entries of `parts` (written by the OpInfo test
+    processes, tests/python/test_opinfo.py status_part) put in: an OpInfo
+    that ran again replaces its entry, the others stay."""
+    merged = {"torch": status.get("torch"), "opinfos": dict(status.get("opinfos", {}))}
     for p in parts:
-        if p["torch"] != merged["torch"]:
-            raise SystemExit(f"status parts from different torch versions: {p['torch']}, {merged['torch']}")
-        for op, dtypes in p["ops"].items():
-            for d, r in dtypes.items():
-                m = merged["ops"].setdefault(op, {}).setdefault(d, {"ran": 0, "passed": 0})
-                m["ran"] += r["ran"]
-                m["passed"] += r["passed"]
-        for op, dtypes in p["eager_dtypes"].items():
-            merged["eager_dtypes"][op] = sorted(set(merged["eager_dtypes"].get(op, [])) | set(dtypes))
-        for key in ("skipped", "screened_out"):
-            for reason, n in p.get(key, {}).items():
-                merged[key][reason] = merged[key].get(reason, 0) + n
+        if merged["torch"] not in (None, p["torch"]):
+            raise SystemExit(f"OpInfo results from two torch versions ({merged['torch']}, {p['torch']}): "
+                             f"run `make test-ops-full` without K= to start over")
+        merged["torch"] = p["torch"]
+        merged["opinfos"].update(p["opinfos"])
     return merged
+
+
+def aggregate(status: dict) -> dict:
+    """Per op and over every OpInfo entry of `status`: samples ran and passed
+    per dtype ("ops"), the dtypes eager's kernel ran in ("eager_dtypes"), and
+    the totals the document quotes."""
+    entries = status.get("opinfos", {})
+    out: dict = {"ops": {}, "eager_dtypes": {}, "skipped": {}, "screened_out": {}, "not_run": {},
+                 "full": bool(entries) and all(e["full"] for e in entries.values()),
+                 "opinfos_seen": len(entries), "opinfos_tested": sum(e["samples_run"] > 0 for e in entries.values()),
+                 "samples_run": sum(e["samples_run"] for e in entries.values()),
+                 "samples_failed": sum(e["samples_failed"] for e in entries.values())}
+    for opinfo, e in sorted(entries.items()):
+        for op, dtypes in e["ops"].items():
+            for d, (ran, passed) in dtypes.items():
+                r = out["ops"].setdefault(op, {}).setdefault(d, {"ran": 0, "passed": 0})
+                r["ran"] += ran
+                r["passed"] += passed
+        for op, dtypes in e["eager_dtypes"].items():
+            out["eager_dtypes"].setdefault(op, set()).update(dtypes)
+        for key in ("skipped", "screened_out"):
+            for reason, n in e[key].items():
+                out[key][reason] = out[key].get(reason, 0) + n
+        if e["not_run"]:
+            out["not_run"][opinfo] = e["not_run"]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/ops.md differs from what would be written")
     parser.add_argument("--merge-status", action="store_true",
-                        help=f"first merge {STATUS.name}.part-* (written by the OpInfo test processes) into {STATUS.name}")
+                        help=f"first merge {STATUS.name}.part-* (written by the OpInfo test processes) into "
+                             f"{STATUS.name}, then write the document")
     args = parser.parse_args(argv)
     import torch
 
@@ -170,13 +190,16 @@ def main(argv: list[str] | None = None) -> int:
         if not paths:
             print(f"no {STATUS.name}.part-* to merge in {STATUS.parent}", file=sys.stderr)
             return 1
-        merged = merge_status([json.loads(p.read_text()) for p in paths])
+        parts = [json.loads(p.read_text()) for p in paths]
+        old = json.loads(STATUS.read_text()) if STATUS.is_file() else {}
+        merged = merge_status(old if "opinfos" in old else {}, parts)
         STATUS.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
         for p in paths:
             p.unlink()
-        print(f"merged {len(paths)} parts into {STATUS}: {merged['samples_run']} samples ran, "
-              f"{merged['samples_failed']} differed from eager")
-    status = json.loads(STATUS.read_text()) if STATUS.is_file() else {}
+        new = aggregate({"opinfos": {k: v for p in parts for k, v in p["opinfos"].items()}})
+        print(f"merged {len(paths)} parts into {STATUS}: {new['opinfos_seen']} OpInfos, {new['samples_run']} "
+              f"samples ran, {new['samples_failed']} differed from eager")
+    status = aggregate(json.loads(STATUS.read_text())) if STATUS.is_file() else {}
     text = render(parse_ops_dtypes(OPS_DEF), status, core_ops(), torch.__version__.split("+")[0])
     if args.check:
         if not DOC.is_file() or DOC.read_text() != text:

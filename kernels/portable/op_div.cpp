@@ -26,6 +26,11 @@ T div_trunc(T a, T b) {
       if (b == T(-1)) return wrap_sub(T(0), a);
     }
     return static_cast<T>(a / b);
+  } else if constexpr (kIsHalfType<T>) {
+    // As eager's CPU kernel: the quotient rounded to T first, then truncated
+    // (truncating the float32 quotient gives 12 where eager gives 13 for a
+    // quotient of 12.99 that rounds to 13 in float16).
+    return T(std::trunc(static_cast<float>(T(static_cast<float>(a) / static_cast<float>(b)))));
   } else {
     return std::trunc(a / b);
   }

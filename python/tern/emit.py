@@ -398,6 +398,7 @@ class _Emitter:
 
     def _schema_args(self, node: "torch.fx.Node", schema: Any) -> list[int]:
         out = []
+        number_dtype = _wrapped_number_dtype(node)
         for i, a in enumerate(schema.arguments):
             if not a.kwarg_only and i < len(node.args):
                 v = node.args[i]
@@ -407,7 +408,7 @@ class _Emitter:
                 v = a.default_value
             else:
                 raise ExportError(f"node {node.name}: missing argument {a.name!r} of {schema}")
-            out.append(self._arg(a.real_type, v, a.N, f"node {node.name} argument {a.name}"))
+            out.append(self._arg(a.real_type, v, a.N, f"node {node.name} argument {a.name}", number_dtype))
         return out
 
     def _outs(self, node: "torch.fx.Node", schema: Any) -> tuple[list[int], int | list[int]]:
@@ -497,14 +498,14 @@ class _Emitter:
 
     # arguments
 
-    def _arg(self, t: Any, v: Any, n: int | None, what: str) -> int:
+    def _arg(self, t: Any, v: Any, n: int | None, what: str, number_dtype: Any = None) -> int:
         kind = t.kind()
         if kind == "OptionalType":
             t, kind = t.getElementType(), t.getElementType().kind()
         if v is None or kind in ("LayoutType", "DeviceObjType", "MemoryFormatType", "GeneratorType"):
             return self._add("None")
         if kind == "TensorType":
-            return self._tensor_arg(v, what)
+            return self._tensor_arg(v, what, number_dtype)
         if kind == "ListType":
             return self._list_arg(t.getElementType(), v, n, what)
         if kind == "ScalarTypeType":
@@ -529,14 +530,20 @@ class _Emitter:
             return self._add("Bool", v)
         return self._add("Int", v) if isinstance(v, int) else self._add("Double", float(v))
 
-    def _tensor_arg(self, v: Any, what: str) -> int:
+    def _tensor_arg(self, v: Any, what: str, number_dtype: Any = None) -> int:
         if hasattr(v, "op") and v in self.ints:  # an integer from sizes: a wrapped number, as a Python int
             value, expr = self.shapes.size(self.ints[v], what)
             return self._add("Int", value) if expr < 0 else self._add_expr("Int", value, expr)
         if isinstance(v, (bool, int, float)):
             import torch
 
-            return self._constant(torch.tensor(v))  # a 0-d tensor of the dtype torch gives the number
+            # A number where a tensor goes (sub.Tensor(3.5, x)): a 0-d tensor of the
+            # dtype that gives the kernel's type promotion eager's result for a
+            # wrapped number (3.5 - half x is half, not float32).
+            try:
+                return self._constant(torch.tensor(v, dtype=number_dtype(v) if number_dtype else None))
+            except (RuntimeError, OverflowError):  # 300 as int8: keep torch's own dtype for it
+                return self._constant(torch.tensor(v))
         idx = self.env.get(v) if hasattr(v, "op") else None
         if not isinstance(idx, int):
             raise ExportError(f"{what}: expected a tensor, got {v!r}")
@@ -585,3 +592,22 @@ def _tensor_bytes(t: "torch.Tensor") -> bytes:
     # expanded scalar), which view(uint8) refuses.
     flat = torch.empty(t.numel(), dtype=t.dtype).copy_(t.detach().cpu().reshape(-1))
     return flat.view(torch.uint8).numpy().tobytes()
+
+
+def _wrapped_number_dtype(node: "torch.fx.Node") -> Any:
+    """For a node whose tensor arguments may be Python numbers: a function
+    from such a number to the dtype its 0-d constant should have, i.e. the
+    result of eager's promotion of the node's tensor arguments with the
+    number as a wrapped number (of lowest priority); None if the node has
+    no tensor argument to promote with."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    tensors = [x.meta["val"] for x in pytree.tree_leaves((node.args, node.kwargs))
+               if hasattr(x, "meta") and isinstance(x.meta.get("val"), torch.Tensor)]
+    if not tensors:
+        return None
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    return lambda v: torch.result_type(torch.empty((), dtype=dtype), v)

@@ -24,17 +24,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import tern
+from op_testing import Fn
 
 SDPA = "aten::scaled_dot_product_attention"
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable[..., torch.Tensor]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        return self.fn(*args)
 
 
 def _export_and_compare(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path) -> dict[str, int]:

@@ -19,17 +19,9 @@ import torch
 from torch import nn
 
 import tern
+from op_testing import Fn
 
 aten = torch.ops.aten
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
 
 
 def _run(fn: Callable[..., Any], args: tuple[torch.Tensor, ...], op: str, tmp_path: Path) -> np.ndarray:

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,8 +53,16 @@ def test_docs_ops_md_is_generated_from_the_current_list() -> None:
     assert r.returncode == 0, r.stderr + "\n(regenerate with `make ops-doc`)"
 
 
+def _ops_doc() -> Any:
+    sys.path.insert(0, str(REPO / "scripts"))
+    import ops_doc
+
+    return ops_doc
+
+
 def test_opinfo_status_has_no_failures_and_names_only_listed_ops() -> None:
-    status = json.loads(STATUS.read_text())
+    status = _ops_doc().aggregate(json.loads(STATUS.read_text()))
+    assert status["opinfos_seen"] > 500 and status["samples_run"] > 1000, "docs/opinfo_status.json holds no run"
     listed = parse_ops_dtypes(OPS_DEF)
     assert set(status["ops"]) <= set(listed), f"stale ops in {STATUS.name}: {sorted(set(status['ops']) - set(listed))}"
     failed = {op: d for op, ds in status["ops"].items() for d, r in ds.items() if r["passed"] < r["ran"]}
@@ -88,10 +97,7 @@ class Atan2Out(nn.Module):
 def test_core_out_variant_is_rewritten_to_the_functional_op_with_a_kernel(tmp_path: Path) -> None:
     """docs/ops.md counts aten::atan2.out (the one out= overload in the core set)
     as run through aten::atan2: the premise is that export never emits it."""
-    sys.path.insert(0, str(REPO / "scripts"))
-    from ops_doc import EXPORTER_OPS
-
-    assert "aten::atan2.out" in EXPORTER_OPS
+    assert "aten::atan2.out" in _ops_doc().EXPORTER_OPS
     a, b = torch.randn(5, 3), torch.randn(5, 3)
     program = tern.export(Atan2Out(), (a, b), partitioners=())
     ops = dict(program.op_counts)
@@ -99,3 +105,21 @@ def test_core_out_variant_is_rewritten_to_the_functional_op_with_a_kernel(tmp_pa
     program.save(tmp_path / "m.tern")
     (got,) = tern.load(str(tmp_path / "m.tern"))(a, b)
     np.testing.assert_allclose(got, torch.atan2(a, b).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_rerun_of_some_opinfos_replaces_just_their_results() -> None:
+    ops_doc = _ops_doc()
+
+    def entry(op: str, ran: int, passed: int) -> dict[str, Any]:
+        return {"full": True, "ops": {op: {"float32": [ran, passed]}}, "eager_dtypes": {op: ["float32"]},
+                "samples_run": ran, "samples_failed": ran - passed, "skipped": {"x": 1}, "screened_out": {},
+                "not_run": ""}
+
+    old = {"torch": "2.14.1", "opinfos": {"mm": entry("aten::mm", 4, 3), "abs": entry("aten::abs", 5, 5)}}
+    new = ops_doc.merge_status(old, [{"torch": "2.14.1", "opinfos": {"mm": entry("aten::mm", 6, 6)}}])
+    total = ops_doc.aggregate(new)
+    assert total["ops"] == {"aten::mm": {"float32": {"ran": 6, "passed": 6}},
+                            "aten::abs": {"float32": {"ran": 5, "passed": 5}}}
+    assert (total["samples_run"], total["samples_failed"], total["skipped"]) == (11, 0, {"x": 2})
+    with pytest.raises(SystemExit, match="two torch versions"):
+        ops_doc.merge_status(old, [{"torch": "2.15.0", "opinfos": {}}])

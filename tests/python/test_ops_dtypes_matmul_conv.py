@@ -16,7 +16,7 @@ Run: PYTHONPATH=pylib .venv/bin/python -m pytest -q tests/python/test_ops_dtypes
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -25,21 +25,11 @@ import torch.nn.functional as F
 from torch import nn
 
 import tern
+from op_testing import Fn
 
 INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
 MATMUL_DTYPES = [torch.float64, *INTS]
 CONV_DTYPES = [torch.float64, torch.int64]
-
-
-class Fn(nn.Module):
-    """Wraps a function of the inputs as a module."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
 
 
 def _compare(got: np.ndarray, want: torch.Tensor) -> None:

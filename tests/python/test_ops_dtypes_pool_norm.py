@@ -20,20 +20,12 @@ import torch.nn.functional as F
 from torch import nn
 
 import tern
+from op_testing import Fn
 
 aten = torch.ops.aten
 
 INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.float16: 8 * 2.0**-10, torch.bfloat16: 8 * 2.0**-7}
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
 
 
 def _compare(got: np.ndarray, want: torch.Tensor) -> None:

@@ -27,19 +27,11 @@ import pytest
 import torch
 
 import tern
+from op_testing import Fn
 
 DTYPES = [torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool]
 FLOATS = [torch.float32, torch.float64]
 INTEGERS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
 
 
 def _name(dtype: torch.dtype) -> str:

@@ -20,15 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import tern
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Callable[..., torch.Tensor]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        return self.fn(*args)
+from op_testing import Fn
 
 
 def _g() -> torch.Generator:

@@ -17,15 +17,7 @@ import torch
 from torch import nn
 
 import tern
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
+from op_testing import Fn
 
 
 def _load(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path, op: str) -> tern.Module:

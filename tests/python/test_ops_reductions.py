@@ -19,9 +19,9 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 import tern
+from op_testing import Fn
 
 INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
 FLOATS = [torch.float32, torch.float64]
@@ -30,15 +30,6 @@ RANK8 = (2, 1, 3, 1, 2, 2, 1, 3)
 # x.var(dim) exports as aten::var.dim, x.var() and torch.var(x, dim, correction=c) as
 # aten::var.correction.
 VAR = {"aten::var.correction", "aten::var.dim"}
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
 
 
 def _g() -> torch.Generator:

@@ -27,20 +27,10 @@ import torch
 from torch import nn
 
 import tern
+from op_testing import Fn
 
 DTYPES = [torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool]
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
-
-
-class Fn(nn.Module):
-    """Wraps a function of the inputs as a module."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
 
 
 def _check(got: np.ndarray, want: torch.Tensor) -> None:

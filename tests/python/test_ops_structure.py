@@ -25,18 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import tern
+from op_testing import Fn
 from tern.inspect import read_program
-
-
-class Fn(nn.Module):
-    """Wraps a function of the inputs as a module."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.fn(*args)
 
 
 def _export_and_compare(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path,

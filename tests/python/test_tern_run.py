@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import tern
+from op_testing import Fn
 from tern.inspect import read_program
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,15 +122,6 @@ def test_trace_shows_a_row_chain_as_one_step(tmp_path: Path, monkeypatch: pytest
     names = [e["name"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "backend step"]
     convs = [n for n in names if n.startswith("Conv")]
     assert len(convs) == 1 and convs[0].count(" > Conv: ") == 2, names
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn) -> None:  # type: ignore[no-untyped-def]
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        return self.fn(*args)
 
 
 def test_a_file_the_runtime_refuses_is_reported_once_with_the_kernels_reason(tmp_path: Path,

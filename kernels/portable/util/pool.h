@@ -12,6 +12,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/portable/util/elementwise.h"
 #include "runtime/core/evalue.h"
 #include "runtime/kernel/kernel.h"
 
@@ -87,16 +88,9 @@ Error read_divisor_override(PrepareContext& ctx, const EValue& v, int32_t* divis
 // types (not bool). K::run<T> is the run function for elements of type T.
 template <typename K>
 RunFn select_max_pool_run(ScalarType t) {
-  switch (t) {
-    case ScalarType::Float32: return K::template run<float>;
-    case ScalarType::Float64: return K::template run<double>;
-    case ScalarType::Int8: return K::template run<int8_t>;
-    case ScalarType::UInt8: return K::template run<uint8_t>;
-    case ScalarType::Int16: return K::template run<int16_t>;
-    case ScalarType::Int32: return K::template run<int32_t>;
-    case ScalarType::Int64: return K::template run<int64_t>;
-    default: return nullptr;
-  }
+  if (t == ScalarType::Float32) return K::template run<float>;
+  if (t == ScalarType::Float64) return K::template run<double>;
+  return select_integer<K>(t);
 }
 
 // Where a max over a window starts: -inf, or the lowest integer.
