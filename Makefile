@@ -52,7 +52,7 @@ test-cpp:
 	$(VENV_BIN)/ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-python:
-	$(PY) -m pytest -q -n $(JOBS) --dist loadgroup tests/python
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile tests/python
 
 # The C++ tests whose results can depend on the architecture (ctest label `arch`:
 # kernels, thread pool, executor, verifier, frozen files; the list is

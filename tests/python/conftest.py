@@ -17,14 +17,3 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
 
-
-def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
-    """`make test` runs pytest-xdist with --dist loadgroup: each test file stays
-    on one worker (module-scoped fixtures export their models once), except
-    test_opinfo.py, whose ~700 OpInfo tests alone would otherwise set the wall
-    time of the run: they go to whichever worker is free."""
-    import pytest
-
-    for item in items:
-        if item.path.name != "test_opinfo.py":
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
