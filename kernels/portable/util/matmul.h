@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/portable/util/elementwise.h"
 #include "runtime/core/context.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/scalar_type.h"
@@ -70,15 +71,7 @@ MatmulAcc<T> matmul_scalar(const EValue& v) {
 // reference run function with it.
 template <typename Kernel>
 RunFn matmul_ref_run_for(ScalarType t) {
-  switch (t) {
-    case ScalarType::Float64: return Kernel::template run<double>;
-    case ScalarType::Int8: return Kernel::template run<int8_t>;
-    case ScalarType::UInt8: return Kernel::template run<uint8_t>;
-    case ScalarType::Int16: return Kernel::template run<int16_t>;
-    case ScalarType::Int32: return Kernel::template run<int32_t>;
-    case ScalarType::Int64: return Kernel::template run<int64_t>;
-    default: return nullptr;
-  }
+  return t == ScalarType::Float64 ? Kernel::template run<double> : select_integer<Kernel>(t);
 }
 
 // Computes p for each of `batch` matrices over ctx's threads.
