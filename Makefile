@@ -7,6 +7,9 @@
 #   make test     every C++ (ctest) and Python (pytest) test, and test-aarch64
 #   make test-aarch64    the architecture-dependent C++ tests built for aarch64, run under qemu
 #   make test-sanitize   the C++ tests under ASan + UBSan (slower; not in `make test`)
+#   make fuzz SECONDS=60 every fuzz harness (tests/fuzz: libFuzzer, clang, ASan + UBSan) for
+#                 SECONDS each; prints executions, coverage and crashes per harness
+#                 (docs/security.md); HARNESS='fuzz_execute' runs one
 #   make bench    Tern side by side with PyTorch, ONNX Runtime, ExecuTorch (bench/README.md);
 #                 BENCH_ARGS=--quick for a smoke test
 #   make size     stripped sizes: full and selective (mobilenet_v2) tern-run, the core alone
@@ -27,7 +30,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc zoo-doc bench size clean
+.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc zoo-doc bench size clean fuzz
 
 setup:
 	@bash scripts/setup_env.sh
@@ -94,6 +97,13 @@ test-sanitize: setup
 	$(VENV_BIN)/cmake --build build-asan -j $(JOBS)
 	$(VENV_BIN)/ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
+# Fuzzing (docs/security.md, tests/fuzz/): build-fuzz/ with clang-14, each
+# harness SECONDS seconds, JOBS at a time; corpus kept in build-fuzz/corpus/.
+SECONDS ?= 60
+HARNESS ?=
+fuzz: setup
+	JOBS=$(JOBS) bash scripts/fuzz.sh $(SECONDS) $(HARNESS)
+
 # Side by side with PyTorch eager, ONNX Runtime and ExecuTorch, in its own
 # environments (scripts/setup_bench_env.sh); results in bench/results/ (bench/README.md).
 BENCH_ARGS ?=
@@ -106,4 +116,4 @@ size: setup
 	@bash scripts/size_report.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-aarch64 build-size-*
+	rm -rf $(BUILD) build-asan build-aarch64 build-fuzz build-size-*

@@ -25,7 +25,13 @@ Tensor make_tensor(void* data, ScalarType dtype, const int64_t* sizes, int dim) 
   t.numel = 1;
   for (int i = 0; i < dim; ++i) {
     t.sizes[i] = sizes[i];
-    t.numel *= sizes[i];
+    if (__builtin_mul_overflow(t.numel, sizes[i], &t.numel)) {
+      // No buffer holds that many elements: refused like too many dims.
+      TERN_LOG_ERROR("make_tensor: the sizes' product overflows int64 at dim %d", i);
+      t.dim = -1;
+      t.numel = 0;
+      return t;
+    }
   }
   return t;
 }

@@ -38,6 +38,14 @@ struct ValueInfo {
   bool writable;
 };
 
+// FlatBuffers verification checks the alignment of a vector's length, not of
+// its items: the 8-byte items ([long]) of a crafted payload can be only
+// 4-aligned, and reading them in place would be a misaligned load.
+template <typename T>
+bool items_aligned(const flatbuffers::Vector<T>* v) {
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
 // Everything load_cpu_program builds, while it builds it.
 struct Loader {
   PrepareContext& ctx;
@@ -101,6 +109,7 @@ struct Loader {
   // Sizes, element count and byte count of value vi (rank <= kMaxRank).
   Error read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64_t* nbytes) {
     const auto* sizes = v.sizes();
+    if (!items_aligned(sizes)) return ctx.fail(Error::InvalidProgram, "value %u: misaligned sizes", vi);
     out->rank = sizes ? int(sizes->size()) : 0;
     if (out->rank > kMaxRank) return ctx.fail(Error::InvalidProgram, "value %u: rank %d over %d", vi, out->rank, kMaxRank);
     uint64_t numel = 1;
@@ -488,6 +497,7 @@ Error Loader::prepare_concat(uint32_t oi, const fb::Concat& cc, CpuOp* op) {
   const auto* xs = cc.xs();
   const auto* offsets = cc.offsets();
   const int64_t outer = cc.outer();
+  if (!items_aligned(offsets)) return ctx.fail(Error::InvalidProgram, "op %u (%s): misaligned concat offsets", oi, op->nodes);
   if (xs == nullptr || offsets == nullptr || xs->size() != offsets->size() || outer < 1 || y->numel < outer ||
       y->numel % outer != 0) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): concat needs as many offsets as inputs and outer dividing y", oi,

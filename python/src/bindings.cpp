@@ -168,6 +168,15 @@ class PyModule {
         for (int d = 0; d < t.dim; ++d) t.sizes[d] = static_cast<int64_t>(inputs[i].shape(static_cast<size_t>(d)));
         t.numel = 1;
         for (int d = 0; d < t.dim; ++d) t.numel *= t.sizes[d];
+        // The method reads numel elements of its own dtype: an array of another
+        // itemsize (runtime.py refuses it; a direct call of this binding does
+        // not) must not make it read past the array.
+        if (inputs[i].nbytes() != t.nbytes()) {
+          raise(tern::Error::InvalidArgument, "input " + std::to_string(i) + ": an array of " +
+                                                  std::to_string(inputs[i].nbytes()) + " bytes where " +
+                                                  std::string(tern::scalar_type_name(t.dtype)) + " takes " +
+                                                  std::to_string(t.nbytes()));
+        }
         t.data = const_cast<void*>(inputs[i].data());
         e = m.set_input(i, t);
       } else {

@@ -147,6 +147,20 @@ TEST_F(ModuleTest, test_a_tensor_of_more_than_8_dims_is_refused_not_cut) {
   EXPECT_EQ(eight.numel, 6);
 }
 
+TEST_F(ModuleTest, test_sizes_whose_product_overflows_are_refused) {
+  // Two dims of 2^32 multiply to 2^64: int64 overflow, undefined behaviour
+  // before make_tensor checked it (UBSan in the fuzz_module harness).
+  const int64_t sizes[3] = {int64_t(1) << 32, int64_t(1) << 32, 0};
+  float x[1] = {};
+  Tensor t = make_tensor(x, ScalarType::Float32, sizes, 3);
+  EXPECT_EQ(t.dim, -1);
+  EXPECT_EQ(t.numel, 0);
+  EXPECT_NE(std::string(last_error_message()).find("overflows int64 at dim 1"), std::string::npos);
+  Tensor zero = make_tensor(x, ScalarType::Float32, sizes + 1, 2);  // 2^32 x 0: fine
+  EXPECT_EQ(zero.dim, 2);
+  EXPECT_EQ(zero.numel, 0);
+}
+
 TEST_F(ModuleTest, test_missing_method_is_not_found) {
   TempFile f(relu_program().build());
   Module module;

@@ -164,3 +164,18 @@ def test_flatbuffer_mutations_with_fixed_checksum_never_crash(model_path: Path, 
         except (ValueError, TypeError, KeyError):
             rejected += 1
     assert rejected > 0  # the mutations did reach the checks
+
+
+def test_the_binding_refuses_an_array_of_another_itemsize_for_a_dynamic_input() -> None:
+    # runtime.py checks dtypes before it calls the binding; a direct call of the
+    # binding made the method read numel * 4 bytes from an int8 array, past its
+    # end (found by the fuzz_module harness, tests/fuzz/).
+    from tern import _runtime
+
+    data = Path(__file__).resolve().parents[1] / "data" / "v1_3"
+    module = _runtime.Module(str(data / "dynamic.tern"), True, 1, 1 << 20)
+    arrays = [np.load(data / f"dynamic.input{i}.npy") for i in range(2)]
+    assert module.input_specs("forward")[0][0] == "float32"
+    arrays[0] = arrays[0].astype(np.int8)
+    with pytest.raises(ValueError, match="input 0: an array of 224 bytes where float32 takes 896"):
+        module.run("forward", arrays)

@@ -16,7 +16,9 @@ namespace cpu {
 namespace vact {
 
 inline float exp_approx(float in) {
-  const float x = in < -87.f ? -87.f : (in > 88.f ? 88.f : in);
+  // NaN takes the path of 0 (its int conversion below would be undefined)
+  // and comes back as itself; selects only, so the loops still vectorize.
+  const float x = in < -87.f ? -87.f : (in > 88.f ? 88.f : (in == in ? in : 0.f));
   // n = round(x / ln2) by the 1.5 * 2^23 trick: adds and subtracts only, so
   // it vectorizes (floorf does not without -fno-trapping-math)
   const float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;
@@ -30,7 +32,8 @@ inline float exp_approx(float in) {
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
   float scale;
   memcpy(&scale, &bits, sizeof(scale));
-  return in < -87.f ? 0.f : p * scale;  // below -87 the result is under 1.7e-38: 0 (exp(-inf) = 0)
+  // below -87 the result is under 1.7e-38: 0 (exp(-inf) = 0)
+  return in < -87.f ? 0.f : (in == in ? p * scale : in);
 }
 
 inline float sigmoid(float x) { return 1.f / (1.f + exp_approx(-x)); }
