@@ -54,7 +54,7 @@ Error slice_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   state.step = args[4]->i;
   int64_t sizes[kMaxDims];
   for (int k = 0; k < self.dim; ++k) sizes[k] = self.sizes[k];
-  TERN_CHECK_OK(slice_bounds(ctx, *args[2], *args[3], state.step, self.sizes[state.dim], &state.start,
+  TERN_CHECK_OK(slice_bounds(ctx, *args[2], *args[3], &state.step, self.sizes[state.dim], &state.start,
                              &sizes[state.dim]));
   TERN_CHECK_OK(expect_sizes(ctx, args[5]->tensor, "out", sizes, self.dim));
   TERN_CHECK_OK(expect_dtype(ctx, args[5]->tensor, "out", self.dtype));

@@ -28,7 +28,7 @@ Error slice_scatter_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   st.step = args[5]->i;
   int64_t sizes[kMaxDims];
   for (int k = 0; k < self.dim; ++k) sizes[k] = self.sizes[k];
-  TERN_CHECK_OK(slice_bounds(ctx, *args[3], *args[4], st.step, self.sizes[dim], &st.start, &sizes[dim]));
+  TERN_CHECK_OK(slice_bounds(ctx, *args[3], *args[4], &st.step, self.sizes[dim], &st.start, &sizes[dim]));
   st.count = sizes[dim];
   TERN_CHECK_OK(expect_slice_scatter(ctx, args, 6, sizes, self.dim, &st));
   memcpy(ctx.state(), &st, sizeof(st));

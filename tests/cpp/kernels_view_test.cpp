@@ -302,6 +302,21 @@ TEST(OpSlice, ClampsBoundsLikePython) {
   EXPECT_EQ(slice_1d(h, h.i(12), h.none(), 1, 0), (std::vector<int64_t>{}));
 }
 
+TEST(OpSlice, AHugeStepThatTakesOneRowDoesNotOverflowTheStride) {
+  // stride 8 * step 2^62 overflowed int64 (undefined; UBSan in the fuzz_module
+  // harness) although a one-row slice never takes the step.
+  KernelHarness h;
+  EValue* x = h.tensor<float>({10, 8}, iota_as<float>(80));
+  EValue* y = h.empty<float>({1, 8});
+  ASSERT_EQ(h.call("aten::slice.Tensor", {x, h.i(0), h.i(3), h.none(), h.i(int64_t(1) << 62), y}), Error::Ok);
+  EXPECT_EQ(h.values<float>(y), (std::vector<float>{24, 25, 26, 27, 28, 29, 30, 31}));
+  EValue* src = h.tensor<float>({1, 8}, std::vector<float>(8, -1.f));
+  EValue* z = h.empty<float>({10, 8});
+  ASSERT_EQ(h.call("aten::slice_scatter", {x, src, h.i(0), h.i(9), h.none(), h.i(int64_t(1) << 62), z}), Error::Ok);
+  EXPECT_EQ(h.values<float>(z)[72], -1.f);
+  EXPECT_EQ(h.values<float>(z)[71], 71.f);
+}
+
 TEST(OpSlice, SlicesInnerDimWithStep) {
   KernelHarness h;
   EValue* x = h.tensor<float>({3, 5}, iota_as<float>(15));

@@ -67,8 +67,9 @@ Error normalize_dim(PrepareContext& ctx, int64_t d, int rank, const char* name, 
   return Error::Ok;
 }
 
-Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, int64_t step,
+Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, int64_t* step_io,
                    int64_t size, int64_t* first, int64_t* count) {
+  const int64_t step = *step_io;
   if (!(start.is_none() || start.is_int()) || !(end.is_none() || end.is_int())) {
     return ctx.fail(Error::InvalidProgram, "start and end must be Int or None, got %s and %s",
                     tag_name(start.tag), tag_name(end.tag));
@@ -77,6 +78,7 @@ Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, 
   *first = clamp_bound(start, 0, size, 0);
   const int64_t len = clamp_bound(end, INT64_MAX, size, *first) - *first;
   *count = len == 0 ? 0 : (len - 1) / step + 1;
+  if (*count <= 1) *step_io = 1;
   return Error::Ok;
 }
 

@@ -29,8 +29,11 @@ Error normalize_dim(PrepareContext& ctx, int64_t d, int rank, const char* name, 
 // A Python slice start:end:step over `size` elements, as torch takes it
 // (aten::slice, aten::slice_scatter): start and end are Int or None,
 // negative counts from the end, out of range is clamped; step must be
-// positive. Gives the first element (in [0, size]) and the element count.
-Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, int64_t step,
+// positive. Gives the first element (in [0, size]) and the element count,
+// and sets *step to 1 when the count is 0 or 1 (the step is then never
+// taken: a huge one would only overflow stride * step). Afterwards
+// *step < size whenever count > 1, so stride * step stays within the tensor.
+Error slice_bounds(PrepareContext& ctx, const EValue& start, const EValue& end, int64_t* step,
                    int64_t size, int64_t* first, int64_t* count);
 
 // output_mask of the gradient ops that return three results
