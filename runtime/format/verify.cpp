@@ -13,6 +13,10 @@ namespace {
 
 uint32_t count(const flatbuffers::Vector<uint32_t>* v) { return v ? v->size() : 0; }
 
+// The most bytes a tensor or an arena may have (256 TiB, beyond any device):
+// sizes below it leave room to add offsets and round up without overflow.
+constexpr uint64_t kMaxBytes = uint64_t(1) << 48;
+
 // FlatBuffers verification checks the alignment of a vector's length, not of
 // its items: the 8-byte items of a crafted file can be only 4-aligned, and the
 // runtime reads them in place (and hands IntList items to kernels).
@@ -34,7 +38,7 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
   for (uint32_t d = 0; d < dim; ++d) {
     int64_t s = t.sizes()->Get(d);
     if (s < 0) return invalid_program("method '%s' value %u: negative size %lld in dim %u", m, vi, (long long)s, d);
-    if (!checked_mul(nbytes, static_cast<uint64_t>(s), &nbytes) || nbytes > (uint64_t(1) << 48)) {
+    if (!checked_mul(nbytes, static_cast<uint64_t>(s), &nbytes) || nbytes > kMaxBytes) {
       return invalid_program("method '%s' value %u: tensor size overflows", m, vi);
     }
   }
@@ -274,6 +278,12 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
   const char* m = method.name()->c_str();
   if (!method.values() || !method.instructions()) return invalid_program("method '%s' has no values or instructions", m);
   if (!items_aligned(method.arena_sizes())) return invalid_program("method '%s': misaligned arena_sizes", m);
+  for (uint32_t i = 0; i < (method.arena_sizes() ? method.arena_sizes()->size() : 0); ++i) {
+    if (method.arena_sizes()->Get(i) > kMaxBytes) {
+      return invalid_program("method '%s' arena %u: arena_sizes says %llu bytes, more than 2^48", m, i,
+                             (unsigned long long)method.arena_sizes()->Get(i));
+    }
+  }
   if (method.operators()) {
     for (uint32_t i = 0; i < method.operators()->size(); ++i) {
       if (!method.operators()->Get(i)->name()) return invalid_program("method '%s' operator %u has no name", m, i);

@@ -249,12 +249,23 @@ TEST(ProgramLoad, test_tensor_byte_count_overflowing_uint64_is_invalid_program) 
   EXPECT_EQ(load_edited([&](Small& s) { s.m->values[s.y].sizes = {big, big}; }), Error::InvalidProgram);
   EXPECT_EQ(load_edited([&](Small& s) { s.m->values[s.c].sizes = {big, big}; }), Error::InvalidProgram);
   EXPECT_EQ(load_edited([&](Small& s) { s.m->values[s.y].sizes = {INT64_MAX}; }), Error::InvalidProgram);
-  // Huge arenas can be described, but no tensor beyond 2^48 bytes.
+  // No tensor beyond 2^48 bytes, even in an arena that would hold it.
   EXPECT_EQ(load_edited([&](Small& s) {
-              s.m->arena_sizes[0] = UINT64_MAX;
-              s.m->values[s.y].sizes = {int64_t(1) << 47};
+              s.m->arena_sizes[0] = uint64_t(1) << 48;
+              s.m->values[s.y].sizes = {(int64_t(1) << 46) + 1};
             }),
             Error::InvalidProgram);
+}
+
+// An arena no memory holds would make an application's round-up of its size
+// (MethodMeta::arena_size) wrap around; 2^48 bytes is the bound, as for tensors.
+TEST(ProgramLoad, test_arena_size_above_2_48_is_invalid_program) {
+  EXPECT_EQ(load_edited([](Small& s) { s.m->arena_sizes[0] = uint64_t(1) << 48; }), Error::Ok);
+  for (uint64_t size : {(uint64_t(1) << 48) + 1, UINT64_MAX - 63, UINT64_MAX}) {
+    EXPECT_EQ(load_edited([&](Small& s) { s.m->arena_sizes[0] = size; }), Error::InvalidProgram) << size;
+    EXPECT_NE(std::string(last_error_message()).find("arena 0: arena_sizes says " + std::to_string(size)),
+              std::string::npos) << last_error_message();
+  }
 }
 
 TEST(ProgramLoad, test_negative_size_is_invalid_program) {
