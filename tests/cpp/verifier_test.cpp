@@ -501,6 +501,37 @@ TEST(ProgramLoad, test_segment_outside_file_is_invalid_program) {
   EXPECT_EQ(load(b), Error::InvalidProgram);
 }
 
+// Segments come after the segment table: one over the flatbuffer or the
+// table (64-aligned, inside the file) would read checked program bytes as data.
+TEST(ProgramLoad, test_segment_over_the_flatbuffer_or_segment_table_is_invalid_program) {
+  Small s;
+  const AlignedBytes good = s.pb.build();
+  const size_t e = segment_entry_pos(good, 0);
+  ASSERT_EQ(read_le(good, hp::kFlatbufferOffset, 8), 64u);
+  AlignedBytes b = good;
+  write_le(b, e, 64, 8);  // the flatbuffer's first bytes
+  EXPECT_EQ(load(b), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("segment 0 [64, +16) overlaps the flatbuffer"), std::string::npos)
+      << last_error_message();
+  // A table of 9 entries (144 bytes) has a 64-byte boundary with 16 bytes
+  // of table after it, past the flatbuffer.
+  Small long_table;
+  for (int i = 0; i < 8; ++i) long_table.pb.add_segment({});
+  b = long_table.pb.build();
+  const uint64_t boundary = (segment_entry_pos(b, 0) / 64 + 1) * 64;
+  ASSERT_LE(boundary + 16, segment_entry_pos(b, 9));
+  write_le(b, segment_entry_pos(b, 0), boundary, 8);
+  EXPECT_EQ(load(b), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("segment 0 [" + std::to_string(boundary) + ", +16) overlaps the segment table"),
+            std::string::npos) << last_error_message();
+  // An empty segment overlaps nothing, wherever it points.
+  Small with_empty;
+  with_empty.pb.add_segment({});
+  b = with_empty.pb.build();
+  write_le(b, segment_entry_pos(b, 1), 64, 8);
+  EXPECT_EQ(load(b), Error::Ok) << last_error_message();
+}
+
 TEST(ProgramLoad, test_buffer_not_64_byte_aligned_is_invalid_program) {
   Small s;
   const AlignedBytes good = s.pb.build();
