@@ -80,6 +80,46 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
   return Error::Ok;
 }
 
+// A size expression reference (format 1.3): -1 (static) or an index in
+// Method.size_exprs.
+Error verify_expr_ref(const fb::Method& method, uint32_t vi, int32_t e, const char* where) {
+  const uint32_t n = method.size_exprs() ? method.size_exprs()->size() : 0;
+  if (e < -1 || (e >= 0 && static_cast<uint32_t>(e) >= n)) {
+    return invalid_program("method '%s' value %u: %s refers to size expression %d (%u expressions)",
+                           method.name()->c_str(), vi, where, e, n);
+  }
+  return Error::Ok;
+}
+
+// Tensor.dyn_sizes, Int.expr, IntList.exprs (format 1.3): empty or one per
+// dim or item, each in range. Checked in every method, dynamic or not:
+// MethodMeta::input_dim_range reads dyn_sizes of any input.
+Error verify_expr_refs(const fb::Method& method, uint32_t vi) {
+  const char* m = method.name()->c_str();
+  const fb::EValue* v = method.values()->Get(vi);
+  if (const fb::Int* n = v->value_as_Int()) return verify_expr_ref(method, vi, n->expr(), "an Int");
+  const flatbuffers::Vector<int32_t>* refs = nullptr;
+  uint32_t want = 0;
+  const char* where = "";
+  if (const fb::Tensor* t = v->value_as_Tensor()) {
+    refs = t->dyn_sizes();
+    want = t->sizes() ? t->sizes()->size() : 0;
+    if (refs != nullptr && refs->size() != 0 && refs->size() != want) {
+      return invalid_program("method '%s' value %u: %u dynamic sizes for %u dims", m, vi, refs->size(), want);
+    }
+    where = "a dim";
+  } else if (const fb::IntList* l = v->value_as_IntList()) {
+    refs = l->exprs();
+    want = l->items()->size();
+    if (refs != nullptr && refs->size() != 0 && refs->size() != want) {
+      return invalid_program("method '%s' value %u: %u expressions for %u IntList items", m, vi, refs->size(), want);
+    }
+    where = "an IntList item";
+  }
+  for (uint32_t i = 0; refs != nullptr && i < refs->size(); ++i) TERN_CHECK_OK(verify_expr_ref(method, vi, refs->Get(i), where));
+  return Error::Ok;
+}
+
 bool is_tensor(const fb::Method& method, int64_t index) {
   return index >= 0 && index < method.values()->size() &&
          method.values()->Get(static_cast<uint32_t>(index))->value_type() == fb::Value::Tensor;
@@ -291,6 +331,7 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
   }
   for (uint32_t i = 0; i < method.values()->size(); ++i) {
     TERN_CHECK_OK(verify_value(method, i, segments, num_segments));
+    TERN_CHECK_OK(verify_expr_refs(method, i));
   }
   for (uint32_t i = 0; i < count(method.inputs()); ++i) {
     if (!is_tensor(method, method.inputs()->Get(i))) return invalid_program("method '%s' input %u is not a tensor value", m, i);

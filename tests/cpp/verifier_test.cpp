@@ -342,6 +342,38 @@ TEST(ProgramLoad, test_state_entries_are_checked) {
             Error::InvalidProgram);
 }
 
+// References to size expressions (format 1.3) are checked in a method without
+// dynamic shapes too: MethodMeta::input_dim_range (and the Python bindings
+// through it) reads dyn_sizes of any input, one per dim.
+TEST(ProgramLoad, test_size_expression_references_of_a_static_method_are_checked) {
+  EXPECT_EQ(load_edited([](Small& s) { s.m->values[s.x].dyn_sizes = {-1}; }), Error::Ok) << "static: -1";
+  EXPECT_EQ(load_edited([](Small& s) {
+              s.m->values[s.x].sizes = {2, 2};
+              s.m->values[s.x].dyn_sizes = {-1};
+            }),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 0: 1 dynamic sizes for 2 dims"), std::string::npos)
+      << last_error_message();
+  EXPECT_EQ(load_edited([](Small& s) { s.m->values[s.x].dyn_sizes = {0}; }), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 0: a dim refers to size expression 0 (0 expressions)"),
+            std::string::npos) << last_error_message();
+  EXPECT_EQ(load_edited([](Small& s) {
+              s.m->add(ValueSpec{});
+              s.m->values.back().type = fb::Value::Int;
+              s.m->values.back().expr = 3;
+            }),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 3: an Int refers to size expression 3"), std::string::npos)
+      << last_error_message();
+  EXPECT_EQ(load_edited([](Small& s) {
+              s.m->int_list({1, 2});
+              s.m->values.back().exprs = {-1};
+            }),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 3: 1 expressions for 2 IntList items"), std::string::npos)
+      << last_error_message();
+}
+
 TEST(ProgramLoad, test_tensor_without_storage_must_be_empty) {
   EXPECT_EQ(load_edited([](Small& s) { s.m->values[s.y].storage = fb::TensorStorage::None; }),
             Error::InvalidProgram);
