@@ -39,7 +39,8 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
     int64_t s = t.sizes()->Get(d);
     if (s < 0) return invalid_program("method '%s' value %u: negative size %lld in dim %u", m, vi, (long long)s, d);
     if (!checked_mul(nbytes, static_cast<uint64_t>(s), &nbytes) || nbytes > kMaxBytes) {
-      return invalid_program("method '%s' value %u: tensor size overflows", m, vi);
+      return invalid_program("method '%s' value %u: sizes overflow 2^48 bytes at dim %u (size %lld)", m, vi, d,
+                             (long long)s);
     }
   }
   uint64_t end;
@@ -193,7 +194,8 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
     case fb::InstructionKind::KernelCall: {
       const fb::KernelCall* k = ins->kind_as_KernelCall();
       if (k->op() >= (method.operators() ? method.operators()->size() : 0)) {
-        return invalid_program("method '%s' instruction %u: operator %u out of range", m, ii, k->op());
+        return invalid_program("method '%s' instruction %u: operator %u out of range (%u operators)", m, ii, k->op(),
+                               method.operators() ? method.operators()->size() : 0);
       }
       for (uint32_t i = 0; i < count(k->args()); ++i) {
         if (k->args()->Get(i) >= nv) {
@@ -205,12 +207,18 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
     }
     case fb::InstructionKind::Move: {
       const fb::Move* mv = ins->kind_as_Move();
-      if (mv->from() >= nv || mv->to() >= nv) return invalid_program("method '%s' instruction %u: move value out of range", m, ii);
+      if (mv->from() >= nv || mv->to() >= nv) {
+        return invalid_program("method '%s' instruction %u: move from value %u to value %u, out of range (%u values)", m,
+                               ii, mv->from(), mv->to(), nv);
+      }
       return Error::Ok;
     }
     case fb::InstructionKind::JumpFalse: {
       const fb::JumpFalse* j = ins->kind_as_JumpFalse();
-      if (j->cond() >= nv) return invalid_program("method '%s' instruction %u: condition value out of range", m, ii);
+      if (j->cond() >= nv) {
+        return invalid_program("method '%s' instruction %u: jump condition value %u out of range (%u values)", m, ii,
+                               j->cond(), nv);
+      }
       // Any instruction, or the end. A backward jump (a loop, format 1.2) is
       // bounded at run time by MethodOptions::max_loop_instructions, so a
       // file cannot make execute() run forever.
@@ -221,7 +229,10 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
       return Error::Ok;
     }
     case fb::InstructionKind::Free:
-      if (ins->kind_as_Free()->value() >= nv) return invalid_program("method '%s' instruction %u: free value out of range", m, ii);
+      if (ins->kind_as_Free()->value() >= nv) {
+        return invalid_program("method '%s' instruction %u: free of value %u, out of range (%u values)", m, ii,
+                               ins->kind_as_Free()->value(), nv);
+      }
       return Error::Ok;
     case fb::InstructionKind::BackendCall: {
       const uint32_t d = ins->kind_as_BackendCall()->delegate();
@@ -334,10 +345,14 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
     TERN_CHECK_OK(verify_expr_refs(method, i));
   }
   for (uint32_t i = 0; i < count(method.inputs()); ++i) {
-    if (!is_tensor(method, method.inputs()->Get(i))) return invalid_program("method '%s' input %u is not a tensor value", m, i);
+    if (!is_tensor(method, method.inputs()->Get(i))) {
+      return invalid_program("method '%s' input %u (value %u) is not a tensor value", m, i, method.inputs()->Get(i));
+    }
   }
   for (uint32_t i = 0; i < count(method.outputs()); ++i) {
-    if (!is_tensor(method, method.outputs()->Get(i))) return invalid_program("method '%s' output %u is not a tensor value", m, i);
+    if (!is_tensor(method, method.outputs()->Get(i))) {
+      return invalid_program("method '%s' output %u (value %u) is not a tensor value", m, i, method.outputs()->Get(i));
+    }
   }
   for (uint32_t i = 0; i < (method.delegates() ? method.delegates()->size() : 0); ++i) {
     TERN_CHECK_OK(verify_delegate(method, i, num_segments));
