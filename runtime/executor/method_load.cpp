@@ -310,7 +310,8 @@ struct Loader {
     bool ok = c.tag == Tag::Bool ||
               (c.tag == Tag::Tensor && c.tensor.dtype == ScalarType::Bool && c.tensor.numel == 1);
     if (!ok) {
-      TERN_LOG_ERROR("instruction %u: jump condition value %u is not a Bool", ii, j.cond());
+      TERN_LOG_ERROR("method '%s' instruction %u: jump condition value %u (%s) is not a Bool or a 1-element bool tensor",
+                     fm.name()->c_str(), ii, j.cond(), tag_name(c.tag));
       return Error::InvalidProgram;
     }
     instr->kind = Method::Instr::Kind::JumpFalse;

@@ -64,7 +64,8 @@ class MethodMeta {
   Result<DimRange> input_dim_range(size_t i, int d) const;
 
   // The planned arenas (MemoryManager::planned): how many, and the bytes of
-  // each (64-byte aligned buffers of at least that size).
+  // each (64-byte aligned buffers of at least that size; at most 2^48,
+  // checked at load, so rounding it up does not overflow).
   size_t num_arenas() const;
   Result<uint64_t> arena_size(size_t i) const;
 

@@ -232,13 +232,6 @@ constexpr uint32_t kMaxStateName = 256;  // symbol names, as state names (verify
 // execute() reads it from.
 constexpr int64_t kMaxSymbolValue = int64_t(1) << 40;
 
-Error verify_expr_ref(const char* m, uint32_t vi, int32_t e, uint32_t num_exprs, const char* where) {
-  if (e < -1 || e >= static_cast<int32_t>(num_exprs)) {
-    return invalid_program("method '%s' value %u: %s refers to size expression %d (%u expressions)", m, vi, where, e, num_exprs);
-  }
-  return Error::Ok;
-}
-
 Error verify(const fb::Method& method) {
   const char* m = method.name()->c_str();
   const uint32_t num_symbols = method.symbols() ? method.symbols()->size() : 0;
@@ -261,29 +254,12 @@ Error verify(const fb::Method& method) {
       return invalid_program("method '%s' size expression %u: %s", m, i, code && code->size() % 2 ? "odd length" : why);
     }
   }
+  // verify_method checked the references to expressions (count and range).
   for (uint32_t vi = 0; vi < method.values()->size(); ++vi) {
-    const fb::EValue* v = method.values()->Get(vi);
-    if (const fb::Tensor* t = v->value_as_Tensor()) {
-      const auto* dyn = t->dyn_sizes();
-      if (dyn == nullptr || dyn->size() == 0) continue;
-      const uint32_t dim = t->sizes() ? t->sizes()->size() : 0;
-      if (dyn->size() != dim) {
-        return invalid_program("method '%s' value %u: %u dynamic sizes for %u dims", m, vi, dyn->size(), dim);
-      }
-      if (t->storage() != fb::TensorStorage::Planned && t->storage() != fb::TensorStorage::None) {
-        return invalid_program("method '%s' value %u: a tensor with dynamic sizes must be planned", m, vi);
-      }
-      for (uint32_t d = 0; d < dim; ++d) TERN_CHECK_OK(verify_expr_ref(m, vi, dyn->Get(d), num_exprs, "a dim"));
-    } else if (const fb::Int* n = v->value_as_Int()) {
-      TERN_CHECK_OK(verify_expr_ref(m, vi, n->expr(), num_exprs, "an Int"));
-    } else if (const fb::IntList* l = v->value_as_IntList()) {
-      const auto* exprs = l->exprs();
-      if (exprs == nullptr || exprs->size() == 0) continue;
-      if (exprs->size() != l->items()->size()) {
-        return invalid_program("method '%s' value %u: %u expressions for %u IntList items", m, vi, exprs->size(),
-                       l->items()->size());
-      }
-      for (uint32_t j = 0; j < exprs->size(); ++j) TERN_CHECK_OK(verify_expr_ref(m, vi, exprs->Get(j), num_exprs, "an IntList item"));
+    const fb::Tensor* t = method.values()->Get(vi)->value_as_Tensor();
+    if (t == nullptr || t->dyn_sizes() == nullptr || t->dyn_sizes()->size() == 0) continue;
+    if (t->storage() != fb::TensorStorage::Planned && t->storage() != fb::TensorStorage::None) {
+      return invalid_program("method '%s' value %u: a tensor with dynamic sizes must be planned", m, vi);
     }
   }
   for (uint32_t si = 0; si < num_symbols; ++si) {

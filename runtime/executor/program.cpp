@@ -20,6 +20,12 @@ SegmentInfo read_segment(const uint8_t* data, const Header& h, size_t i) {
   return s;
 }
 
+// [begin, end) and [offset, +size) share a byte; both lie inside the file
+// (checked before), so offset + size does not overflow.
+bool overlaps(uint64_t begin, uint64_t end, uint64_t offset, uint64_t size) {
+  return begin < end && size != 0 && begin < offset + size && offset < end;
+}
+
 Error verify_segments(const uint8_t* data, const Header& h) {
   for (size_t i = 0; i < h.segment_count; ++i) {
     SegmentInfo s = read_segment(data, h, i);
@@ -33,6 +39,16 @@ Error verify_segments(const uint8_t* data, const Header& h) {
       TERN_LOG_ERROR("segment %zu [%llu, +%llu) lies outside the %llu-byte file", i,
                      (unsigned long long)s.offset, (unsigned long long)s.size,
                      (unsigned long long)h.file_size);
+      return Error::InvalidProgram;
+    }
+    // Data is not the program: a constant or payload over the flatbuffer or
+    // the segment table would be a second reading of checked bytes.
+    const char* over = overlaps(s.offset, end, h.flatbuffer_offset, h.flatbuffer_size) ? "the flatbuffer"
+                       : overlaps(s.offset, end, h.segment_table_offset, 16 * h.segment_count) ? "the segment table"
+                                                                                                 : nullptr;
+    if (over != nullptr) {
+      TERN_LOG_ERROR("segment %zu [%llu, +%llu) overlaps %s", i, (unsigned long long)s.offset,
+                     (unsigned long long)s.size, over);
       return Error::InvalidProgram;
     }
   }

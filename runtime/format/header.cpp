@@ -81,7 +81,7 @@ Result<Header> parse_header(const uint8_t* data, size_t size) {
     return Error::InvalidProgram;
   }
   if (h.file_size > size) {
-    TERN_LOG_ERROR("truncated file: header says %llu bytes, have %zu",
+    TERN_LOG_ERROR("truncated file: the header's file_size is %llu bytes, have %zu",
                    (unsigned long long)h.file_size, size);
     return Error::Truncated;
   }

@@ -13,6 +13,10 @@ namespace {
 
 uint32_t count(const flatbuffers::Vector<uint32_t>* v) { return v ? v->size() : 0; }
 
+// The most bytes a tensor or an arena may have (256 TiB, beyond any device):
+// sizes below it leave room to add offsets and round up without overflow.
+constexpr uint64_t kMaxBytes = uint64_t(1) << 48;
+
 // FlatBuffers verification checks the alignment of a vector's length, not of
 // its items: the 8-byte items of a crafted file can be only 4-aligned, and the
 // runtime reads them in place (and hands IntList items to kernels).
@@ -34,8 +38,9 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
   for (uint32_t d = 0; d < dim; ++d) {
     int64_t s = t.sizes()->Get(d);
     if (s < 0) return invalid_program("method '%s' value %u: negative size %lld in dim %u", m, vi, (long long)s, d);
-    if (!checked_mul(nbytes, static_cast<uint64_t>(s), &nbytes) || nbytes > (uint64_t(1) << 48)) {
-      return invalid_program("method '%s' value %u: tensor size overflows", m, vi);
+    if (!checked_mul(nbytes, static_cast<uint64_t>(s), &nbytes) || nbytes > kMaxBytes) {
+      return invalid_program("method '%s' value %u: sizes overflow 2^48 bytes at dim %u (size %lld)", m, vi, d,
+                             (long long)s);
     }
   }
   uint64_t end;
@@ -73,6 +78,46 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
     return invalid_program("method '%s' value %u: offset %llu is not aligned to its element size", m, vi,
                 (unsigned long long)t.offset());
   }
+  return Error::Ok;
+}
+
+// A size expression reference (format 1.3): -1 (static) or an index in
+// Method.size_exprs.
+Error verify_expr_ref(const fb::Method& method, uint32_t vi, int32_t e, const char* where) {
+  const uint32_t n = method.size_exprs() ? method.size_exprs()->size() : 0;
+  if (e < -1 || (e >= 0 && static_cast<uint32_t>(e) >= n)) {
+    return invalid_program("method '%s' value %u: %s refers to size expression %d (%u expressions)",
+                           method.name()->c_str(), vi, where, e, n);
+  }
+  return Error::Ok;
+}
+
+// Tensor.dyn_sizes, Int.expr, IntList.exprs (format 1.3): empty or one per
+// dim or item, each in range. Checked in every method, dynamic or not:
+// MethodMeta::input_dim_range reads dyn_sizes of any input.
+Error verify_expr_refs(const fb::Method& method, uint32_t vi) {
+  const char* m = method.name()->c_str();
+  const fb::EValue* v = method.values()->Get(vi);
+  if (const fb::Int* n = v->value_as_Int()) return verify_expr_ref(method, vi, n->expr(), "an Int");
+  const flatbuffers::Vector<int32_t>* refs = nullptr;
+  uint32_t want = 0;
+  const char* where = "";
+  if (const fb::Tensor* t = v->value_as_Tensor()) {
+    refs = t->dyn_sizes();
+    want = t->sizes() ? t->sizes()->size() : 0;
+    if (refs != nullptr && refs->size() != 0 && refs->size() != want) {
+      return invalid_program("method '%s' value %u: %u dynamic sizes for %u dims", m, vi, refs->size(), want);
+    }
+    where = "a dim";
+  } else if (const fb::IntList* l = v->value_as_IntList()) {
+    refs = l->exprs();
+    want = l->items()->size();
+    if (refs != nullptr && refs->size() != 0 && refs->size() != want) {
+      return invalid_program("method '%s' value %u: %u expressions for %u IntList items", m, vi, refs->size(), want);
+    }
+    where = "an IntList item";
+  }
+  for (uint32_t i = 0; refs != nullptr && i < refs->size(); ++i) TERN_CHECK_OK(verify_expr_ref(method, vi, refs->Get(i), where));
   return Error::Ok;
 }
 
@@ -149,7 +194,8 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
     case fb::InstructionKind::KernelCall: {
       const fb::KernelCall* k = ins->kind_as_KernelCall();
       if (k->op() >= (method.operators() ? method.operators()->size() : 0)) {
-        return invalid_program("method '%s' instruction %u: operator %u out of range", m, ii, k->op());
+        return invalid_program("method '%s' instruction %u: operator %u out of range (%u operators)", m, ii, k->op(),
+                               method.operators() ? method.operators()->size() : 0);
       }
       for (uint32_t i = 0; i < count(k->args()); ++i) {
         if (k->args()->Get(i) >= nv) {
@@ -161,12 +207,18 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
     }
     case fb::InstructionKind::Move: {
       const fb::Move* mv = ins->kind_as_Move();
-      if (mv->from() >= nv || mv->to() >= nv) return invalid_program("method '%s' instruction %u: move value out of range", m, ii);
+      if (mv->from() >= nv || mv->to() >= nv) {
+        return invalid_program("method '%s' instruction %u: move from value %u to value %u, out of range (%u values)", m,
+                               ii, mv->from(), mv->to(), nv);
+      }
       return Error::Ok;
     }
     case fb::InstructionKind::JumpFalse: {
       const fb::JumpFalse* j = ins->kind_as_JumpFalse();
-      if (j->cond() >= nv) return invalid_program("method '%s' instruction %u: condition value out of range", m, ii);
+      if (j->cond() >= nv) {
+        return invalid_program("method '%s' instruction %u: jump condition value %u out of range (%u values)", m, ii,
+                               j->cond(), nv);
+      }
       // Any instruction, or the end. A backward jump (a loop, format 1.2) is
       // bounded at run time by MethodOptions::max_loop_instructions, so a
       // file cannot make execute() run forever.
@@ -177,7 +229,10 @@ Error verify_instruction(const fb::Method& method, uint32_t ii) {
       return Error::Ok;
     }
     case fb::InstructionKind::Free:
-      if (ins->kind_as_Free()->value() >= nv) return invalid_program("method '%s' instruction %u: free value out of range", m, ii);
+      if (ins->kind_as_Free()->value() >= nv) {
+        return invalid_program("method '%s' instruction %u: free of value %u, out of range (%u values)", m, ii,
+                               ins->kind_as_Free()->value(), nv);
+      }
       return Error::Ok;
     case fb::InstructionKind::BackendCall: {
       const uint32_t d = ins->kind_as_BackendCall()->delegate();
@@ -274,6 +329,12 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
   const char* m = method.name()->c_str();
   if (!method.values() || !method.instructions()) return invalid_program("method '%s' has no values or instructions", m);
   if (!items_aligned(method.arena_sizes())) return invalid_program("method '%s': misaligned arena_sizes", m);
+  for (uint32_t i = 0; i < (method.arena_sizes() ? method.arena_sizes()->size() : 0); ++i) {
+    if (method.arena_sizes()->Get(i) > kMaxBytes) {
+      return invalid_program("method '%s' arena %u: arena_sizes says %llu bytes, more than 2^48", m, i,
+                             (unsigned long long)method.arena_sizes()->Get(i));
+    }
+  }
   if (method.operators()) {
     for (uint32_t i = 0; i < method.operators()->size(); ++i) {
       if (!method.operators()->Get(i)->name()) return invalid_program("method '%s' operator %u has no name", m, i);
@@ -281,12 +342,17 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
   }
   for (uint32_t i = 0; i < method.values()->size(); ++i) {
     TERN_CHECK_OK(verify_value(method, i, segments, num_segments));
+    TERN_CHECK_OK(verify_expr_refs(method, i));
   }
   for (uint32_t i = 0; i < count(method.inputs()); ++i) {
-    if (!is_tensor(method, method.inputs()->Get(i))) return invalid_program("method '%s' input %u is not a tensor value", m, i);
+    if (!is_tensor(method, method.inputs()->Get(i))) {
+      return invalid_program("method '%s' input %u (value %u) is not a tensor value", m, i, method.inputs()->Get(i));
+    }
   }
   for (uint32_t i = 0; i < count(method.outputs()); ++i) {
-    if (!is_tensor(method, method.outputs()->Get(i))) return invalid_program("method '%s' output %u is not a tensor value", m, i);
+    if (!is_tensor(method, method.outputs()->Get(i))) {
+      return invalid_program("method '%s' output %u (value %u) is not a tensor value", m, i, method.outputs()->Get(i));
+    }
   }
   for (uint32_t i = 0; i < (method.delegates() ? method.delegates()->size() : 0); ++i) {
     TERN_CHECK_OK(verify_delegate(method, i, num_segments));

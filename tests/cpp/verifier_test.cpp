@@ -249,12 +249,23 @@ TEST(ProgramLoad, test_tensor_byte_count_overflowing_uint64_is_invalid_program) 
   EXPECT_EQ(load_edited([&](Small& s) { s.m->values[s.y].sizes = {big, big}; }), Error::InvalidProgram);
   EXPECT_EQ(load_edited([&](Small& s) { s.m->values[s.c].sizes = {big, big}; }), Error::InvalidProgram);
   EXPECT_EQ(load_edited([&](Small& s) { s.m->values[s.y].sizes = {INT64_MAX}; }), Error::InvalidProgram);
-  // Huge arenas can be described, but no tensor beyond 2^48 bytes.
+  // No tensor beyond 2^48 bytes, even in an arena that would hold it.
   EXPECT_EQ(load_edited([&](Small& s) {
-              s.m->arena_sizes[0] = UINT64_MAX;
-              s.m->values[s.y].sizes = {int64_t(1) << 47};
+              s.m->arena_sizes[0] = uint64_t(1) << 48;
+              s.m->values[s.y].sizes = {(int64_t(1) << 46) + 1};
             }),
             Error::InvalidProgram);
+}
+
+// An arena no memory holds would make an application's round-up of its size
+// (MethodMeta::arena_size) wrap around; 2^48 bytes is the bound, as for tensors.
+TEST(ProgramLoad, test_arena_size_above_2_48_is_invalid_program) {
+  EXPECT_EQ(load_edited([](Small& s) { s.m->arena_sizes[0] = uint64_t(1) << 48; }), Error::Ok);
+  for (uint64_t size : {(uint64_t(1) << 48) + 1, UINT64_MAX - 63, UINT64_MAX}) {
+    EXPECT_EQ(load_edited([&](Small& s) { s.m->arena_sizes[0] = size; }), Error::InvalidProgram) << size;
+    EXPECT_NE(std::string(last_error_message()).find("arena 0: arena_sizes says " + std::to_string(size)),
+              std::string::npos) << last_error_message();
+  }
 }
 
 TEST(ProgramLoad, test_negative_size_is_invalid_program) {
@@ -329,6 +340,38 @@ TEST(ProgramLoad, test_state_entries_are_checked) {
               s.m->values[s.m->state[0].value].offset = 128;
             }),
             Error::InvalidProgram);
+}
+
+// References to size expressions (format 1.3) are checked in a method without
+// dynamic shapes too: MethodMeta::input_dim_range (and the Python bindings
+// through it) reads dyn_sizes of any input, one per dim.
+TEST(ProgramLoad, test_size_expression_references_of_a_static_method_are_checked) {
+  EXPECT_EQ(load_edited([](Small& s) { s.m->values[s.x].dyn_sizes = {-1}; }), Error::Ok) << "static: -1";
+  EXPECT_EQ(load_edited([](Small& s) {
+              s.m->values[s.x].sizes = {2, 2};
+              s.m->values[s.x].dyn_sizes = {-1};
+            }),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 0: 1 dynamic sizes for 2 dims"), std::string::npos)
+      << last_error_message();
+  EXPECT_EQ(load_edited([](Small& s) { s.m->values[s.x].dyn_sizes = {0}; }), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 0: a dim refers to size expression 0 (0 expressions)"),
+            std::string::npos) << last_error_message();
+  EXPECT_EQ(load_edited([](Small& s) {
+              s.m->add(ValueSpec{});
+              s.m->values.back().type = fb::Value::Int;
+              s.m->values.back().expr = 3;
+            }),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 3: an Int refers to size expression 3"), std::string::npos)
+      << last_error_message();
+  EXPECT_EQ(load_edited([](Small& s) {
+              s.m->int_list({1, 2});
+              s.m->values.back().exprs = {-1};
+            }),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 3: 1 expressions for 2 IntList items"), std::string::npos)
+      << last_error_message();
 }
 
 TEST(ProgramLoad, test_tensor_without_storage_must_be_empty) {
@@ -488,6 +531,37 @@ TEST(ProgramLoad, test_segment_outside_file_is_invalid_program) {
   b = good;
   write_le(b, e, 0, 8);  // inside the header
   EXPECT_EQ(load(b), Error::InvalidProgram);
+}
+
+// Segments come after the segment table: one over the flatbuffer or the
+// table (64-aligned, inside the file) would read checked program bytes as data.
+TEST(ProgramLoad, test_segment_over_the_flatbuffer_or_segment_table_is_invalid_program) {
+  Small s;
+  const AlignedBytes good = s.pb.build();
+  const size_t e = segment_entry_pos(good, 0);
+  ASSERT_EQ(read_le(good, hp::kFlatbufferOffset, 8), 64u);
+  AlignedBytes b = good;
+  write_le(b, e, 64, 8);  // the flatbuffer's first bytes
+  EXPECT_EQ(load(b), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("segment 0 [64, +16) overlaps the flatbuffer"), std::string::npos)
+      << last_error_message();
+  // A table of 9 entries (144 bytes) has a 64-byte boundary with 16 bytes
+  // of table after it, past the flatbuffer.
+  Small long_table;
+  for (int i = 0; i < 8; ++i) long_table.pb.add_segment({});
+  b = long_table.pb.build();
+  const uint64_t boundary = (segment_entry_pos(b, 0) / 64 + 1) * 64;
+  ASSERT_LE(boundary + 16, segment_entry_pos(b, 9));
+  write_le(b, segment_entry_pos(b, 0), boundary, 8);
+  EXPECT_EQ(load(b), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("segment 0 [" + std::to_string(boundary) + ", +16) overlaps the segment table"),
+            std::string::npos) << last_error_message();
+  // An empty segment overlaps nothing, wherever it points.
+  Small with_empty;
+  with_empty.pb.add_segment({});
+  b = with_empty.pb.build();
+  write_le(b, segment_entry_pos(b, 1), 64, 8);
+  EXPECT_EQ(load(b), Error::Ok) << last_error_message();
 }
 
 TEST(ProgramLoad, test_buffer_not_64_byte_aligned_is_invalid_program) {
