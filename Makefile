@@ -30,7 +30,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc zoo-doc bench size clean fuzz
+.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc zoo-doc bench size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -103,6 +103,12 @@ SECONDS ?= 60
 HARNESS ?=
 fuzz: setup
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(SECONDS) $(HARNESS)
+
+# The short campaign `make test` runs: every harness FUZZ_SMOKE_SECONDS, from
+# the seeds and the corpus an earlier run left in build-fuzz/corpus/.
+FUZZ_SMOKE_SECONDS ?= 30
+fuzz-smoke: setup
+	JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 
 # Side by side with PyTorch eager, ONNX Runtime and ExecuTorch, in its own
 # environments (scripts/setup_bench_env.sh); results in bench/results/ (bench/README.md).
