@@ -329,6 +329,12 @@ bool names_number(const char* s, size_t n) {
   return false;
 }
 
+// Module's heap blocks are not the method allocator's requests (HeapAllocator
+// adds a header): its messages name some bytes, and what ran out.
+bool says_out_of_memory(const char* s) {
+  return strstr(s, " bytes") != nullptr && (strstr(s, "out of memory") != nullptr || strstr(s, "cannot allocate"));
+}
+
 // A method's outputs after one execute(): dtype, sizes and bytes of each.
 struct Output {
   ScalarType dtype;
@@ -352,6 +358,12 @@ Outputs run(Method& m, std::vector<NpyArray>& inputs) {
   if (m.execute() != Error::Ok) return {};
   Outputs out;
   for (size_t i = 0; i < m.num_outputs(); ++i) out.push_back(output_of(m.output(i)));
+  return out;
+}
+
+Outputs outputs_of(Span<const Tensor> ts) {
+  Outputs out;
+  for (const Tensor& t : ts) out.push_back(output_of(t));
   return out;
 }
 
@@ -516,6 +528,142 @@ TEST_P(MethodLoadFailure, test_each_allocation_failing_is_out_of_memory_and_the_
 }
 
 INSTANTIATE_TEST_SUITE_P(Frozen, MethodLoadFailure, ::testing::ValuesIn(method_cases()), case_name);
+
+// Module: every heap allocation of load(), load_buffer() and method().
+
+enum class Entry { LoadFile, LoadMmap, LoadBuffer };
+
+struct ModuleCase {
+  const char* file;
+  Entry entry;
+};
+
+void PrintTo(const ModuleCase& c, std::ostream* os) { *os << c.file << " entry " << static_cast<int>(c.entry); }
+
+std::string module_case_name(const ::testing::TestParamInfo<ModuleCase>& info) {
+  static const char* const kEntries[] = {"load_file", "load_mmap", "load_buffer"};
+  std::string s = std::string(info.param.file) + "_" + kEntries[static_cast<int>(info.param.entry)];
+  for (char& c : s) {
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+std::vector<ModuleCase> module_cases() {
+  std::vector<ModuleCase> cases;
+  for (const char* f : kFiles) cases.push_back({f, Entry::LoadFile});
+  for (const char* f : {"v1/kitchen_sink", "v1_1/cpu_block", "v1_3/dynamic"}) {
+    cases.push_back({f, Entry::LoadMmap});
+    cases.push_back({f, Entry::LoadBuffer});
+  }
+  return cases;
+}
+
+class ModuleLoadFailure : public ::testing::TestWithParam<ModuleCase> {
+ protected:
+  // load(), load(File) or load_buffer() of the file, on one thread.
+  Error load(Module& m, const Frozen& f) {
+    const Module::Options options{GetParam().entry == Entry::LoadFile ? Module::LoadMode::File : Module::LoadMode::Mmap,
+                                  1};
+    if (GetParam().entry != Entry::LoadBuffer) return m.load(f.path.c_str(), options);
+    return m.load_buffer(bytes.data(), bytes.size(), options);
+  }
+  // The buffer load_buffer() reads: the test's, made before any heap is watched.
+  void SetUp() override {
+    FileDataLoader file;
+    ASSERT_EQ(file.open((std::string(TERN_TEST_DATA_DIR) + "/" + GetParam().file + ".tern").c_str()), Error::Ok);
+    bytes = AlignedBytes(*file.load(0, file.size()), file.size());
+  }
+  AlignedBytes bytes;
+};
+
+TEST_P(ModuleLoadFailure, test_each_heap_allocation_failing_is_out_of_memory_and_leaves_the_module_empty) {
+  Frozen f(GetParam().file);
+  std::vector<Tensor> in;
+  for (NpyArray& a : f.inputs) in.push_back(a.tensor());
+  const Span<const Tensor> inputs(in.data(), in.size());
+
+  long n = 0;
+  Outputs want;
+  {
+    Module module;
+    HeapWatch heap;
+    const Error e = load(module, f);
+    heap.stop();
+    ASSERT_EQ(e, Error::Ok) << last_error_message();
+    EXPECT_EQ(heap.throwing(), 0) << "Module allocates with a throwing operator new";
+    EXPECT_EQ(heap.direct_c(), 0) << "Module allocates around operator new, where no failure can be injected";
+    n = heap.calls();
+    auto out = module.forward(inputs);
+    ASSERT_TRUE(out.ok()) << last_error_message();
+    want = outputs_of(*out);
+    expect_recorded(want, f.outputs);
+  }
+  ASSERT_GT(n, 0);
+
+  for (long k = 0; k < n; ++k) {
+    SCOPED_TRACE("heap allocation " + std::to_string(k) + " of " + std::to_string(n) + " fails");
+    Module module;
+    clear_last_error();
+    HeapWatch heap(k);
+    const Error e = load(module, f);
+    EXPECT_EQ(heap.live(), 0) << "the failed load kept heap blocks";
+    heap.stop();
+    EXPECT_EQ(e, Error::OutOfMemory) << last_error_message();
+    EXPECT_TRUE(says_out_of_memory(last_error_message())) << last_error_message();
+    EXPECT_EQ(module.method("forward"), nullptr) << "a method is usable after the load failed";
+    EXPECT_FALSE(module.forward(inputs).ok());
+    ASSERT_EQ(load(module, f), Error::Ok) << last_error_message();
+    auto out = module.forward(inputs);
+    ASSERT_TRUE(out.ok()) << last_error_message();
+    EXPECT_TRUE(outputs_of(*out) == want) << "outputs differ from the first load's";
+  }
+  EXPECT_EQ(g_live_handles.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Frozen, ModuleLoadFailure, ::testing::ValuesIn(module_cases()), module_case_name);
+
+TEST(ModuleMethodFailure, test_each_heap_allocation_of_method_failing_leaves_no_method_and_the_module_usable) {
+  register_everything();
+  const AlignedBytes bytes = two_methods().build();
+  float x[6] = {1, -2, 3, -4, 5, -6};
+  Tensor input = make_tensor(x, ScalarType::Float32, {2, 3});
+  const std::vector<float> want = {2, 1, 4, 1, 6, 1};
+  auto floats = [](const Tensor& t) { return std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel); };
+
+  long n = 0;
+  {
+    Module module;
+    ASSERT_EQ(module.load_buffer(bytes.data(), bytes.size(), {Module::LoadMode::Mmap, 1}), Error::Ok);
+    HeapWatch heap;
+    Method* m = module.method("second");
+    heap.stop();
+    ASSERT_NE(m, nullptr) << last_error_message();
+    EXPECT_EQ(heap.throwing(), 0);
+    EXPECT_EQ(heap.direct_c(), 0);
+    n = heap.calls();
+  }
+  ASSERT_GT(n, 0);
+  for (long k = 0; k < n; ++k) {
+    SCOPED_TRACE("heap allocation " + std::to_string(k) + " of " + std::to_string(n) + " fails");
+    Module module;
+    ASSERT_EQ(module.load_buffer(bytes.data(), bytes.size(), {Module::LoadMode::Mmap, 1}), Error::Ok);
+    clear_last_error();
+    HeapWatch heap(k);
+    Method* m = module.method("second");
+    EXPECT_EQ(heap.live(), 0) << "the failed method() kept heap blocks";
+    heap.stop();
+    EXPECT_EQ(m, nullptr);
+    EXPECT_TRUE(says_out_of_memory(last_error_message())) << last_error_message();
+    // the module still runs "forward", and "second" loads when memory is there
+    auto fwd = module.forward({&input, 1});
+    ASSERT_TRUE(fwd.ok()) << last_error_message();
+    EXPECT_EQ(floats((*fwd)[0]), want);
+    auto second = module.run("second", {&input, 1});
+    ASSERT_TRUE(second.ok()) << last_error_message();
+    EXPECT_EQ(floats((*second)[0]), want);
+  }
+}
 
 // Program::load over a DataLoader whose load() fails.
 class FailingLoader final : public DataLoader {
