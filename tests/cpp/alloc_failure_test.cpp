@@ -529,6 +529,26 @@ TEST_P(MethodLoadFailure, test_each_allocation_failing_is_out_of_memory_and_the_
 
 INSTANTIATE_TEST_SUITE_P(Frozen, MethodLoadFailure, ::testing::ValuesIn(method_cases()), case_name);
 
+// The first Method::load with threads starts the process-wide pool's workers:
+// the threads take their stacks from the system, the pool itself nothing from
+// the heap. (ctest runs each test in a process of its own, so the pool is
+// created here.)
+TEST(MethodLoadHeap, test_starting_the_process_pool_takes_nothing_from_operator_new) {
+  Frozen f("v1/kitchen_sink");
+  ASSERT_TRUE(f.program.has_value());
+  Arenas arenas(*f.program);
+  AlignedBytes pool(32 << 20);
+  MemoryAllocator alloc(pool.data(), pool.size());
+  MemoryManager memory{&alloc, arenas.planned()};
+  MethodOptions options;
+  options.threads = 3;
+  HeapWatch heap;
+  Result<Method> m = Method::load(*f.program, "forward", memory, options);
+  heap.stop();
+  ASSERT_TRUE(m.ok()) << last_error_message();
+  EXPECT_EQ(heap.calls(), 0);
+}
+
 // Module: every heap allocation of load(), load_buffer() and method().
 
 enum class Entry { LoadFile, LoadMmap, LoadBuffer };
