@@ -7,6 +7,7 @@
 #   make test     every C++ (ctest) and Python (pytest) test, and test-aarch64
 #   make test-aarch64    the architecture-dependent C++ tests built for aarch64, run under qemu
 #   make test-sanitize   the C++ tests under ASan + UBSan (slower; not in `make test`)
+#   make test-tsan       the threads tests under ThreadSanitizer (not in `make test`)
 #   make fuzz SECONDS=60 every fuzz harness (tests/fuzz: libFuzzer, clang, ASan + UBSan) for
 #                 SECONDS each; prints executions, coverage and crashes per harness
 #                 (docs/security.md); HARNESS='fuzz_execute' runs one
@@ -30,7 +31,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc zoo-doc bench size clean fuzz
+.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-ops-full ops-doc zoo-doc bench size clean fuzz
 
 setup:
 	@bash scripts/setup_env.sh
@@ -104,6 +105,26 @@ HARNESS ?=
 fuzz: setup
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(SECONDS) $(HARNESS)
 
+# The tests of threads under ThreadSanitizer (build-tsan/, gcc, RelWithDebInfo):
+# one Program shared by 8 threads, each with its own Method, some on the
+# process pool and some on pools of their own (shared_program_threads_test),
+# the thread pool and RunContext (thread_pool_test) and the executor
+# (executor_test). Only these three and the libraries they link are built
+# (no tools, bench, install or Python); halt_on_error: the first race fails
+# its test. On this 2-core machine, shared with other builds (load average
+# 10 to 14), 2026-12-02: 14 min from an empty ccache (6.2 CPU-minutes: every
+# kernel and the cpu backend compiled with -fsanitize=thread), 27 s from a
+# fresh build-tsan/ with a warm ccache, of which the tests take 8 to 11 s.
+TSAN_TESTS := shared_program_threads_test thread_pool_test executor_test
+test-tsan: setup
+	mkdir -p build-tsan && $(VENV_BIN)/cmake -S . -B build-tsan -G Ninja -DCMAKE_MAKE_PROGRAM=$(VENV_BIN)/ninja \
+	  -DPython3_EXECUTABLE=$(abspath $(PY)) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_TSAN=ON \
+	  -DTERN_BUILD_TESTS=ON -DTERN_BUILD_TOOLS=OFF -DTERN_BUILD_PYTHON=OFF -DTERN_BUILD_BENCH=OFF \
+	  -DTERN_INSTALL=OFF > build-tsan/configure.log || { cat build-tsan/configure.log; exit 1; }
+	$(VENV_BIN)/cmake --build build-tsan --target $(TSAN_TESTS) -j $(JOBS)
+	TSAN_OPTIONS="halt_on_error=1 $$TSAN_OPTIONS" $(VENV_BIN)/ctest --test-dir build-tsan \
+	  -R '^(Frozen/SharedProgram|ThreadPool|RunContext|Executor)\.' --output-on-failure -j $(JOBS)
+
 # Side by side with PyTorch eager, ONNX Runtime and ExecuTorch, in its own
 # environments (scripts/setup_bench_env.sh); results in bench/results/ (bench/README.md).
 BENCH_ARGS ?=
@@ -116,4 +137,4 @@ size: setup
 	@bash scripts/size_report.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-aarch64 build-fuzz build-size-*
+	rm -rf $(BUILD) build-asan build-tsan build-aarch64 build-fuzz build-size-*
