@@ -4,9 +4,10 @@
 #   make build    C++ runtime, kernels, tern-run and C++ tests (build/)
 #   make python   the `tern` Python package (exporter + runtime bindings) into .venv
 #   make demo     export mobilenet_v2 and run it with tern-run
-#   make test     every C++ (ctest) and Python (pytest) test, and test-aarch64
+#   make test     every C++ (ctest) and Python (pytest) test, test-aarch64 and test-tsan
 #   make test-aarch64    the architecture-dependent C++ tests built for aarch64, run under qemu
 #   make test-sanitize   the C++ tests under ASan + UBSan (slower; not in `make test`)
+#   make test-tsan       the threads tests under ThreadSanitizer (part of `make test`)
 #   make fuzz SECONDS=60 every fuzz harness (tests/fuzz: libFuzzer, clang, ASan + UBSan) for
 #                 SECONDS each; prints executions, coverage and crashes per harness
 #                 (docs/security.md); HARNESS='fuzz_execute' runs one
@@ -30,7 +31,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-ops-full ops-doc zoo-doc bench size clean fuzz fuzz-smoke
+.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-ops-full ops-doc zoo-doc bench size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -49,7 +50,7 @@ python: setup
 demo: build python
 	$(PY) examples/demo.py --tern-run $(BUILD)/tern-run
 
-test: build python test-cpp test-python test-aarch64
+test: build python test-cpp test-python test-aarch64 test-tsan
 
 test-cpp:
 	$(VENV_BIN)/ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -104,11 +105,32 @@ HARNESS ?=
 fuzz: setup
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(SECONDS) $(HARNESS)
 
-# The short campaign `make test` runs: every harness FUZZ_SMOKE_SECONDS, from
-# the seeds and the corpus an earlier run left in build-fuzz/corpus/.
+# A short campaign: every harness FUZZ_SMOKE_SECONDS, from the seeds and the
+# corpus an earlier run left in build-fuzz/corpus/ (not yet in `make test`:
+# docs/security.md says why).
 FUZZ_SMOKE_SECONDS ?= 30
 fuzz-smoke: setup
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+
+# The tests of threads under ThreadSanitizer (build-tsan/, gcc, RelWithDebInfo):
+# one Program shared by 8 threads, each with its own Method, some on the
+# process pool and some on pools of their own (shared_program_threads_test),
+# the thread pool and RunContext (thread_pool_test) and the executor
+# (executor_test). Only these three and the libraries they link are built
+# (no tools, bench, install or Python); halt_on_error: the first race fails
+# its test. On this 2-core machine, shared with other builds (load average
+# 10 to 14), 2026-12-02: 14 min from an empty ccache (6.2 CPU-minutes: every
+# kernel and the cpu backend compiled with -fsanitize=thread), 27 s from a
+# fresh build-tsan/ with a warm ccache, of which the tests take 8 to 11 s.
+TSAN_TESTS := shared_program_threads_test thread_pool_test executor_test
+test-tsan: setup
+	mkdir -p build-tsan && $(VENV_BIN)/cmake -S . -B build-tsan -G Ninja -DCMAKE_MAKE_PROGRAM=$(VENV_BIN)/ninja \
+	  -DPython3_EXECUTABLE=$(abspath $(PY)) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_TSAN=ON \
+	  -DTERN_BUILD_TESTS=ON -DTERN_BUILD_TOOLS=OFF -DTERN_BUILD_PYTHON=OFF -DTERN_BUILD_BENCH=OFF \
+	  -DTERN_INSTALL=OFF > build-tsan/configure.log || { cat build-tsan/configure.log; exit 1; }
+	$(VENV_BIN)/cmake --build build-tsan --target $(TSAN_TESTS) -j $(JOBS)
+	TSAN_OPTIONS="halt_on_error=1 $$TSAN_OPTIONS" $(VENV_BIN)/ctest --test-dir build-tsan \
+	  -R '^(Frozen/SharedProgram|ThreadPool|RunContext|Executor)\.' --output-on-failure -j $(JOBS)
 
 # Side by side with PyTorch eager, ONNX Runtime and ExecuTorch, in its own
 # environments (scripts/setup_bench_env.sh); results in bench/results/ (bench/README.md).
@@ -122,4 +144,4 @@ size: setup
 	@bash scripts/size_report.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-aarch64 build-fuzz build-size-*
+	rm -rf $(BUILD) build-asan build-tsan build-aarch64 build-fuzz build-size-*

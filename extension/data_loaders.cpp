@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -76,7 +77,7 @@ Result<const uint8_t*> MmapDataLoader::load(size_t offset, size_t size) {
 FileDataLoader::~FileDataLoader() { close(); }
 
 void FileDataLoader::close() {
-  free(data_);
+  if (data_ != nullptr) ::operator delete(data_, std::align_val_t(64));
   data_ = nullptr;
   size_ = 0;
 }
@@ -106,7 +107,8 @@ Error FileDataLoader::open(const char* path) {
     TERN_LOG_ERROR("'%s' is empty, not a Tern file", path);
     return Error::NotATernFile;
   }
-  uint8_t* data = static_cast<uint8_t*>(aligned_alloc(64, (size + 63) / 64 * 64));
+  // nothrow: this file is built without exceptions, a failure is an Error
+  uint8_t* data = static_cast<uint8_t*>(::operator new((size + 63) / 64 * 64, std::align_val_t(64), std::nothrow));
   if (data == nullptr) {
     ::close(fd);
     TERN_LOG_ERROR("cannot allocate %zu bytes to read '%s'", size, path);
@@ -115,7 +117,7 @@ Error FileDataLoader::open(const char* path) {
   bool ok = read_all(fd, path, data, size);
   ::close(fd);
   if (!ok) {
-    free(data);
+    ::operator delete(data, std::align_val_t(64));
     return Error::AccessFailed;
   }
   data_ = data;

@@ -1,7 +1,8 @@
 #include "extension/module.h"
 
-#include <cstdlib>
+#include <cstdint>
 #include <cstring>
+#include <new>
 
 #include "extension/heap_allocator.h"
 #include "runtime/core/log.h"
@@ -40,42 +41,117 @@ Tensor make_tensor(void* data, ScalarType dtype, std::initializer_list<int64_t> 
   return make_tensor(data, dtype, sizes.begin(), static_cast<int>(sizes.size()));
 }
 
+namespace {
+
+// `n` (at least one) value-initialized T from the heap, or nullptr with a log
+// line naming the bytes. Freed with delete[].
+template <typename T>
+T* heap_array(size_t n, const char* what, const char* method) {
+  const size_t count = n == 0 ? 1 : n;
+  const bool fits = count <= SIZE_MAX / sizeof(T);
+  T* p = fits ? new (std::nothrow) T[count]() : nullptr;
+  if (p == nullptr) {
+    TERN_LOG_ERROR("method '%s': out of memory for %zu bytes of %s", method, fits ? count * sizeof(T) : SIZE_MAX,
+                   what);
+  }
+  return p;
+}
+
+// A new Loader in *out, opened on `path`.
+template <typename Loader>
+Error open_file(const char* path, std::unique_ptr<DataLoader>* out) {
+  Loader* loader = new (std::nothrow) Loader();
+  if (loader == nullptr) {
+    TERN_LOG_ERROR("cannot load '%s': out of memory for %zu bytes of its loader", path, sizeof(Loader));
+    return Error::OutOfMemory;
+  }
+  out->reset(loader);
+  return loader->open(path);
+}
+
+}  // namespace
+
+// One loaded method and the memory it runs in: 64-byte aligned planned
+// arenas and a HeapAllocator for its metadata, all from the heap.
 struct Module::LoadedMethod {
-  std::string name;
+  LoadedMethod* next = nullptr;
+  char* name = nullptr;
   HeapAllocator allocator;
-  std::vector<void*> arenas;  // aligned_alloc'ed, freed in the destructor
-  std::vector<Span<uint8_t>> planned;
+  Span<uint8_t>* planned = nullptr;  // num_arenas heap blocks
+  size_t num_arenas = 0;
   MemoryManager memory;
   std::optional<Method> method;
-  std::vector<Tensor> outputs;
+  Tensor* outputs = nullptr;  // the last run's, method->num_outputs() of them
 
   ~LoadedMethod() {
-    for (void* a : arenas) free(a);
+    method.reset();  // before the memory it points into
+    delete[] outputs;
+    for (size_t i = 0; i < num_arenas; ++i) ::operator delete(planned[i].data(), std::align_val_t(64));
+    delete[] planned;
+    delete[] name;
+  }
+
+  // Everything the Method needs before it loads: the name and the arenas.
+  Error init(const char* method_name, const MethodMeta& meta) {
+    const size_t len = strlen(method_name) + 1;
+    if ((name = heap_array<char>(len, "its name", method_name)) == nullptr) return Error::OutOfMemory;
+    memcpy(name, method_name, len);
+    if ((planned = heap_array<Span<uint8_t>>(meta.num_arenas(), "its arena list", name)) == nullptr) {
+      return Error::OutOfMemory;
+    }
+    for (size_t i = 0; i < meta.num_arenas(); ++i) {
+      const uint64_t want = *meta.arena_size(i);
+      if (want > SIZE_MAX - 63) {
+        TERN_LOG_ERROR("method '%s': planned arena %zu of %llu bytes does not fit in memory", name, i,
+                       (unsigned long long)want);
+        return Error::OutOfMemory;
+      }
+      const size_t bytes = want == 0 ? 64 : (static_cast<size_t>(want) + 63) / 64 * 64;
+      void* a = ::operator new(bytes, std::align_val_t(64), std::nothrow);
+      if (a == nullptr) {
+        TERN_LOG_ERROR("method '%s': out of memory for planned arena %zu (%zu bytes)", name, i, bytes);
+        return Error::OutOfMemory;
+      }
+      planned[num_arenas++] = Span<uint8_t>(static_cast<uint8_t*>(a), bytes);
+    }
+    memory.method_allocator = &allocator;
+    memory.planned = Span<const Span<uint8_t>>(planned, num_arenas);
+    return Error::Ok;
   }
 };
 
 Module::Module() = default;
-Module::~Module() = default;
+Module::~Module() { unload(); }
+
+void Module::unload() {
+  while (methods_ != nullptr) {
+    LoadedMethod* next = methods_->next;
+    delete methods_;
+    methods_ = next;
+  }
+  program_.reset();
+  loader_.reset();
+}
 
 Error Module::load(const char* path, const Options& options) {
-  methods_.clear();
-  program_.reset();
-  if (options.load_mode == LoadMode::Mmap) {
-    auto loader = std::make_unique<MmapDataLoader>();
-    TERN_CHECK_OK(loader->open(path));
-    loader_ = std::move(loader);
-  } else {
-    auto loader = std::make_unique<FileDataLoader>();
-    TERN_CHECK_OK(loader->open(path));
-    loader_ = std::move(loader);
+  unload();
+  const Error e = options.load_mode == LoadMode::Mmap ? open_file<MmapDataLoader>(path, &loader_)
+                                                      : open_file<FileDataLoader>(path, &loader_);
+  if (e != Error::Ok) {
+    loader_.reset();
+    return e;
   }
   return load_program(options);
 }
 
 Error Module::load_buffer(const void* data, size_t size, const Options& options) {
-  methods_.clear();
-  program_.reset();
-  loader_ = std::make_unique<BufferDataLoader>(data, size);
+  unload();
+  loader_.reset(new (std::nothrow) BufferDataLoader(data, size));
+  if (loader_ == nullptr) {
+    TERN_LOG_ERROR("cannot load a %zu-byte buffer: out of memory for %zu bytes of its loader", size,
+                   sizeof(BufferDataLoader));
+    return Error::OutOfMemory;
+  }
   return load_program(options);
 }
 
@@ -84,18 +160,25 @@ Error Module::load_program(const Options& options) {
   method_options_.threads = options.threads > 0 ? options.threads : physical_core_count();
   method_options_.max_loop_instructions = options.max_loop_instructions;
   Result<Program> program = Program::load(*loader_);
-  if (!program.ok()) return program.error();
+  if (!program.ok()) {
+    unload();
+    return program.error();
+  }
   program_.emplace(std::move(*program));
   if (program_->method("forward") != nullptr) {
     Method* forward;
-    TERN_CHECK_OK(load_method("forward", &forward));  // logged by Method::load
+    const Error e = load_method("forward", &forward);  // logged by Method::load
+    if (e != Error::Ok) {
+      unload();  // nothing half-loaded stays behind
+      return e;
+    }
   }
   return Error::Ok;
 }
 
 Module::LoadedMethod* Module::find(const char* name) {
-  for (auto& m : methods_) {
-    if (m->name == name) return m.get();
+  for (LoadedMethod* m = methods_; m != nullptr; m = m->next) {
+    if (strcmp(m->name, name) == 0) return m;
   }
   return nullptr;
 }
@@ -118,32 +201,22 @@ Error Module::load_method(const char* name, Method** out) {
   }
   Result<MethodMeta> meta = program_->method_meta(name);
   if (!meta.ok()) return meta.error();
-  auto lm = std::make_unique<LoadedMethod>();
-  lm->name = name;
-  for (size_t i = 0; i < meta->num_arenas(); ++i) {
-    const uint64_t want = *meta->arena_size(i);
-    if (want > SIZE_MAX - 63) {
-      TERN_LOG_ERROR("method '%s': planned arena %zu of %llu bytes does not fit in memory", name, i,
-                     (unsigned long long)want);
-      return Error::OutOfMemory;
-    }
-    size_t bytes = (static_cast<size_t>(want) + 63) / 64 * 64;
-    void* a = aligned_alloc(64, bytes == 0 ? 64 : bytes);
-    if (a == nullptr) {
-      TERN_LOG_ERROR("method '%s': cannot allocate planned arena %zu (%zu bytes)", name, i, bytes);
-      return Error::OutOfMemory;
-    }
-    lm->arenas.push_back(a);
-    lm->planned.emplace_back(static_cast<uint8_t*>(a), bytes);
+  std::unique_ptr<LoadedMethod> lm(new (std::nothrow) LoadedMethod());
+  if (lm == nullptr) {
+    TERN_LOG_ERROR("method '%s': out of memory for %zu bytes of its Module state", name, sizeof(LoadedMethod));
+    return Error::OutOfMemory;
   }
-  lm->memory.method_allocator = &lm->allocator;
-  lm->memory.planned = Span<const Span<uint8_t>>(lm->planned.data(), lm->planned.size());
+  TERN_CHECK_OK(lm->init(name, *meta));
   Result<Method> m = Method::load(*program_, name, lm->memory, method_options_);
   if (!m.ok()) return m.error();
   lm->method.emplace(std::move(*m));
-  for (size_t i = 0; i < lm->method->num_outputs(); ++i) lm->outputs.push_back(lm->method->output(i));
-  methods_.push_back(std::move(lm));
-  *out = &*methods_.back()->method;
+  if ((lm->outputs = heap_array<Tensor>(lm->method->num_outputs(), "its outputs", name)) == nullptr) {
+    return Error::OutOfMemory;
+  }
+  for (size_t i = 0; i < lm->method->num_outputs(); ++i) lm->outputs[i] = lm->method->output(i);
+  lm->next = methods_;
+  methods_ = lm.release();
+  *out = &*methods_->method;
   return Error::Ok;
 }
 
@@ -158,8 +231,8 @@ Result<Span<const Tensor>> Module::run(const char* name, Span<const Tensor> inpu
   TERN_CHECK_OK(m->execute());
   LoadedMethod* lm = find(name);
   // Sizes of this run (dynamic shapes, format 1.3, change them).
-  for (size_t i = 0; i < lm->outputs.size(); ++i) lm->outputs[i] = m->output(i);
-  return Span<const Tensor>(lm->outputs.data(), lm->outputs.size());
+  for (size_t i = 0; i < m->num_outputs(); ++i) lm->outputs[i] = m->output(i);
+  return Span<const Tensor>(lm->outputs, m->num_outputs());
 }
 
 }  // namespace tern

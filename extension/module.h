@@ -18,7 +18,12 @@
 // A Module owns what the runtime core leaves to the application: the file
 // (memory-mapped by default), the method allocator and the planned arenas,
 // all taken from the heap at load(). forward() and run() then allocate
-// nothing: they copy the inputs into planned memory and execute. It does not
+// nothing: they copy the inputs into planned memory and execute.
+// Out of memory: every heap allocation is the non-throwing kind (this code
+// is built without exceptions, which a std::bad_alloc would unwind through
+// without running its destructors). A failed one makes load() or method()
+// return OutOfMemory, logged with its size; a load() that fails leaves the
+// Module empty (no program, no method), a method() that fails loads nothing. It does not
 // register kernels: the application registers the kernel libraries it links
 // (runtime/kernel/registry.h) before load().
 // A model with state (format 1.2: buffers its forward mutates) keeps it in
@@ -30,8 +35,6 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <string>
-#include <vector>
 
 #include "extension/data_loaders.h"
 #include "runtime/executor/method.h"
@@ -60,7 +63,8 @@ class Module {
   Module& operator=(const Module&) = delete;
 
   // Loads and verifies the file, then loads its "forward" method (if any).
-  // On failure, last_error_message() says what and where.
+  // On failure, last_error_message() says what and where, and the Module is
+  // empty (program() must not be called until a load() succeeds).
   Error load(const char* path, LoadMode mode = LoadMode::Mmap) { return load(path, Options{mode, 0}); }
   Error load(const char* path, const Options& options);
   // The same from `size` bytes at `data` (64-byte aligned; the caller keeps
@@ -70,7 +74,8 @@ class Module {
   const Program& program() const { return *program_; }
 
   // The method `name`, loading it on first use (heap allocation happens here,
-  // once). nullptr (with a log line) if it does not exist or fails to load.
+  // once). nullptr (with a log line) if it does not exist or fails to load
+  // (a later call tries again).
   Method* method(const char* name = "forward");
 
   // Sets the inputs (dtype and sizes must match), executes, and returns the
@@ -85,11 +90,13 @@ class Module {
   Error load_program(const Options& options);
   // method(), with the reason it failed: NotFound, OutOfMemory or Method::load's error.
   Error load_method(const char* name, Method** out);
+  // Drops the methods, the program and the file, in that order.
+  void unload();
 
   MethodOptions method_options_;
   std::unique_ptr<DataLoader> loader_;
   std::optional<Program> program_;
-  std::vector<std::unique_ptr<LoadedMethod>> methods_;
+  LoadedMethod* methods_ = nullptr;  // a list, owned, the latest loaded first
 };
 
 }  // namespace tern

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <new>
 
 #include "runtime/core/log.h"
 
@@ -43,10 +44,13 @@ ThreadPool::~ThreadPool() {
 }
 
 ThreadPool& ThreadPool::process_pool() {
-  // Leaked on purpose: workers may still be spinning when static destructors
-  // run, and joining them there would order exit against the application's
-  // own threads.
-  static ThreadPool* pool = new ThreadPool();
+  // Never destroyed, on purpose: workers may still be spinning when static
+  // destructors run, and joining them there would order exit against the
+  // application's own threads. Built in static storage, not on the heap: the
+  // core takes no heap memory (DESIGN.md), and a failed `new` here could only
+  // abort.
+  alignas(ThreadPool) static unsigned char storage[sizeof(ThreadPool)];
+  static ThreadPool* pool = new (storage) ThreadPool();
   return *pool;
 }
 

@@ -2,6 +2,7 @@
 // One short Loader step per concern: arenas, values, operators, delegates,
 // instructions, scratch.
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/core/log.h"
@@ -32,10 +33,13 @@ struct Loader {
 
   template <typename T>
   T* alloc(size_t n, const char* what) {
-    T* p = memory.method_allocator->allocate_array<T>(n == 0 ? 1 : n);
+    const size_t count = n == 0 ? 1 : n;
+    T* p = memory.method_allocator->allocate_array<T>(count);
     if (p == nullptr) {
-      TERN_LOG_ERROR("method '%s': the method allocator is out of memory for %zu %s "
-                     "(%zu of %zu bytes used)", fm.name()->c_str(), n, what,
+      // the bytes asked for (allocate_array refuses a count whose bytes overflow)
+      const size_t bytes = count > SIZE_MAX / sizeof(T) ? SIZE_MAX : count * sizeof(T);
+      TERN_LOG_ERROR("method '%s': the method allocator is out of memory for %zu %s (%zu bytes; "
+                     "%zu of %zu bytes used)", fm.name()->c_str(), n, what, bytes,
                      memory.method_allocator->used(), memory.method_allocator->capacity());
     }
     return p;
@@ -406,11 +410,16 @@ struct Loader {
     *stride = (scratch + 63) & ~size_t(63);
     if (scratch == 0) return Error::Ok;
     uint64_t total;
-    if (!checked_mul(*stride, static_cast<uint64_t>(threads), &total) || total > SIZE_MAX ||
-        (*out = memory.method_allocator->allocate(static_cast<size_t>(total), 64)) == nullptr) {
-      TERN_LOG_ERROR("method '%s': the method allocator is out of memory for %d x %zu bytes of "
-                     "kernel scratch (%zu of %zu bytes used)", fm.name()->c_str(), threads, scratch,
-                     memory.method_allocator->used(), memory.method_allocator->capacity());
+    if (!checked_mul(*stride, static_cast<uint64_t>(threads), &total) || total > SIZE_MAX) {
+      TERN_LOG_ERROR("method '%s': kernel scratch of %d threads x %zu bytes does not fit in memory",
+                     fm.name()->c_str(), threads, *stride);
+      return Error::OutOfMemory;
+    }
+    if ((*out = memory.method_allocator->allocate(static_cast<size_t>(total), 64)) == nullptr) {
+      TERN_LOG_ERROR("method '%s': the method allocator is out of memory for %llu bytes of kernel scratch "
+                     "(%d threads x %zu bytes; %zu of %zu bytes used)", fm.name()->c_str(),
+                     (unsigned long long)total, threads, *stride, memory.method_allocator->used(),
+                     memory.method_allocator->capacity());
       return Error::OutOfMemory;
     }
     return Error::Ok;

@@ -5,6 +5,7 @@
 // execute() reads the symbols from the inputs, evaluates every expression,
 // checks each tensor still fits its planned bytes and runs each affected
 // kernel's prepare again (allocation-free: see PrepareContext::replay).
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/core/log.h"
@@ -285,10 +286,12 @@ struct Arrays {
   const char* method;
   template <typename T>
   T* alloc(size_t n) {
-    T* p = allocator.allocate_array<T>(n == 0 ? 1 : n);
+    const size_t count = n == 0 ? 1 : n;
+    T* p = allocator.allocate_array<T>(count);
     if (p == nullptr) {
-      TERN_LOG_ERROR("method '%s': the method allocator is out of memory for its dynamic shapes (%zu of %zu bytes "
-                     "used)", method, allocator.used(), allocator.capacity());
+      const size_t bytes = count > SIZE_MAX / sizeof(T) ? SIZE_MAX : count * sizeof(T);
+      TERN_LOG_ERROR("method '%s': the method allocator is out of memory for %zu bytes of its dynamic shapes "
+                     "(%zu of %zu bytes used)", method, bytes, allocator.used(), allocator.capacity());
     }
     return p;
   }
