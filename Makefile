@@ -119,8 +119,8 @@ fuzz-smoke: setup
 # (executor_test). Only these three and the libraries they link are built
 # (no tools, bench, install or Python); halt_on_error: the first race fails
 # its test. On this 2-core machine, shared with other builds (load average
-# 10 to 14), 2026-12-02: 14 min from an empty ccache (6.2 CPU-minutes: every
-# kernel and the cpu backend compiled with -fsanitize=thread), 27 s from a
+# 7 to 14), 2026-12-02: 14 min from an empty ccache (6.2 CPU-minutes: every
+# kernel and the cpu backend compiled with -fsanitize=thread), 19 to 27 s from a
 # fresh build-tsan/ with a warm ccache, of which the tests take 8 to 11 s.
 TSAN_TESTS := shared_program_threads_test thread_pool_test executor_test
 test-tsan: setup
