@@ -113,16 +113,17 @@ uint64_t saturating_numel(const Tensor& t) {
 
 }  // namespace
 
-Error set_inputs_from_tail(Method& m, TailReader& tail) {
+Error set_inputs_from_tail(const MethodMeta& meta, Method& m, TailReader& tail) {
   std::vector<uint8_t> buf;
   for (size_t i = 0; i < m.num_inputs(); ++i) {
-    Tensor t = m.input(i);  // the planned tensor: dtype, dims, the upper bounds
+    Tensor t = m.input(i);  // dtype and dims; sizes of the last call
     if (m.input_is_dynamic(i)) {
-      // One byte per dim picks the size: 0..223 a size inside the planned
+      // One byte per dim picks the size: 0..223 a size up to the planned
       // bound, else an arbitrary 64-bit value (to be refused unless it fits).
       for (int d = 0; d < t.dim; ++d) {
         const uint8_t pick = tail.u8();
-        const int64_t bound = m.input(i).sizes[d];
+        Result<DimRange> range = meta.input_dim_range(i, d);
+        const int64_t bound = range.ok() ? range->max : t.sizes[d];
         if (pick < 224) {
           t.sizes[d] = bound > 0 ? static_cast<int64_t>(tail.u64() % static_cast<uint64_t>(bound + 1)) : bound;
         } else {
@@ -168,8 +169,10 @@ void load_methods(const Program& program, TailReader* tail, int execute_runs) {
     options.max_loop_instructions = kMaxLoopInstructions;
     Result<Method> m = Method::load(program, name, memory.manager(), options);
     if (!m.ok() || tail == nullptr) continue;
+    Result<MethodMeta> meta = program.method_meta(name);
+    if (!meta.ok()) continue;
     for (int run = 0; run < execute_runs; ++run) {
-      if (set_inputs_from_tail(*m, *tail) != Error::Ok) break;
+      if (set_inputs_from_tail(*meta, *m, *tail) != Error::Ok) break;
       if (m->execute() != Error::Ok) break;
       sink = sink + touch_outputs(*m);
     }

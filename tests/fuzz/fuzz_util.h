@@ -121,7 +121,7 @@ class FuzzMemory {
 // from the tail (mostly inside the bounds, sometimes outside, which must be
 // refused); data from the tail. Returns the first error set_input gave (the
 // harness then skips execute()).
-Error set_inputs_from_tail(Method& m, TailReader& tail);
+Error set_inputs_from_tail(const MethodMeta& meta, Method& m, TailReader& tail);
 
 // Loads, optionally runs, and drops every method of `program` (each with its
 // own memory), as an app would. `execute_runs`: how many times to execute.
