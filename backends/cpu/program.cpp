@@ -38,14 +38,6 @@ struct ValueInfo {
   bool writable;
 };
 
-// FlatBuffers verification checks the alignment of a vector's length, not of
-// its items: the 8-byte items ([long]) of a crafted payload can be only
-// 4-aligned, and reading them in place would be a misaligned load.
-template <typename T>
-bool items_aligned(const flatbuffers::Vector<T>* v) {
-  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
-}
-
 // Everything load_cpu_program builds, while it builds it.
 struct Loader {
   PrepareContext& ctx;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "runtime/core/log.h"
+#include "runtime/core/overflow.h"
 #include "runtime/executor/method_internal.h"
 #include "runtime/format/size_expr.h"
 #include "runtime/format/verify.h"
@@ -212,11 +213,6 @@ Error Method::Shapes::resize_input(Method& m, size_t i, const Tensor& src) {
 }
 
 namespace {
-
-template <typename T>
-bool items_aligned(const flatbuffers::Vector<T>* v) {
-  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
-}
 
 uint32_t count(const flatbuffers::Vector<uint32_t>* v) { return v ? v->size() : 0; }
 

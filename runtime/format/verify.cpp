@@ -17,14 +17,6 @@ uint32_t count(const flatbuffers::Vector<uint32_t>* v) { return v ? v->size() : 
 // sizes below it leave room to add offsets and round up without overflow.
 constexpr uint64_t kMaxBytes = uint64_t(1) << 48;
 
-// FlatBuffers verification checks the alignment of a vector's length, not of
-// its items: the 8-byte items of a crafted file can be only 4-aligned, and the
-// runtime reads them in place (and hands IntList items to kernels).
-template <typename T>
-bool items_aligned(const flatbuffers::Vector<T>* v) {
-  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
-}
-
 Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const SegmentInfo* segments,
                     uint64_t num_segments, const flatbuffers::Vector<uint64_t>* arenas) {
   int st = static_cast<int>(t.scalar_type());

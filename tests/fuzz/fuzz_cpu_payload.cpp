@@ -4,24 +4,19 @@
 // edits the payload segments, which the file's checksum does not cover: the
 // fields of their FlatBuffer (backends/cpu/schema/cpu.fbs) and raw bytes.
 #include "fuzz_util.h"
-#include "runtime/core/data_loader.h"
 
 using namespace tern;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  fuzz::init_runtime();
-  const size_t file_size = fuzz::file_part_size(data, size);
-  fuzz::AlignedCopy file(data, file_size);
-  BufferDataLoader loader(file.data(), file.size());
-  Result<Program> program = Program::load(loader);
-  if (!program.ok()) return 0;
+  fuzz::FuzzInput input(data, size);
+  const Program* program = input.program();
+  if (program == nullptr) return 0;
   bool has_delegate = false;
   for (size_t k = 0; k < program->num_methods(); ++k) {
     Result<MethodMeta> meta = program->method_meta(program->method_name(k));
     has_delegate = has_delegate || (meta.ok() && meta->num_delegates() > 0);
   }
   if (!has_delegate) return -1;  // keep such inputs out of this harness's corpus
-  fuzz::TailReader tail(data + file_size, size - file_size);
-  fuzz::load_methods(*program, &tail, 1);
+  fuzz::load_methods(*program, &input.tail(), 1);
   return 0;
 }

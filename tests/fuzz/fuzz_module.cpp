@@ -13,7 +13,6 @@
 
 #include "extension/module.h"
 #include "fuzz_util.h"
-#include "runtime/core/data_loader.h"
 
 using namespace tern;
 
@@ -64,23 +63,19 @@ bool read_input(fuzz::TailReader& tail, const Method& m, size_t i, Input* in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  fuzz::init_runtime();
-  const size_t file_size = fuzz::file_part_size(data, size);
-  fuzz::AlignedCopy file(data, file_size);
+  fuzz::FuzzInput input(data, size);
+  // An application first checks what the file will ask for.
+  if (input.program() == nullptr) return 0;
   {
-    // An application first checks what the file will ask for.
-    BufferDataLoader loader(file.data(), file.size());
-    Result<Program> program = Program::load(loader);
-    if (!program.ok()) return 0;
     fuzz::FuzzMemory probe;
-    if (program->method("forward") != nullptr && !probe.plan(*program, "forward")) return 0;
+    if (input.program()->method("forward") != nullptr && !probe.plan(*input.program(), "forward")) return 0;
   }
   Module module;
   Module::Options options{Module::LoadMode::Mmap, 1, fuzz::kMaxLoopInstructions};
-  if (module.load_buffer(file.data(), file.size(), options) != Error::Ok) return 0;
+  if (module.load_buffer(input.file().data(), input.file().size(), options) != Error::Ok) return 0;
   Method* m = module.method("forward");
   if (m == nullptr) return 0;
-  fuzz::TailReader tail(data + file_size, size - file_size);
+  fuzz::TailReader& tail = input.tail();
   static volatile uint64_t sink = 0;
   for (int run = 0; run < 2 && !tail.empty(); ++run) {
     const size_t count = tail.u8() % 5;

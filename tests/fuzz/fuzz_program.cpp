@@ -3,16 +3,13 @@
 // MethodMeta (inputs, outputs, dim ranges, arenas, operators, delegates),
 // segments, producer.
 #include "fuzz_util.h"
-#include "runtime/core/data_loader.h"
 
 using namespace tern;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  fuzz::init_runtime();
-  fuzz::AlignedCopy file(data, fuzz::file_part_size(data, size));
-  BufferDataLoader loader(file.data(), file.size());
-  Result<Program> program = Program::load(loader);
-  if (!program.ok()) return 0;
+  fuzz::FuzzInput input(data, size);
+  const Program* program = input.program();
+  if (program == nullptr) return 0;
   static volatile uint64_t sink = 0;
   uint64_t s = strlen(program->producer());
   for (size_t i = 0; i < program->num_segments(); ++i) {

@@ -35,6 +35,18 @@ size_t file_part_size(const uint8_t* data, size_t size) {
   return file_size >= kHeaderSizeV1 && file_size <= size ? static_cast<size_t>(file_size) : size;
 }
 
+size_t FuzzInput::init_and_measure(const uint8_t* data, size_t size) {
+  init_runtime();
+  return file_part_size(data, size);
+}
+
+FuzzInput::FuzzInput(const uint8_t* data, size_t size)
+    : file_size_(init_and_measure(data, size)),
+      file_(data, file_size_),
+      loader_(file_.data(), file_.size()),
+      program_(Program::load(loader_)),
+      tail_(data + file_size_, size - file_size_) {}
+
 void TailReader::fill(void* out, size_t n) {
   if (n == 0) return;
   uint8_t* o = static_cast<uint8_t*>(out);

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/core/data_loader.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/memory_allocator.h"
 #include "runtime/executor/memory_manager.h"
@@ -84,6 +85,27 @@ class TailReader {
   const uint8_t* data_;
   size_t size_;
   size_t pos_ = 0;
+};
+
+// What every harness starts from: the runtime initialized (init_runtime), the
+// file part of the input in aligned memory, Program::load on it, and a reader
+// over the tail. program() is null when the file was refused.
+class FuzzInput {
+ public:
+  FuzzInput(const uint8_t* data, size_t size);
+  FuzzInput(const FuzzInput&) = delete;
+  FuzzInput& operator=(const FuzzInput&) = delete;
+  const AlignedCopy& file() const { return file_; }
+  const Program* program() const { return program_.ok() ? &*program_ : nullptr; }
+  TailReader& tail() { return tail_; }
+
+ private:
+  static size_t init_and_measure(const uint8_t* data, size_t size);
+  const size_t file_size_;
+  AlignedCopy file_;
+  BufferDataLoader loader_;
+  Result<Program> program_;
+  TailReader tail_;
 };
 
 // The memory a Method needs: every allocation on the heap, each of its exact
