@@ -41,16 +41,9 @@
 #include "extension/module.h"
 #include "extension/npy.h"
 #include "runtime/core/log.h"
+#include "heap_hooks.h"
 #include "runtime_test_util.h"
 #include "test_backend.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TERN_TEST_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define TERN_TEST_SANITIZER 1
-#endif
-#endif
 
 namespace {
 
@@ -69,75 +62,26 @@ thread_local HeapState t_heap;
 
 }  // namespace
 
+namespace tern {
+namespace test {
+void on_c_allocation() {
+  if (t_heap.armed) ++t_heap.c_level;
+}
+}  // namespace test
+}  // namespace tern
+
+namespace {
+using tern::test::raw_free;
+using tern::test::raw_malloc;
+using tern::test::raw_memalign;
+// C-level allocations not made by operator new: a sanitizer's hook also sees
+// the mallocs of operator new, which the interposed functions do not.
 #if defined(TERN_TEST_SANITIZER)
-
-extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
-                                                         void (*free_hook)(const volatile void*));
-namespace {
-// Sees every allocation, operator new's (which calls malloc) included.
-void malloc_hook(const volatile void*, size_t) {
-  if (t_heap.armed) ++t_heap.c_level;
-}
-void free_hook(const volatile void*) {}
-[[maybe_unused]] const int g_hooks = __sanitizer_install_malloc_and_free_hooks(malloc_hook, free_hook);
-
-void* raw_malloc(size_t n) { return malloc(n); }
-void* raw_memalign(size_t a, size_t n) {
-  void* p = nullptr;
-  return posix_memalign(&p, a, n) == 0 ? p : nullptr;
-}
-void raw_free(void* p) { free(p); }
 long direct_c_allocations() { return t_heap.c_level - t_heap.allocated; }
-}  // namespace
-
-#else  // glibc: interpose the C allocator; operator new goes around it.
-
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-
-void* malloc(size_t n) {
-  if (t_heap.armed) ++t_heap.c_level;
-  return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t size) {
-  if (t_heap.armed) ++t_heap.c_level;
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, size_t n) {
-  if (t_heap.armed) ++t_heap.c_level;
-  return __libc_realloc(p, n);
-}
-void free(void* p) { __libc_free(p); }
-void* aligned_alloc(size_t alignment, size_t n) {
-  if (t_heap.armed) ++t_heap.c_level;
-  return __libc_memalign(alignment, n);
-}
-void* memalign(size_t alignment, size_t n) {
-  if (t_heap.armed) ++t_heap.c_level;
-  return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** out, size_t alignment, size_t n) {
-  if (t_heap.armed) ++t_heap.c_level;
-  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
-  void* p = __libc_memalign(alignment, n);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-}  // extern "C"
-
-namespace {
-void* raw_malloc(size_t n) { return __libc_malloc(n); }
-void* raw_memalign(size_t a, size_t n) { return __libc_memalign(a, n); }
-void raw_free(void* p) { __libc_free(p); }
+#else
 long direct_c_allocations() { return t_heap.c_level; }
-}  // namespace
-
 #endif
+}  // namespace
 
 namespace {
 
@@ -429,17 +373,7 @@ struct Arenas {
 // "forward" and "second", each x [2, 3] -> relu(x) + 1.
 test::ProgramBuilder two_methods() {
   test::ProgramBuilder pb;
-  for (const char* name : {"forward", "second"}) {
-    test::MethodBuilder& m = pb.method(name);
-    uint32_t arena = m.arena(128);
-    uint32_t x = m.planned(ScalarType::Float32, {2, 3}, 0, arena);
-    uint32_t t = m.planned(ScalarType::Float32, {2, 3}, 32, arena);
-    uint32_t y = m.planned(ScalarType::Float32, {2, 3}, 64, arena);
-    m.call("aten::relu", "", {x, t});
-    m.call("test::add_one", "", {t, y});
-    m.inputs = {x};
-    m.outputs = {y};
-  }
+  for (const char* name : {"forward", "second"}) test::relu_add_one_method(pb.method(name));
   return pb;
 }
 

@@ -35,15 +35,7 @@ class TempFile {
 // forward(x [2, 3]) = relu(x) + 1, then "scaled" = relu(x) * 3 in a second method.
 ProgramBuilder relu_program(const char* second_op = "test::scale") {
   ProgramBuilder pb;
-  MethodBuilder& m = pb.method("forward");
-  uint32_t arena = m.arena(128);
-  uint32_t x = m.planned(ScalarType::Float32, {2, 3}, 0, arena);
-  uint32_t t = m.planned(ScalarType::Float32, {2, 3}, 32, arena);
-  uint32_t y = m.planned(ScalarType::Float32, {2, 3}, 64, arena);
-  m.call("aten::relu", "", {x, t});
-  m.call("test::add_one", "", {t, y});
-  m.inputs = {x};
-  m.outputs = {y};
+  relu_add_one_method(pb.method("forward"));
   MethodBuilder& s = pb.method("scaled");
   uint32_t a = s.arena(64);
   uint32_t sx = s.planned(ScalarType::Float32, {2}, 0, a);

@@ -19,16 +19,9 @@
 #include "extension/module.h"
 #include "extension/npy.h"
 #include "kernels/portable/register.h"
+#include "heap_hooks.h"
 #include "runtime_test_util.h"
 #include "test_backend.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TERN_TEST_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define TERN_TEST_SANITIZER 1
-#endif
-#endif
 
 namespace {
 
@@ -55,85 +48,43 @@ class AllocationCounter {
 
 }  // namespace
 
-#if defined(TERN_TEST_SANITIZER)
+namespace tern {
+namespace test {
+void on_c_allocation() { count(); }
+}  // namespace test
+}  // namespace tern
 
-extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
-                                                         void (*free_hook)(const volatile void*));
-namespace {
-void malloc_hook(const volatile void*, size_t) { count(); }
-void free_hook(const volatile void*) {}
-[[maybe_unused]] const int g_hooks = __sanitizer_install_malloc_and_free_hooks(malloc_hook, free_hook);
-}  // namespace
-
-#else  // glibc: interpose the C allocator and replace operator new/delete.
-
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-
-void* malloc(size_t n) {
-  count();
-  return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t size) {
-  count();
-  return __libc_calloc(n, size);
-}
-void* realloc(void* p, size_t n) {
-  count();
-  return __libc_realloc(p, n);
-}
-void free(void* p) { __libc_free(p); }
-void* aligned_alloc(size_t alignment, size_t n) {
-  count();
-  return __libc_memalign(alignment, n);
-}
-void* memalign(size_t alignment, size_t n) {
-  count();
-  return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** out, size_t alignment, size_t n) {
-  count();
-  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
-  void* p = __libc_memalign(alignment, n);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-}  // extern "C"
+#if !defined(TERN_TEST_SANITIZER)  // a sanitizer's hook sees operator new's mallocs
 
 // operator new/delete: counted here too, in case the C++ runtime's versions
 // do not go through the interposed malloc.
 void* operator new(size_t n) {
   count();
-  void* p = __libc_malloc(n ? n : 1);
+  void* p = tern::test::raw_malloc(n ? n : 1);
   if (p == nullptr) abort();
   return p;
 }
 void* operator new[](size_t n) { return operator new(n); }
 void* operator new(size_t n, const std::nothrow_t&) noexcept {
   count();
-  return __libc_malloc(n ? n : 1);
+  return tern::test::raw_malloc(n ? n : 1);
 }
 void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
 void* operator new(size_t n, std::align_val_t a) {
   count();
-  void* p = __libc_memalign(static_cast<size_t>(a), n ? n : 1);
+  void* p = tern::test::raw_memalign(static_cast<size_t>(a), n ? n : 1);
   if (p == nullptr) abort();
   return p;
 }
 void* operator new[](size_t n, std::align_val_t a) { return operator new(n, a); }
-void operator delete(void* p) noexcept { __libc_free(p); }
-void operator delete[](void* p) noexcept { __libc_free(p); }
-void operator delete(void* p, size_t) noexcept { __libc_free(p); }
-void operator delete[](void* p, size_t) noexcept { __libc_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { __libc_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete(void* p) noexcept { tern::test::raw_free(p); }
+void operator delete[](void* p) noexcept { tern::test::raw_free(p); }
+void operator delete(void* p, size_t) noexcept { tern::test::raw_free(p); }
+void operator delete[](void* p, size_t) noexcept { tern::test::raw_free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { tern::test::raw_free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { tern::test::raw_free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { tern::test::raw_free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { tern::test::raw_free(p); }
 
 #endif
 

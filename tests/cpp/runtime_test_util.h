@@ -275,6 +275,19 @@ inline ProgramBuilder chain_program() {
   return pb;
 }
 
+// Fills `m`: x [2, 3] -> relu -> t -> add_one -> y, so y = relu(x) + 1,
+// through planned memory (needs register_test_kernels() and register_relu()).
+inline void relu_add_one_method(MethodBuilder& m) {
+  uint32_t arena = m.arena(128);
+  uint32_t x = m.planned(ScalarType::Float32, {2, 3}, 0, arena);
+  uint32_t t = m.planned(ScalarType::Float32, {2, 3}, 32, arena);
+  uint32_t y = m.planned(ScalarType::Float32, {2, 3}, 64, arena);
+  m.call("aten::relu", "", {x, t});
+  m.call("test::add_one", "", {t, y});
+  m.inputs = {x};
+  m.outputs = {y};
+}
+
 // Reads n floats from a tensor.
 inline std::vector<float> floats(const Tensor& t) {
   return std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel);

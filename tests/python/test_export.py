@@ -482,3 +482,51 @@ def test_as_strided_of_a_view_is_refused_at_export_not_answered_differently() ->
 class StridedOfProduct(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.as_strided(x * 2, (2, 2), (1, 2), 1)
+
+
+class _CiaMix(nn.Module):
+    """Composite-implicit ops of every kind run_decompositions treats: kept
+    whole by tern (scaled_dot_product_attention, var.dim), kept whole by
+    torch's default (upsample_nearest2d.vec), decomposed the op's own way
+    (linear, layer_norm, flatten/unflatten, dropout in eval), decomposed by a
+    function of torch's table (gelu's and softmax's neighbours)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.norm = nn.LayerNorm(8)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x: torch.Tensor, img: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.drop(torch.nn.functional.gelu(self.norm(self.fc(x))))
+        q = h.unflatten(-1, (2, 4)).transpose(0, 1)
+        a = torch.nn.functional.scaled_dot_product_attention(q, q, q).transpose(0, 1).flatten(1)
+        up = torch.nn.functional.interpolate(img, scale_factor=2, mode="nearest")
+        return a.softmax(-1) + torch.var(h, dim=1, keepdim=True), up.log_softmax(1)
+
+
+@pytest.mark.parametrize("case", ["cia_mix", "mobilenet_v2", "dynamic_mlp"])
+def test_fast_decompositions_give_the_plain_calls_program_node_for_node(case: str) -> None:
+    # tern.export.run_decompositions patches only the composite ops whose
+    # treatment differs from the dispatcher's: the program must be the one
+    # torch's own run_decompositions gives with the full table.
+    from tern.export import run_decompositions
+
+    dynamic_shapes = None
+    if case == "cia_mix":
+        model, args = _CiaMix().eval(), (torch.randn(3, 8), torch.randn(1, 2, 4, 4))
+    elif case == "mobilenet_v2":
+        model, args = torchvision.models.mobilenet_v2().eval(), (torch.randn(1, 3, 32, 32),)
+    else:
+        model, args = MLP(), (torch.randn(4, 16),)
+        dynamic_shapes = ({0: torch.export.Dim("batch", min=1, max=64)},)
+    ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+    supported = frozenset(supported_ops())
+    plain = run_decompositions(ep, supported, fast=False)
+    fast = run_decompositions(ep, supported, fast=True)
+    assert str(fast.graph) == str(plain.graph)
+    assert fast.graph_signature == plain.graph_signature
+    assert str(fast.range_constraints) == str(plain.range_constraints)
+    targets = {op_name(n.target) for n in fast.graph.nodes if n.op == "call_function"}
+    if case == "cia_mix":  # the test covers what it says it covers
+        assert {"aten::scaled_dot_product_attention", "aten::var.dim", "aten::upsample_nearest2d.vec"} <= targets
