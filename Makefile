@@ -4,12 +4,13 @@
 #   make build    C++ runtime, kernels, tern-run and C++ tests (build/)
 #   make python   the `tern` Python package (exporter + runtime bindings) into .venv
 #   make demo     export mobilenet_v2 and run it with tern-run
-#   make test     every C++ (ctest) and Python (pytest) test, test-aarch64 and test-tsan
+#   make test     every C++ (ctest) and Python (pytest) test, and the five below
 #   make test-aarch64    the architecture-dependent C++ tests built for aarch64, run under qemu
-#   make test-sanitize   the C++ tests under ASan + UBSan (slower; not in `make test`)
-#   make test-tsan       the threads tests under ThreadSanitizer (part of `make test`)
+#   make test-tsan       the threads tests under ThreadSanitizer
+#   make test-sanitize   the C++ tests under ASan + UBSan
 #   make test-python-asan  the Python parity and runtime-API tests against bindings built
-#                 with ASan + UBSan (build-asan/pylib; not in `make test`)
+#                 with ASan + UBSan (build-asan/pylib)
+#   make fuzz-smoke      every fuzz harness for FUZZ_SMOKE_SECONDS (a short `make fuzz`)
 #   make fuzz SECONDS=60 every fuzz harness (tests/fuzz: libFuzzer, clang, ASan + UBSan) for
 #                 SECONDS each; prints executions, coverage and crashes per harness
 #                 (docs/security.md); HARNESS='fuzz_execute' runs one
@@ -52,7 +53,7 @@ python: setup
 demo: build python
 	$(PY) examples/demo.py --tern-run $(BUILD)/tern-run
 
-test: build python test-cpp test-python test-aarch64 test-tsan
+test: build python test-cpp test-python test-aarch64 test-tsan test-sanitize test-python-asan fuzz-smoke
 
 test-cpp:
 	$(VENV_BIN)/ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -77,7 +78,6 @@ test-aarch64: setup
 	$(VENV_BIN)/cmake --build build-aarch64 --target tern_arch_tests -j $(JOBS)
 	$(VENV_BIN)/ctest --test-dir build-aarch64 -L '^arch$$' --output-on-failure -j $(JOBS)
 
-# The C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
 # `make test` runs a fixed subset of the OpInfo samples (tests/python/test_opinfo.py).
 # The results are merged and the document written even when samples differ
 # from eager (they are what the document reports); the exit status is pytest's.
@@ -93,10 +93,15 @@ ops-doc: setup
 zoo-doc: build python
 	$(PY) scripts/zoo_doc.py
 
+# The C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/,
+# gcc, RelWithDebInfo; no bench, install or Python). ctest replays the fuzzers'
+# reproducers (tests/fuzz/regressions) here too, where a memory error or UB
+# shows. LeakSanitizer is on.
 test-sanitize: setup
 	mkdir -p build-asan && $(VENV_BIN)/cmake -S . -B build-asan -G Ninja -DCMAKE_MAKE_PROGRAM=$(VENV_BIN)/ninja \
 	  -DPython3_EXECUTABLE=$(abspath $(PY)) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_SANITIZE=ON \
-	  -DTERN_BUILD_TESTS=ON -DTERN_BUILD_TOOLS=ON > build-asan/configure.log || { cat build-asan/configure.log; exit 1; }
+	  -DTERN_BUILD_TESTS=ON -DTERN_BUILD_TOOLS=ON -DTERN_BUILD_PYTHON=OFF -DTERN_BUILD_BENCH=OFF \
+	  -DTERN_INSTALL=OFF > build-asan/configure.log || { cat build-asan/configure.log; exit 1; }
 	$(VENV_BIN)/cmake --build build-asan -j $(JOBS)
 	$(VENV_BIN)/ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
@@ -105,8 +110,8 @@ test-sanitize: setup
 # the frozen files of every format version, dynamic shapes, state) against
 # bindings built with ASan + UBSan. scikit-build-core builds them in
 # build-asan/py/ (ccache on, via CMakeLists.txt) and pip installs them into
-# build-asan/pylib/, never into .venv. -fdebug-prefix-map keeps the checkout's
-# path out of the debug info, so ccache reuses the objects from another clone.
+# build-asan/pylib/, never into .venv (CMakeLists.txt maps the checkout's path
+# out of the debug info, so ccache reuses the objects from another clone).
 # CPython is not instrumented, so the ASan runtime is preloaded. Left out: the
 # frozen file with the test backend's delegates (it runs in build/'s
 # uninstrumented C++ runner; test-sanitize covers it) and the resnet18 parity
@@ -136,8 +141,7 @@ test-python-asan: setup
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) PATH=$(VENV_BIN):$$PATH $(PY) -m pip install --no-build-isolation --no-deps -q \
 	  --target $(PYLIB_ASAN) --config-settings=build-dir=build-asan/py \
 	  --config-settings=cmake.build-type=RelWithDebInfo --config-settings=cmake.define.TERN_SANITIZE=ON \
-	  --config-settings=cmake.define.TERN_BUILD_TOOLS=OFF \
-	  --config-settings=cmake.define.CMAKE_CXX_FLAGS=-fdebug-prefix-map=$(CURDIR)=. .
+	  --config-settings=cmake.define.TERN_BUILD_TOOLS=OFF .
 	$(ASAN_PY_ENV) $(PY) -c "import sys, tern._runtime as r; \
 	  sys.exit(0 if r.__file__.startswith('$(PYLIB_ASAN)/') else 'not the ASan build: ' + r.__file__)"
 	$(ASAN_PY_ENV) $(PY) -m pytest -q -n $(JOBS) --dist load --capture=sys \
@@ -152,9 +156,9 @@ HARNESS ?=
 fuzz: setup
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(SECONDS) $(HARNESS)
 
-# A short campaign: every harness FUZZ_SMOKE_SECONDS, from the seeds and the
-# corpus an earlier run left in build-fuzz/corpus/ (not yet in `make test`:
-# docs/security.md says why).
+# A short campaign: every harness FUZZ_SMOKE_SECONDS, JOBS at a time, from the
+# seeds and the corpus an earlier run left in build-fuzz/corpus/ (CI's clean
+# clone: the seeds). Exits 1 if a harness found anything.
 FUZZ_SMOKE_SECONDS ?= 30
 fuzz-smoke: setup
 	JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)

@@ -264,7 +264,7 @@ void run_interleave(const CpuOp& o, RunContext& ctx) {
       for (int64_t px = 0; px < p.sw; ++px) {
         const int64_t wp = (p.ow - px + p.sw - 1) / p.sw;
         const float* in = p.xs[py * p.sw + px] + ((b * hp + t) * wp) * p.c;
-        for (int64_t u = 0; u < wp; ++u) memcpy(out + (u * p.sw + px) * p.c, in + u * p.c, bytes);
+        for (int64_t u = 0; u < wp; ++u) memmove(out + (u * p.sw + px) * p.c, in + u * p.c, bytes);
       }
     }
   });

@@ -571,9 +571,13 @@ Error Loader::prepare_winograd_input(uint32_t oi, const fb::WinogradInput& wi, C
   TERN_CHECK_OK(pair(oi, wi.padding(), "padding", -(1 << 16), &g.ph, &g.pw));
   g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3], g.oh = wi.oh(), g.ow = wi.ow();
   const int64_t limit = int64_t(1) << 24;
+  // oh and ow come from the payload: bounded before they are used.
+  if (g.c < 1 || g.oh < 1 || g.ow < 1 || g.oh > limit || g.ow > limit) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): winograd input output size %lld x %lld, channels %lld: each "
+                    "must be in [1, 2^24]", oi, op->nodes, (long long)g.oh, (long long)g.ow, (long long)g.c);
+  }
   const int64_t rows = elements({g.n, (g.oh + 1) / 2, (g.ow + 1) / 2, g.c});  // tiles * c
-  if (g.c < 1 || g.oh < 1 || g.ow < 1 || g.oh > limit || g.ow > limit || rows < 0 ||
-      v->numel != 16 * winograd_block(rows / g.c, g.c)) {
+  if (rows < 0 || v->numel != 16 * winograd_block(rows / g.c, g.c)) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): winograd input sizes do not fit x and v", oi, op->nodes);
   }
   op->kind = CpuOpKind::WinogradInput;

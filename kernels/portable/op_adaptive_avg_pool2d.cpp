@@ -82,7 +82,7 @@ static Error adaptive_avg_pool2d_prepare_f32(PrepareContext& ctx, Span<EValue* c
   TERN_CHECK_OK(expect_sizes(ctx, args[2]->tensor, "out", out_sizes, d));
   const int64_t planes = d == 4 ? x.sizes[0] * x.sizes[1] : x.sizes[0];
   const AdaptiveGeometry g{planes, x.sizes[d - 2], x.sizes[d - 1], osz[0], osz[1]};
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   return Error::Ok;
 }
 

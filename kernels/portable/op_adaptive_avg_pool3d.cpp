@@ -95,7 +95,7 @@ static Error adaptive_avg_pool3d_prepare_f32(PrepareContext& ctx, Span<EValue* c
     g.out[k] = out_sizes[d - 3 + k] = osz[k];
   }
   TERN_CHECK_OK(expect_sizes(ctx, args[2]->tensor, "out", out_sizes, d));
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   return Error::Ok;
 }
 

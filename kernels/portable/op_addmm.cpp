@@ -129,7 +129,7 @@ static Error addmm_prepare_unstaged(PrepareContext& ctx, Span<EValue* const> arg
     st.alpha_int = matmul_scalar<int64_t>(*args[4]);
     st.beta_int = matmul_scalar<int64_t>(*args[3]);
   }
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   if (ref != nullptr) {
     ctx.set_run(ref);
     return Error::Ok;

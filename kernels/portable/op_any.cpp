@@ -99,7 +99,7 @@ Error prepare_any(PrepareContext& ctx, Span<EValue* const> args, uint32_t mask, 
     case 8: ctx.set_run(any_run<Bits64>); break;
     default: return fail_dtype(ctx, "self", self.dtype);
   }
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

@@ -130,7 +130,7 @@ Error arange_start_step_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   }
   const int64_t n = static_cast<int64_t>(size);
   TERN_CHECK_OK(expect_sizes(ctx, out, "out", &n, 1));
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   return Error::Ok;
 }
 

@@ -69,7 +69,7 @@ Error as_strided_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   }
   TERN_CHECK_OK(expect_sizes(ctx, args[4]->tensor, "out", size.begin(), static_cast<int>(size.size())));
   TERN_CHECK_OK(expect_dtype(ctx, args[4]->tensor, "out", self.dtype));
-  memcpy(ctx.state(), &first, sizeof(first));
+  memmove(ctx.state(), &first, sizeof(first));
   ctx.set_run(as_strided_run);
   return Error::Ok;
 }

@@ -64,7 +64,7 @@ static Error avg_pool2d_prepare_f32(PrepareContext& ctx, Span<EValue* const> arg
   TERN_CHECK_OK(pool_prepare_geometry(ctx, self, pa, args[7]->tensor, &g));
   g.count_include_pad = args[5]->b ? 1 : 0;
   g.divisor = divisor;
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   ctx.set_run(run);
   return Error::Ok;
 }

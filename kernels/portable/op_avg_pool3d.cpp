@@ -79,7 +79,7 @@ static Error avg_pool3d_prepare_f32(PrepareContext& ctx, Span<EValue* const> arg
   TERN_CHECK_OK(pool3d_prepare_window(ctx, self, pa, args[7]->tensor, &g));
   g.count_include_pad = args[5]->b ? 1 : 0;
   g.divisor = divisor;
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   return Error::Ok;
 }
 

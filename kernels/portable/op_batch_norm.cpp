@@ -89,7 +89,7 @@ static Error batch_norm_no_training_prepare_impl(PrepareContext& ctx, Span<EValu
   int64_t inner = 1;
   for (int i = 2; i < x.dim; ++i) inner *= x.sizes[i];
   const BatchNormState st{x.sizes[0], c, inner, args[6]->to_double()};
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(x.dtype == ScalarType::Float32 ? batch_norm_run<float> : batch_norm_run<double>);
   return Error::Ok;
 }

@@ -38,7 +38,7 @@ Error cat_run(RunContext& ctx, EValue* const* args) {
     const size_t src_row_bytes = static_cast<size_t>(row) * scalar_type_size(t->dtype);
     if (t->dtype == out.dtype) {
       for (int64_t o = 0; o < outer; ++o) {
-        memcpy(dst + o * out_row * elem, src + o * src_row_bytes, src_row_bytes);
+        memmove(dst + o * out_row * elem, src + o * src_row_bytes, src_row_bytes);
       }
     } else {
       ConvertFn convert = select_convert(t->dtype, out.dtype);
@@ -120,7 +120,7 @@ Error cat_prepare(PrepareContext& ctx, Span<EValue* const> args) {
       return fail_dtype(ctx, "tensors", t->dtype);
     }
   }
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   ctx.set_run(cat_run);
   return Error::Ok;
 }

@@ -134,7 +134,7 @@ static Error cdist_forward_prepare_f32(PrepareContext& ctx, Span<EValue* const> 
   const int64_t m = mode.is_int() ? mode.i : 0;
   CdistState st{pv.to_double(), norm_kind(pv.to_double()), 0};
   st.use_mm = st.p == 2 && (m == 1 || (m == 0 && (sizes[dim - 2] > 25 || sizes[dim - 1] > 25)));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

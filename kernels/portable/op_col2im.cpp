@@ -123,7 +123,7 @@ static Error col2im_prepare_f32(PrepareContext& ctx, Span<EValue* const> args) {
   const Col2imState g{int32_t(v[1][0]), int32_t(v[1][1]), int32_t(v[2][0]), int32_t(v[2][1]),
                       int32_t(v[3][0]), int32_t(v[3][1]), int32_t(v[4][0]), int32_t(v[4][1]),
                       bh, bw};
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   return Error::Ok;
 }
 

@@ -63,7 +63,7 @@ Error constant_pad_nd_run(RunContext& ctx, EValue* const* args) {
   const auto* s = static_cast<const uint8_t*>(self.data) + src_start * elem;
   auto* o = static_cast<uint8_t*>(out.data) + dst_start * elem;
   for (int64_t r = src.count(); r > 0; --r, src.next(), dst.next()) {
-    memcpy(o + dst.offset * elem, s + src.offset * elem, static_cast<size_t>(run) * elem);
+    memmove(o + dst.offset * elem, s + src.offset * elem, static_cast<size_t>(run) * elem);
   }
   return Error::Ok;
 }
@@ -112,7 +112,7 @@ Error constant_pad_nd_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(expect_dtype(ctx, args[3]->tensor, "out", self.dtype));
   PadState state;
   TERN_CHECK_OK(convert_value(ctx, *args[2], self.dtype, &state.value_bits));
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   ctx.set_run(constant_pad_nd_run);
   return Error::Ok;
 }

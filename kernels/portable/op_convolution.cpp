@@ -237,7 +237,7 @@ static Error convolution_prepare_unstaged(PrepareContext& ctx, Span<EValue* cons
   const int64_t out_2d[] = {g.n, g.oc, g.oh, g.ow}, out_1d[] = {g.n, g.oc, g.ow};
   const bool one_d = args[0]->tensor.dim == 3;
   TERN_CHECK_OK(expect_sizes(ctx, args[9]->tensor, "out", one_d ? out_1d : out_2d, one_d ? 3 : 4));
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   if (conv_is_depthwise(g)) {
     ctx.set_run(conv_depthwise_run);
     return Error::Ok;

@@ -315,7 +315,7 @@ static Error convolution_backward_prepare_typed(PrepareContext& ctx, Span<EValue
     TERN_CHECK_OK(i < 2 ? expect_sizes(ctx, out, names[i], like[i]->sizes, like[i]->dim)
                         : expect_sizes(ctx, out, names[i], &oc, 1));
   }
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(gy.dtype == ScalarType::Float32 ? run<float> : run<double>);
   return Error::Ok;
 }

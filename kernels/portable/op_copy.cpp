@@ -48,7 +48,7 @@ Error copy_convert_run(RunContext& ctx, EValue* const* args) {
       return;
     }
     st.convert(s + offsets[0] * src_elem, row, 1);  // one element repeated
-    for (int64_t j = 1; j < n; ++j) memcpy(row + j * out_elem, row, out_elem);
+    for (int64_t j = 1; j < n; ++j) memmove(row + j * out_elem, row, out_elem);
   });
   return Error::Ok;
 }
@@ -78,7 +78,7 @@ Error copy_prepare(PrepareContext& ctx, Span<EValue* const> args) {
     return ctx.fail(Error::OperatorMissing, "unsupported conversion of src %s to self %s",
                     scalar_type_name(src.dtype), scalar_type_name(self.dtype));
   }
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(copy_convert_run);
   return Error::Ok;
 }

@@ -124,7 +124,7 @@ Error cumsum_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   if (st.split.inner > 1) {
     ctx.request_scratch(static_cast<size_t>(std::min(st.split.inner, kSumBlock)) * 8);
   }
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(cumsum_run);
   return Error::Ok;
 }

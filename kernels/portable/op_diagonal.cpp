@@ -73,7 +73,7 @@ Error diagonal_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   sizes[n++] = len;
   TERN_CHECK_OK(expect_sizes(ctx, args[4]->tensor, "out", sizes, n));
   TERN_CHECK_OK(expect_dtype(ctx, args[4]->tensor, "out", self.dtype));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(diagonal_run);
   return Error::Ok;
 }

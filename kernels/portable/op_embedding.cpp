@@ -31,7 +31,7 @@ Error embedding_run(RunContext&, EValue* const* args) {
                      (long long)r, (long long)i, (long long)rows);
       return Error::ExecutionFailed;
     }
-    memcpy(dst + i * row_bytes, src + r * row_bytes, row_bytes);
+    memmove(dst + i * row_bytes, src + r * row_bytes, row_bytes);
   }
   return Error::Ok;
 }

@@ -212,7 +212,7 @@ Error embedding_bag_prepare_common(PrepareContext& ctx, Span<EValue* const> args
   TERN_CHECK_OK(check_per_sample_weights(ctx, *args[6], st, weight, indices));
   const int64_t bags = offsets.numel - st.include_last_offset;
   TERN_CHECK_OK(expect_out_sizes(ctx, args, st, bags, forward_only));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

@@ -80,7 +80,7 @@ Error embedding_dense_backward_prepare(PrepareContext& ctx, Span<EValue* const> 
   TERN_CHECK_OK(expect_sizes(ctx, args[5]->tensor, "out", sizes, 2));
   TERN_CHECK_OK(expect_dtype(ctx, args[5]->tensor, "out", gy.dtype));
   const EmbeddingBackward st{idx.numel, d, rows, args[3]->i, args[4]->b};
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   const bool f32 = gy.dtype == ScalarType::Float32, i64 = idx.dtype == ScalarType::Int64;
   ctx.set_run(f32 ? (i64 ? run<float, int64_t> : run<float, int32_t>) : (i64 ? run<double, int64_t> : run<double, int32_t>));
   return Error::Ok;

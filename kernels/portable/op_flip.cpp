@@ -52,7 +52,7 @@ Error flip_prepare(PrepareContext& ctx, Span<EValue* const> args) {
     st.flipped[k] = true;
   }
   TERN_CHECK_OK(expect_same_shape(ctx, args[2]->tensor, self, "out", "self"));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(flip_run);
   return Error::Ok;
 }

@@ -28,7 +28,7 @@ Error gather_run(RunContext& ctx, EValue* const* args) {
   const auto* src = static_cast<const uint8_t*>(self.data);
   auto* dst = static_cast<uint8_t*>(args[4]->tensor.data);
   const int64_t bad = for_each_scatter_entry(self, st.dim, index, nullptr, [&](int64_t at, int64_t, int64_t i) {
-    memcpy(dst + i * elem, src + at * elem, elem);
+    memmove(dst + i * elem, src + at * elem, elem);
   });
   return bad < 0 ? Error::Ok : fail_scatter_index("aten::gather", self, st.dim, index, bad);
 }
@@ -47,7 +47,7 @@ Error gather_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   const Tensor& index = args[2]->tensor;
   TERN_CHECK_OK(expect_sizes(ctx, args[4]->tensor, "out", index.sizes, index.dim));
   TERN_CHECK_OK(expect_dtype(ctx, args[4]->tensor, "out", args[0]->tensor.dtype));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(gather_run);
   return Error::Ok;
 }

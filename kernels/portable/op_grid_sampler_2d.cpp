@@ -197,7 +197,7 @@ Error grid_sampler_2d_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   st.align_corners = args[4]->b ? 1 : 0;
   const int64_t out_sizes[4] = {input.sizes[0], input.sizes[1], grid.sizes[1], grid.sizes[2]};
   TERN_CHECK_OK(expect_sizes(ctx, args[5]->tensor, "out", out_sizes, 4));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

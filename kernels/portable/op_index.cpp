@@ -32,7 +32,7 @@ Error index_run(RunContext&, EValue* const* args) {
   auto* dst = static_cast<uint8_t*>(out.data);
   BadIndex bad;
   const bool ok = index_plan_walk(plan, plan.rank - tail, [&](int64_t offset) {
-    memcpy(dst, src + offset * elem, bytes);
+    memmove(dst, src + offset * elem, bytes);
     dst += bytes;
   }, &bad);
   if (ok) return Error::Ok;

@@ -64,7 +64,7 @@ Error index_select_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   if (self.dim > 0) st.n = self.sizes[dim];
   TERN_CHECK_OK(expect_sizes(ctx, args[3]->tensor, "out", sizes, self.dim));
   TERN_CHECK_OK(expect_dtype(ctx, args[3]->tensor, "out", self.dtype));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(index_select_run);
   return Error::Ok;
 }

@@ -43,7 +43,7 @@ Error masked_scatter_run(RunContext&, EValue* const* args) {
                      (long long)source.numel);
       return Error::ExecutionFailed;
     }
-    memcpy(dst + i * elem, src + taken++ * elem, elem);
+    memmove(dst + i * elem, src + taken++ * elem, elem);
   }
   return Error::Ok;
 }

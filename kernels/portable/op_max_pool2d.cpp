@@ -81,7 +81,7 @@ static Error max_pool2d_with_indices_prepare_f32(PrepareContext& ctx, Span<EValu
   const Tensor& indices = args[7]->tensor;
   if (indices.dtype != ScalarType::Int64) return fail_dtype(ctx, "indices", indices.dtype);
   TERN_CHECK_OK(expect_sizes(ctx, indices, "indices", args[6]->tensor.sizes, args[6]->tensor.dim));
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   ctx.set_run(run);
   return Error::Ok;
 }

@@ -83,7 +83,7 @@ static Error max_pool3d_with_indices_prepare_f32(PrepareContext& ctx, Span<EValu
   const Tensor& indices = args[7]->tensor;
   TERN_CHECK_OK(expect_dtype(ctx, indices, "indices", ScalarType::Int64));
   TERN_CHECK_OK(expect_sizes(ctx, indices, "indices", args[6]->tensor.sizes, args[6]->tensor.dim));
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   return Error::Ok;
 }
 

@@ -135,7 +135,7 @@ Error prepare_legit(PrepareContext& ctx, Span<EValue* const> args, int stats, in
   const LegitState st{x.sizes[0], x.sizes[1], inner, args[flag + 2]->to_double(), 1, 2,
                       static_cast<int8_t>(stats), static_cast<int8_t>(stats < 0 ? -1 : stats + 1),
                       static_cast<int8_t>(out), training};
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(x.dtype == ScalarType::Float32 ? legit_run<float> : legit_run<double>);
   return Error::Ok;
 }

@@ -134,7 +134,7 @@ static Error native_group_norm_prepare_f32(PrepareContext& ctx, Span<EValue* con
   const int64_t stat_sizes[2] = {st.n, st.group};
   TERN_CHECK_OK(expect_sizes(ctx, args[9]->tensor, "mean", stat_sizes, 2));
   TERN_CHECK_OK(expect_sizes(ctx, args[10]->tensor, "rstd", stat_sizes, 2));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

@@ -155,7 +155,7 @@ static Error native_group_norm_backward_prepare_typed(PrepareContext& ctx, Span<
     TERN_CHECK_OK(i == 0 ? expect_sizes(ctx, args[10]->tensor, names[0], x.sizes, x.dim)
                          : expect_sizes(ctx, args[10 + i]->tensor, names[i], &st.c, 1));
   }
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(t == ScalarType::Float32 ? run<float> : run<double>);
   return Error::Ok;
 }

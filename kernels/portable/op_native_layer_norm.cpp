@@ -124,7 +124,7 @@ static Error native_layer_norm_prepare_f32(PrepareContext& ctx, Span<EValue* con
   TERN_CHECK_OK(expect_sizes(ctx, args[6]->tensor, "mean", stat_sizes, x.dim));
   TERN_CHECK_OK(expect_sizes(ctx, args[7]->tensor, "rstd", stat_sizes, x.dim));
   const LayerNormState st{rows, cols, args[4]->to_double()};
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

@@ -161,7 +161,7 @@ static Error native_layer_norm_backward_prepare_typed(PrepareContext& ctx, Span<
     const int64_t* sizes = i == 0 ? x.sizes : x.sizes + x.dim - nd;
     TERN_CHECK_OK(expect_sizes(ctx, args[8 + i]->tensor, names[i], sizes, i == 0 ? x.dim : nd));
   }
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(t == ScalarType::Float32 ? run<float> : run<double>);
   return Error::Ok;
 }

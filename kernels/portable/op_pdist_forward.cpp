@@ -61,7 +61,7 @@ static Error pdist_forward_prepare_f32(PrepareContext& ctx, Span<EValue* const> 
   const int64_t n = self.sizes[0], pairs = n * (n - 1) / 2;
   TERN_CHECK_OK(expect_sizes(ctx, args[2]->tensor, "out", &pairs, 1));
   const PdistState st{pv.to_double(), norm_kind(pv.to_double())};
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

@@ -57,7 +57,7 @@ Error permute_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   }
   TERN_CHECK_OK(expect_sizes(ctx, args[2]->tensor, "out", sizes, self.dim));
   TERN_CHECK_OK(expect_dtype(ctx, args[2]->tensor, "out", self.dtype));
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   ctx.set_run(permute_run);
   return Error::Ok;
 }

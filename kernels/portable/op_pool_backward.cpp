@@ -145,7 +145,7 @@ Error avg_pool2d_backward_prepare_f32(PrepareContext& ctx, Span<EValue* const> a
                                  avg_pool2d_backward_run<float>, avg_pool2d_backward_run<double>));
   g.count_include_pad = args[6]->b ? 1 : 0;
   g.divisor = divisor;
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   return Error::Ok;
 }
 
@@ -163,7 +163,7 @@ Error max_pool2d_with_indices_backward_prepare_f32(PrepareContext& ctx, Span<EVa
                                  max_pool2d_backward_run<float>, max_pool2d_backward_run<double>));
   TERN_CHECK_OK(expect_dtype(ctx, args[7]->tensor, "indices", ScalarType::Int64));
   TERN_CHECK_OK(expect_sizes(ctx, args[7]->tensor, "indices", args[0]->tensor.sizes, args[0]->tensor.dim));
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   return Error::Ok;
 }
 
@@ -189,7 +189,7 @@ Error adaptive_avg_pool2d_backward_prepare_f32(PrepareContext& ctx, Span<EValue*
   if (g.oh <= 0 || g.ow <= 0 || g.h <= 0 || g.w <= 0) {
     return ctx.fail(Error::OperatorMissing, "empty planes are not supported");
   }
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   return Error::Ok;
 }
 

@@ -130,7 +130,7 @@ Error prepare_sized(PrepareContext& ctx, Span<EValue* const> args, ScalarType* d
 
 Error finish(PrepareContext& ctx, RandomState st, RunFn run) {
   TERN_CHECK_OK(new_generator(ctx, &st));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(run);
   return Error::Ok;
 }

@@ -21,7 +21,7 @@ Error repeat_run(RunContext&, EValue* const* args) {
   if (out.numel == 0) return Error::Ok;
   const size_t elem = scalar_type_size(self.dtype);
   if (out.dim == 0) {
-    memcpy(out.data, self.data, elem);
+    memmove(out.data, self.data, elem);
     return Error::Ok;
   }
   // self as out.dim dims: sizes and strides, leading dims of size 1
@@ -40,7 +40,7 @@ Error repeat_run(RunContext&, EValue* const* args) {
   int64_t pos[kMaxDims] = {}, wrapped[kMaxDims] = {};  // index in out, and in self (pos mod size)
   int64_t offset = 0;                                  // of the self row
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t t = 0; t < reps; ++t, dst += row) memcpy(dst, src + offset * elem, row);
+    for (int64_t t = 0; t < reps; ++t, dst += row) memmove(dst, src + offset * elem, row);
     for (int d = last - 1; d >= 0; --d) {
       offset += strides[d];
       if (++wrapped[d] == sizes[d]) {

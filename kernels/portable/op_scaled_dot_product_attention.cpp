@@ -269,7 +269,7 @@ static Error scaled_dot_product_attention_prepare_f32(PrepareContext& ctx, Span<
   SdpaParams* kept = static_cast<SdpaParams*>(ctx.allocate(sizeof(SdpaParams)));
   if (kept == nullptr) return Error::OutOfMemory;
   *kept = p;
-  memcpy(ctx.state(), &kept, sizeof(kept));
+  memmove(ctx.state(), &kept, sizeof(kept));
   ctx.request_scratch(sizeof(float) * size_t(p.S));
   ctx.set_run(sdpa_run);
   return Error::Ok;

@@ -43,7 +43,7 @@ Error scatter_run(RunContext& ctx, EValue* const* args) {
   auto* dst = static_cast<uint8_t*>(args[4]->tensor.data);
   const auto* from = kFromSrc ? static_cast<const uint8_t*>(src->data) : st.value;
   const int64_t bad = for_each_scatter_entry(self, st.dim, index, src, [&](int64_t at, int64_t s, int64_t) {
-    memcpy(dst + at * elem, from + s * elem, elem);
+    memmove(dst + at * elem, from + s * elem, elem);
   });
   return bad < 0 ? Error::Ok : fail_scatter_index("aten::scatter", self, st.dim, index, bad);
 }
@@ -105,7 +105,7 @@ Error scatter_accumulate_prepare(PrepareContext& ctx, Span<EValue* const> args) 
   if (!kFromSrc) TERN_CHECK_OK(scalar_bytes(ctx, *args[3], dtype, st.value));
   RunFn run = select_all<ScatterAccumulate<kFromSrc>>(dtype);
   if (run == nullptr) return fail_dtype(ctx, "self", dtype);
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(run);
   return Error::Ok;
 }
@@ -118,7 +118,7 @@ Error scatter_src_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   int dim = 0;
   TERN_CHECK_OK(expect_scatter(ctx, args, /*has_src=*/true, 4, &dim));
   st.dim = dim;
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(scatter_run<true>);
   return Error::Ok;
 }
@@ -131,7 +131,7 @@ Error scatter_value_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(expect_scatter(ctx, args, /*has_src=*/false, 4, &dim));
   st.dim = dim;
   TERN_CHECK_OK(scalar_bytes(ctx, *args[3], args[0]->tensor.dtype, st.value));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(scatter_run<false>);
   return Error::Ok;
 }

@@ -39,7 +39,7 @@ Error scatter_add_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   RunFn run = select_all<ScatterAdd>(args[0]->tensor.dtype);
   if (run == nullptr) return fail_dtype(ctx, "self", args[0]->tensor.dtype);
   const int32_t st = dim;
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(run);
   return Error::Ok;
 }

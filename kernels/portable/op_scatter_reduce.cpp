@@ -155,7 +155,7 @@ Error scatter_reduce_two_prepare(PrepareContext& ctx, Span<EValue* const> args) 
   RunFn run = select_all<ScatterReduce>(self.dtype);
   if (run == nullptr) return fail_dtype(ctx, "self", self.dtype);
   if (st.reduce == Reduce::Mean) ctx.request_scratch(static_cast<size_t>(self.numel) * sizeof(int64_t));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(run);
   return Error::Ok;
 }

@@ -61,7 +61,7 @@ Error select_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   }
   TERN_CHECK_OK(expect_sizes(ctx, args[3]->tensor, "out", sizes, n));
   TERN_CHECK_OK(expect_dtype(ctx, args[3]->tensor, "out", self.dtype));
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   ctx.set_run(select_run);
   return Error::Ok;
 }

@@ -39,7 +39,7 @@ Error select_scatter_prepare(PrepareContext& ctx, Span<EValue* const> args) {
     if (k != dim) sizes[n++] = self.sizes[k];
   }
   TERN_CHECK_OK(expect_slice_scatter(ctx, args, 4, sizes, n, &st));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(slice_scatter_run<4>);
   return Error::Ok;
 }

@@ -58,7 +58,7 @@ Error slice_prepare(PrepareContext& ctx, Span<EValue* const> args) {
                              &sizes[state.dim]));
   TERN_CHECK_OK(expect_sizes(ctx, args[5]->tensor, "out", sizes, self.dim));
   TERN_CHECK_OK(expect_dtype(ctx, args[5]->tensor, "out", self.dtype));
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   ctx.set_run(slice_run);
   return Error::Ok;
 }

@@ -31,7 +31,7 @@ Error slice_scatter_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   TERN_CHECK_OK(slice_bounds(ctx, *args[3], *args[4], &st.step, self.sizes[dim], &st.start, &sizes[dim]));
   st.count = sizes[dim];
   TERN_CHECK_OK(expect_slice_scatter(ctx, args, 6, sizes, self.dim, &st));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(slice_scatter_run<6>);
   return Error::Ok;
 }

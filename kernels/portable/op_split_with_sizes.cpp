@@ -31,7 +31,7 @@ Error split_with_sizes_run(RunContext& ctx, EValue* const* args) {
     if (item_bytes == 0) continue;
     auto* dst = static_cast<uint8_t*>(item->data);
     for (int64_t o = 0; o < outer; ++o) {
-      memcpy(dst + o * item_bytes, src + o * row_bytes, item_bytes);
+      memmove(dst + o * item_bytes, src + o * row_bytes, item_bytes);
     }
     src += item_bytes;  // the next item starts where this one ends, in every row
   }
@@ -82,7 +82,7 @@ Error split_with_sizes_prepare(PrepareContext& ctx, Span<EValue* const> args) {
     TERN_CHECK_OK(expect_sizes(ctx, *items[i], "out item", sizes, self.dim));
     TERN_CHECK_OK(expect_dtype(ctx, *items[i], "out item", self.dtype));
   }
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   ctx.set_run(split_with_sizes_run);
   return Error::Ok;
 }

@@ -48,7 +48,7 @@ Error to_copy_prepare(PrepareContext& ctx, Span<EValue* const> args) {
     return ctx.fail(Error::OperatorMissing, "unsupported conversion %s -> %s",
                     scalar_type_name(self.dtype), scalar_type_name(dtype));
   }
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   ctx.set_run(to_copy_convert_run);
   return Error::Ok;
 }

@@ -84,7 +84,7 @@ static Error upsample_bilinear2d_vec_prepare_f32(PrepareContext& ctx, Span<EValu
   TERN_CHECK_OK(
       upsample2d_prepare_geometry(ctx, input, *args[1], *args[3], args[4]->tensor, &st.g));
   st.align_corners = args[2]->b;
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   switch (input.dtype) {
     case ScalarType::Float32:
       ctx.request_scratch(static_cast<size_t>(st.g.ow) * sizeof(LinearTap<float>));

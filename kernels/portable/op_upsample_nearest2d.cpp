@@ -57,7 +57,7 @@ Error upsample_nearest2d_vec_prepare(PrepareContext& ctx, Span<EValue* const> ar
   TERN_CHECK_OK(upsample2d_prepare_geometry(ctx, args[0]->tensor, *args[1], *args[2],
                                             args[3]->tensor, &g));
   static_assert(sizeof(g) <= PrepareContext::kStateBytes, "state too large");
-  memcpy(ctx.state(), &g, sizeof(g));
+  memmove(ctx.state(), &g, sizeof(g));
   ctx.request_scratch(static_cast<size_t>(g.ow) * sizeof(int64_t));
   switch (scalar_type_size(args[0]->tensor.dtype)) {
     case 1: ctx.set_run(upsample_nearest2d_run<uint8_t>); break;

@@ -132,7 +132,7 @@ Error prepare_var(PrepareContext& ctx, Span<EValue* const> args, double correcti
   ReducePlan plan;
   reduce_plan(self, st.mask, &plan);
   if (!plan.reduced[plan.groups - 1]) ctx.request_scratch(2 * kSumBlock * sizeof(double));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

@@ -212,7 +212,7 @@ Error conv_direct_prepare(PrepareContext& ctx, Span<EValue* const> args) {
   }
   if (args[2]->is_tensor()) TERN_CHECK_OK(expect_sizes(ctx, args[2]->tensor, "bias", &oc, 1));
   TERN_CHECK_OK(expect_sizes(ctx, args[9]->tensor, "out", out_sizes, x.dim));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   switch (x.dtype) {
     case ScalarType::Float32: ctx.set_run(conv_direct_run<float>); break;
     case ScalarType::Float64: ctx.set_run(conv_direct_run<double>); break;

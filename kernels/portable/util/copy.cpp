@@ -57,7 +57,7 @@ void copy_rows(T* dst, const T* src, const StridedView& v) {
   for (int64_t r = 0; r < rows; ++r, outer.next(), dst += n) {
     const T* s = src + outer.offset;
     if (stride == 1) {
-      memcpy(dst, s, static_cast<size_t>(n) * sizeof(T));
+      memmove(dst, s, static_cast<size_t>(n) * sizeof(T));
     } else if (stride == 0) {
       const T value = *s;
       for (int64_t i = 0; i < n; ++i) dst[i] = value;
@@ -208,7 +208,7 @@ void copy_strided(void* dst, const void* src, size_t elem_size, const StridedVie
 }
 
 void copy_bytes(void* dst, const void* src, size_t n) {
-  if (dst != src && n > 0) memcpy(dst, src, n);
+  if (dst != src && n > 0) memmove(dst, src, n);
 }
 
 ConvertFn select_convert(ScalarType from, ScalarType to) {
@@ -239,7 +239,7 @@ int64_t gather_slices(void* dst, const void* src, size_t elem_size, int64_t oute
       int64_t k = index_at(index, i);
       if (wrap && k < 0) k += n;
       if (k < 0 || k >= n) return i;
-      memcpy(d, s + k * slice, slice);
+      memmove(d, s + k * slice, slice);
     }
   }
   return -1;

@@ -289,7 +289,7 @@ Error softmax_family_prepare(PrepareContext& ctx, Span<EValue* const> args, bool
   if (run == nullptr) return fail_dtype(ctx, "self", x.dtype);
   DimSplit s = dim_split(x, dim);
   static_assert(sizeof(s) <= PrepareContext::kStateBytes, "DimSplit must fit the state");
-  memcpy(ctx.state(), &s, sizeof(s));
+  memmove(ctx.state(), &s, sizeof(s));
   ctx.set_run(run);
   return Error::Ok;
 }

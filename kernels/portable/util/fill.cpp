@@ -72,7 +72,7 @@ bool scalar_to(const EValue& v, uint64_t* bits) {
     return false;
   }
   *bits = 0;
-  memcpy(bits, &value, sizeof(T));
+  memmove(bits, &value, sizeof(T));
   return true;
 }
 
@@ -104,7 +104,7 @@ Error prepare_fill(PrepareContext& ctx, const EValue& value, ScalarType dtype, s
                     scalar_type_name(dtype));
   }
   static_assert(sizeof(state) <= PrepareContext::kStateBytes, "FillState must fit the state");
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   switch (scalar_type_size(dtype)) {
     case 1: ctx.set_run(fill_run<uint8_t>); break;
     case 2: ctx.set_run(fill_run<Bits16>); break;

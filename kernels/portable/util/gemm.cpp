@@ -45,7 +45,7 @@ void pack_b(const GemmParams& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
     for (int64_t p = 0; p < kc; ++p) {
       const float* bp = b + p * g.b_rs;
       if (nr == kNr && g.b_cs == 1) {
-        memcpy(dst, bp, sizeof(float) * kNr);
+        memmove(dst, bp, sizeof(float) * kNr);
       } else {
         int64_t j = 0;
         for (; j < nr; ++j) dst[j] = bp[j * g.b_cs];

@@ -88,9 +88,9 @@ Error prepare_staged(PrepareContext& ctx, Span<EValue* const> args, PrepareFn in
   }
   TERN_CHECK_OK(inner(ctx, Span<EValue* const>(s->args, args.size())));
   s->inner_run = ctx.run();
-  memcpy(s->inner_state, ctx.state(), PrepareContext::kStateBytes);
+  memmove(s->inner_state, ctx.state(), PrepareContext::kStateBytes);
   memset(ctx.state(), 0, PrepareContext::kStateBytes);
-  memcpy(ctx.state(), &s, sizeof s);
+  memmove(ctx.state(), &s, sizeof s);
   ctx.set_run(staged_run);
   return Error::Ok;
 }

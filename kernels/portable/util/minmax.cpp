@@ -48,7 +48,7 @@ void extreme_last_kept(const T* in, T* out, const ReducePlan& p, Odometer& kept,
   const int64_t cols = p.sizes[p.groups - 1];
   const int64_t n_rows = kept.count(), n_reduced = reduced.count();
   for (int64_t o = 0; o < n_rows; ++o, kept.next(), out += cols) {
-    memcpy(out, in + kept.offset, static_cast<size_t>(cols) * sizeof(T));
+    memmove(out, in + kept.offset, static_cast<size_t>(cols) * sizeof(T));
     reduced.next();
     for (int64_t r = 1; r < n_reduced; ++r, reduced.next()) {
       const T* row = in + kept.offset + reduced.offset;
@@ -224,7 +224,7 @@ Error prepare_extreme(PrepareContext& ctx, Span<EValue* const> args, int out, ui
   st.mask = mask, st.out = out;
   st.fn = select<ExtremeOp>(self.dtype, max);
   if (st.fn == nullptr) return fail_dtype(ctx, "self", self.dtype);
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(amax_amin_run);
   return Error::Ok;
 }
@@ -265,7 +265,7 @@ Error prepare_argmax_argmin(PrepareContext& ctx, Span<EValue* const> args, bool 
   st.fn = self.dtype == ScalarType::Bool ? nullptr : select<ArgOp>(self.dtype, max);
   if (st.fn == nullptr) return fail_dtype(ctx, "self", self.dtype);
   ctx.request_scratch(static_cast<size_t>(st.shape.inner) * scalar_type_size(self.dtype));
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(argmax_argmin_run);
   return Error::Ok;
 }
@@ -287,7 +287,7 @@ Error prepare_max_min_dim(PrepareContext& ctx, Span<EValue* const> args, bool ma
       expect_reduced(ctx, self, args[4]->tensor, "indices", mask, keepdim, ScalarType::Int64));
   st.fn = select<ArgOp>(self.dtype, max);
   if (st.fn == nullptr) return fail_dtype(ctx, "self", self.dtype);
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(max_min_dim_run);
   return Error::Ok;
 }

@@ -121,7 +121,7 @@ Error index_pad_prepare(PrepareContext& ctx, Span<EValue* const> args, int spati
   st.planes = 1;
   for (int d = 0; d < self.dim - spatial; ++d) st.planes *= self.sizes[d];
   int64_t out_sizes[kMaxDims];
-  memcpy(out_sizes, self.sizes, sizeof(out_sizes));
+  memmove(out_sizes, self.sizes, sizeof(out_sizes));
   for (int k = 0; k < 3; ++k) {
     st.in[k] = st.out[k] = 1;
     if (k < 3 - spatial) continue;
@@ -140,7 +140,7 @@ Error index_pad_prepare(PrepareContext& ctx, Span<EValue* const> args, int spati
     const int64_t before = k < 3 - spatial ? 0 : pad[2 * pair];
     for (int64_t j = 0; j < st.out[k]; ++j) *src++ = pad_source(mode, j, st.in[k], before);
   }
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   return Error::Ok;
 }
 

@@ -20,7 +20,7 @@ int64_t div_floor(int64_t a, int64_t b) {
 Error read_window(PrepareContext& ctx, const PoolArgs& a, int n, int64_t (*win)[3]) {
   TERN_CHECK_OK(read_int_list(ctx, *a.kernel_size, "kernel_size", n, false, win[0]));
   TERN_CHECK_OK(read_int_list(ctx, *a.stride, "stride", n, true, win[1]));
-  if (a.stride->ints.empty()) memcpy(win[1], win[0], sizeof(win[0]));
+  if (a.stride->ints.empty()) memmove(win[1], win[0], sizeof(win[0]));
   TERN_CHECK_OK(read_int_list(ctx, *a.padding, "padding", n, false, win[2]));
   for (int j = 0; j < n; ++j) win[3][j] = 1;
   if (a.dilation) TERN_CHECK_OK(read_int_list(ctx, *a.dilation, "dilation", n, false, win[3]));

@@ -233,7 +233,7 @@ Error prepare_fold_reduction(PrepareContext& ctx, Span<EValue* const> args, Fold
   ReducePlan plan;
   reduce_plan(self, state.mask, &plan);
   ctx.request_scratch(sum_scratch_bytes(plan));
-  memcpy(ctx.state(), &state, sizeof(state));
+  memmove(ctx.state(), &state, sizeof(state));
   ctx.set_run(fold_reduction_run);
   return Error::Ok;
 }

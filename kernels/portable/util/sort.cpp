@@ -187,7 +187,7 @@ Error finish_prepare(PrepareContext& ctx, Span<EValue* const> args, int dim, int
   st.values = values;
   st.sorted = sorted;
   ctx.request_scratch(static_cast<size_t>(st.split.size) * kEntryBytes);
-  memcpy(ctx.state(), &st, sizeof(st));
+  memmove(ctx.state(), &st, sizeof(st));
   ctx.set_run(run);
   return Error::Ok;
 }
