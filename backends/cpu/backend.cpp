@@ -14,10 +14,11 @@ class CpuBackend final : public Backend {
  public:
   const char* name() const override { return "cpu"; }
 
-  Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> args) const override {
+  Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
+                     Span<EValue* const> outputs) const override {
     const Isa* isa = select_isa();
     if (isa == nullptr) return ctx.fail(Error::NotSupported, "TERN_CPU_ISA names an ISA this CPU or build lacks");
-    Result<CpuProgram*> p = load_cpu_program(ctx, payload, args, *isa);
+    Result<CpuProgram*> p = load_cpu_program(ctx, payload, inputs, outputs, *isa);
     if (!p.ok()) return p.error();
     return static_cast<void*>(*p);
   }

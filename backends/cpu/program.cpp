@@ -41,7 +41,8 @@ struct ValueInfo {
 // Everything load_cpu_program builds, while it builds it.
 struct Loader {
   PrepareContext& ctx;
-  Span<EValue* const> args;
+  Span<EValue* const> inputs;
+  Span<EValue* const> outputs;  // the payload's outputs, then the workspace
   const Isa& isa;
   const fb::Program* prog = nullptr;
   const uint8_t* blob = nullptr;
@@ -78,25 +79,31 @@ struct Loader {
     return Error::Ok;
   }
 
+  // The payload's inputs are the delegate's inputs (read only: they may be
+  // constants in the program's bytes); its outputs and the workspace are the
+  // delegate's outputs (planned memory).
   Error check_args() {
-    const uint64_t want = uint64_t(prog->num_inputs()) + prog->num_outputs() + 1;
-    if (args.size() != want) {
-      return ctx.fail(Error::InvalidProgram, "%zu delegate arguments, the payload wants %u inputs, %u outputs "
-                      "and the workspace", args.size(), prog->num_inputs(), prog->num_outputs());
+    if (inputs.size() != prog->num_inputs() || outputs.size() != uint64_t(prog->num_outputs()) + 1) {
+      return ctx.fail(Error::InvalidProgram, "the delegate has %zu inputs and %zu outputs, the payload wants %u "
+                      "inputs and %u outputs and the workspace", inputs.size(), outputs.size(), prog->num_inputs(),
+                      prog->num_outputs());
     }
-    for (size_t i = 0; i < args.size(); ++i) {
-      const bool workspace = i + 1 == args.size();
-      if (args[i]->tag != Tag::Tensor || (!workspace && args[i]->tensor.dtype != ScalarType::Float32)) {
-        return ctx.fail(Error::InvalidProgram, "delegate argument %zu must be a %s tensor", i,
-                        workspace ? "workspace" : "float32");
+    for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
+      const bool input = i < inputs.size(), workspace = i + 1 == inputs.size() + outputs.size();
+      const EValue& v = input ? *inputs[i] : *outputs[i - inputs.size()];
+      if (v.tag != Tag::Tensor || (!workspace && v.tensor.dtype != ScalarType::Float32)) {
+        return ctx.fail(Error::InvalidProgram, "delegate %s %zu must be a %s tensor", input ? "input" : "output",
+                        input ? i : i - inputs.size(), workspace ? "workspace" : "float32");
       }
     }
-    if (args[args.size() - 1]->tensor.nbytes() < prog->workspace_bytes()) {
+    if (workspace().nbytes() < prog->workspace_bytes()) {
       return ctx.fail(Error::InvalidProgram, "the workspace has %zu bytes, the payload needs %llu",
-                      args[args.size() - 1]->tensor.nbytes(), (unsigned long long)prog->workspace_bytes());
+                      workspace().nbytes(), (unsigned long long)prog->workspace_bytes());
     }
     return Error::Ok;
   }
+
+  const Tensor& workspace() const { return outputs[outputs.size() - 1]->tensor; }
 
   // Sizes, element count and byte count of value vi (rank <= kMaxRank).
   Error read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64_t* nbytes) {
@@ -104,14 +111,19 @@ struct Loader {
     if (!items_aligned(sizes)) return ctx.fail(Error::InvalidProgram, "value %u: misaligned sizes", vi);
     out->rank = sizes ? int(sizes->size()) : 0;
     if (out->rank > kMaxRank) return ctx.fail(Error::InvalidProgram, "value %u: rank %d over %d", vi, out->rank, kMaxRank);
-    uint64_t numel = 1;
+    // Every 0 taken as 1 (the span), the elements stay under 2^40: no product
+    // of sizes overflows, even in an empty value.
+    uint64_t span = 1;
+    bool empty = false;
     for (int d = 0; d < out->rank; ++d) {
       const int64_t s = sizes->Get(d);
-      if (s < 0 || !checked_mul(numel, uint64_t(s), &numel) || numel > (uint64_t(1) << 40)) {
+      if (s < 0 || !checked_mul(span, uint64_t(s == 0 ? 1 : s), &span) || span > (uint64_t(1) << 40)) {
         return ctx.fail(Error::InvalidProgram, "value %u: bad or too large size in dim %d", vi, d);
       }
+      empty = empty || s == 0;
       out->sizes[d] = s;
     }
+    const uint64_t numel = empty ? 0 : span;
     out->numel = int64_t(numel);
     *nbytes = numel * sizeof(float);
     return Error::Ok;
@@ -128,7 +140,7 @@ struct Loader {
       case fb::Storage::Output: {
         const bool input = v.storage() == fb::Storage::Input;
         if (v.index() >= (input ? ni : no)) return ctx.fail(Error::InvalidProgram, "value %u: %s %u out of range", vi, input ? "input" : "output", v.index());
-        const Tensor& t = args[(input ? 0 : ni) + v.index()]->tensor;
+        const Tensor& t = (input ? inputs : outputs)[v.index()]->tensor;
         // the same elements, possibly seen with other sizes (a [m, k] input read as [m, 1, 1, k])
         if (out.numel != t.numel) {
           return ctx.fail(Error::InvalidProgram, "value %u: %lld elements, delegate %s %u has %lld", vi,
@@ -143,7 +155,7 @@ struct Loader {
           return ctx.fail(Error::InvalidProgram, "value %u: workspace range [%llu, +%llu) outside %llu bytes", vi,
                           (unsigned long long)v.offset(), (unsigned long long)nbytes, (unsigned long long)prog->workspace_bytes());
         }
-        out.data = reinterpret_cast<float*>(static_cast<uint8_t*>(args[args.size() - 1]->tensor.data) + v.offset());
+        out.data = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace().data) + v.offset());
         out.writable = true;
         return Error::Ok;
       case fb::Storage::Weights:
@@ -701,9 +713,9 @@ Error Loader::link_chain(uint32_t oi, CpuOp* ops, uint32_t n) {
 
 }  // namespace
 
-Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> args,
-                                     const Isa& isa) {
-  Loader ld{ctx, args, isa};
+Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
+                                     Span<EValue* const> outputs, const Isa& isa) {
+  Loader ld{ctx, inputs, outputs, isa};
   TERN_CHECK_OK(ld.parse(payload));
   TERN_CHECK_OK(ld.check_args());
   TERN_CHECK_OK(ld.resolve_values());

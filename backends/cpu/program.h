@@ -3,7 +3,7 @@
 // whose tensors are plain pointers into the delegate's arguments, its
 // workspace and the payload's weights.
 //
-//   Result<CpuProgram*> p = load_cpu_program(ctx, payload, args, *isa);  // checks everything
+//   Result<CpuProgram*> p = load_cpu_program(ctx, payload, inputs, outputs, *isa);  // checks everything
 //   run_cpu_program(*p, run_ctx);                                        // blind, no allocation
 //
 // Everything a file can get wrong (sizes, indices, offsets, shapes, storage
@@ -103,11 +103,12 @@ struct CpuProgram {
   const float* zeros;  // padding taps read these (as many as the widest input)
 };
 
-// Checks and resolves `payload` against the delegate's args (inputs, outputs,
-// workspace). Allocates the program from ctx (persistent) and requests its
-// scratch. Fails with ctx.fail() naming the op or value.
-Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload,
-                                     Span<EValue* const> args, const Isa& isa);
+// Checks and resolves `payload` against the delegate's inputs and outputs
+// (the payload's outputs, then the workspace). Allocates the program from ctx
+// (persistent) and requests its scratch. Fails with ctx.fail() naming the op
+// or value.
+Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
+                                     Span<EValue* const> outputs, const Isa& isa);
 
 // Runs every op in order over ctx's threads.
 void run_cpu_program(const CpuProgram& p, RunContext& ctx);

@@ -7,7 +7,8 @@
 //    public:
 //     const char* name() const override { return "cpu"; }
 //     tern::Result<void*> init(tern::PrepareContext& ctx, tern::Span<const uint8_t> payload,
-//                              tern::Span<tern::EValue* const> args) const override;
+//                              tern::Span<tern::EValue* const> inputs,
+//                              tern::Span<tern::EValue* const> outputs) const override;
 //     tern::Error execute(tern::RunContext& ctx, void* handle, tern::EValue* const* args) const override;
 //   };
 //   static const CpuBackend kCpu;
@@ -18,14 +19,18 @@
 //
 //   init     at Method::load. `payload` is untrusted bytes from the file:
 //            check every index, size and count in it before use, and check
-//            `args` (the delegate's inputs, then its outputs: tensors whose
-//            dtype and sizes are static) against it. Take memory only from
+//            the delegate's `inputs` and `outputs` (tensors whose dtype and
+//            sizes are static) against it: the payload's count of each must
+//            be the delegate's, and only outputs may be written (an input
+//            may be a constant inside the program's read-only bytes; the
+//            executor checked every output is planned memory). Take memory only from
 //            ctx: ctx.allocate() for what lives as long as the method
 //            (packed weights, the handle itself), ctx.request_scratch() for
 //            per-run, per-thread scratch. Fail with ctx.fail(), which names
 //            the problem; the executor adds method, delegate and backend.
 //            Returns the handle execute() receives.
-//   execute  at every Method::execute(): no allocation, no re-checking;
+//   execute  at every Method::execute(), with `args` the inputs then the
+//            outputs (the same values init saw): no allocation, no re-checking;
 //            split work over ctx's threads with ctx.parallel_for().
 //   destroy  when the Method goes away: release anything init took outside
 //            ctx (the default does nothing, which is right for backends that
@@ -49,8 +54,8 @@ class Backend {
  public:
   // The name the exporter's partitioner writes into the file ("cpu").
   virtual const char* name() const = 0;
-  virtual Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload,
-                             Span<EValue* const> args) const = 0;
+  virtual Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
+                             Span<EValue* const> outputs) const = 0;
   virtual Error execute(RunContext& ctx, void* handle, EValue* const* args) const = 0;
   virtual void destroy(void* handle) const { (void)handle; }
 

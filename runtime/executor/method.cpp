@@ -74,14 +74,10 @@ Error Method::run_instruction(size_t i) {
       return e;
     }
     case Instr::Kind::Move: {
-      EValue& from = values_[in.a];
-      EValue& to = values_[in.b];
-      if (from.tag == Tag::Tensor) {
-        // memmove: the file may place the two tensors in overlapping planned ranges.
-        if (from.tensor.nbytes() != 0) memmove(to.tensor.data, from.tensor.data, from.tensor.nbytes());
-      } else {
-        to = from;
-      }
+      // Two tensors of one shape (bind_move; method_shapes.cpp for dynamic ones).
+      // memmove: the file may place the two tensors in overlapping planned ranges.
+      const Tensor& from = values_[in.a].tensor;
+      if (from.nbytes() != 0) memmove(values_[in.b].tensor.data, from.data, from.nbytes());
       return Error::Ok;
     }
     default:

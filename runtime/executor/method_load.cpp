@@ -291,16 +291,19 @@ struct Loader {
     return Error::Ok;
   }
 
+  // A Move copies a tensor's bytes into another planned tensor of the same
+  // dtype and shape. Only tensors move: kernels read their scalar and list
+  // arguments at prepare, and a list replaced at execute would run them with
+  // lengths they never checked.
   Error bind_move(uint32_t ii, const fb::Move& mv, Method::Instr* instr) {
     const EValue& from = values[mv.from()];
     const EValue& to = values[mv.to()];
-    bool ok = from.tag == to.tag && from.tag != Tag::Tensor;
-    if (from.tag == Tag::Tensor && to.tag == Tag::Tensor) {
-      ok = tensor_same_shape(from.tensor, to.tensor) && writable(mv.to());
-    }
+    const bool ok = from.tag == Tag::Tensor && to.tag == Tag::Tensor &&
+                    tensor_same_shape(from.tensor, to.tensor) && writable(mv.to());
     if (!ok) {
-      TERN_LOG_ERROR("instruction %u: move from value %u (%s) to value %u (%s): kinds, shapes or "
-                     "storage do not match", ii, mv.from(), tag_name(from.tag), mv.to(), tag_name(to.tag));
+      TERN_LOG_ERROR("method '%s' instruction %u: move from value %u (%s) to value %u (%s): a move takes two "
+                     "tensors of one dtype and shape, the second planned memory", fm.name()->c_str(), ii,
+                     mv.from(), tag_name(from.tag), mv.to(), tag_name(to.tag));
       return Error::InvalidProgram;
     }
     instr->kind = Method::Instr::Kind::Move;
@@ -359,7 +362,7 @@ struct Loader {
       Span<const uint8_t> payload(program.segment_data(d.payload_segment()),
                                   static_cast<size_t>(program.segment_size(d.payload_segment())));
       PrepareContext ctx(name, di, memory.method_allocator, threads);
-      Result<void*> handle = backend->init(ctx, payload, Span<EValue* const>(args, ni + no));
+      Result<void*> handle = backend->init(ctx, payload, Span<EValue* const>(args, ni), Span<EValue* const>(args + ni, no));
       if (!handle.ok()) {
         TERN_LOG_ERROR("method '%s' delegate %u (backend %s): %s", fm.name()->c_str(), di, name,
                        ctx.message()[0] ? ctx.message() : error_name(handle.error()));

@@ -72,6 +72,23 @@ bool instruction_is_dynamic(const fb::Method& fm, uint32_t ii) {
   }
 }
 
+// The elements of a tensor of these sizes, or -1 if a size is negative or
+// the sizes, each 0 taken as 1, span more than 2^48 elements (the verifier's
+// bound on planned tensors): then no product of sizes overflows, not even a
+// stride of an empty tensor.
+int64_t checked_numel(const int64_t* sizes, int dim) {
+  uint64_t span = 1;
+  bool empty = false;
+  for (int d = 0; d < dim; ++d) {
+    if (sizes[d] < 0 || !checked_mul(span, static_cast<uint64_t>(sizes[d] == 0 ? 1 : sizes[d]), &span) ||
+        span > (uint64_t(1) << 48)) {
+      return -1;
+    }
+    empty = empty || sizes[d] == 0;
+  }
+  return empty ? 0 : static_cast<int64_t>(span);
+}
+
 Error apply_shapes(const fb::Method& fm, Method::Shapes& s, EValue* values, bool assign_inputs) {
   const char* m = fm.name()->c_str();
   for (uint32_t e = 0; e < s.num_exprs; ++e) {
@@ -86,13 +103,11 @@ Error apply_shapes(const fb::Method& fm, Method::Shapes& s, EValue* values, bool
     const auto* dyn = fm.values()->Get(vi)->value_as_Tensor()->dyn_sizes();
     Tensor& t = values[vi].tensor;
     int64_t sizes[kMaxDims];
-    int64_t numel = 1;
     for (int d = 0; d < t.dim; ++d) {
       const int32_t e = dyn->Get(static_cast<uint32_t>(d));
       sizes[d] = e < 0 ? t.sizes[d] : s.exprs[e];
-      if (sizes[d] < 0 || __builtin_mul_overflow(numel, sizes[d], &numel)) numel = -1;
-      if (numel < 0) break;
     }
+    const int64_t numel = checked_numel(sizes, t.dim);
     if (numel < 0 || numel > s.capacity[k]) {
       TERN_LOG_ERROR("method '%s': value %u does not fit its planned memory at these input sizes "
                      "(%lld elements, %lld planned)", m, vi, (long long)numel, (long long)s.capacity[k]);
@@ -204,9 +219,20 @@ Error Method::Shapes::resize_input(Method& m, size_t i, const Tensor& src) {
       return Error::InvalidArgument;
     }
   }
+  // Each dim is within its bound, but the bounds of different dims need not
+  // hold together (a symbol's max can exceed the dim's planned size): the
+  // elements must fit the planned ones before set_input copies them.
+  int64_t planned = 1;
+  for (int d = 0; d < t.dim; ++d) planned *= ft->sizes()->Get(static_cast<uint32_t>(d));  // verified: no overflow
+  const int64_t numel = checked_numel(src.sizes, src.dim);
+  if (numel < 0 || numel > planned) {
+    TERN_LOG_ERROR("method '%s': input %zu has more elements than the %lld planned for it at these sizes",
+                   m.name_, i, (long long)planned);
+    return Error::InvalidArgument;
+  }
   if (!tensor_same_shape(src, t)) {
-    t.numel = 1;
-    for (int d = 0; d < t.dim; ++d) t.numel *= (t.sizes[d] = src.sizes[d]);  // each within its bound
+    for (int d = 0; d < t.dim; ++d) t.sizes[d] = src.sizes[d];
+    t.numel = numel;
     m.shapes_->dirty = true;
   }
   return Error::Ok;

@@ -231,8 +231,9 @@ std::atomic<int> g_live_handles{0};
 class CountingTestBackend final : public Backend {
  public:
   const char* name() const override { return inner_.name(); }
-  Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> args) const override {
-    Result<void*> h = inner_.init(ctx, payload, args);
+  Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
+                     Span<EValue* const> outputs) const override {
+    Result<void*> h = inner_.init(ctx, payload, inputs, outputs);
     if (h.ok()) ++g_live_handles;
     return h;
   }

@@ -250,6 +250,45 @@ TEST_F(DynamicShapes, test_a_size_that_outgrows_its_plan_is_refused) {
       << last_error_message();
 }
 
+// Each dim within its own bound is not enough: x is planned [2, 8], its dims
+// n (1..16) and 16 / n hold 16 elements together, but a caller may pass
+// [16, 8], each dim in range, 128 elements. set_input must refuse it before
+// it copies anything.
+TEST_F(DynamicShapes, test_sizes_each_in_range_that_together_outgrow_the_plan_are_refused_before_the_copy) {
+  ProgramBuilder pb;
+  MethodBuilder& mb = pb.method("forward");
+  const uint32_t arena = mb.arena(128);
+  mb.symbols = {{"n", 1, 16}};
+  const int32_t n = mb.size_expr({kSym, 0});
+  const int32_t rest = mb.size_expr({kConst, 16, kSym, 0, kFloorDiv, 0});
+  const uint32_t x = mb.planned(ScalarType::Float32, {2, 8}, 0, arena);
+  mb.values[x].dyn_sizes = {n, rest};
+  const uint32_t y = mb.planned(ScalarType::Float32, {2, 8}, 64, arena);
+  mb.values[y].dyn_sizes = {n, rest};
+  mb.call("test::add_one", "", {x, y});
+  mb.inputs = {x};
+  mb.outputs = {y};
+  LoadedMethod r(pb);
+  ASSERT_TRUE(r.method.ok()) << last_error_message();
+  Method& m = *r.method;
+  std::vector<float> big(16 * 8, 1.f);
+  const std::vector<float> before(static_cast<const float*>(m.output(0).data),
+                                  static_cast<const float*>(m.output(0).data) + 16);
+  clear_last_error();
+  EXPECT_EQ(m.set_input(0, make_tensor(big.data(), ScalarType::Float32, {16, 8})), Error::InvalidArgument);
+  EXPECT_NE(std::string(last_error_message()).find("input 0 has more elements than the 16 planned"),
+            std::string::npos) << last_error_message();
+  // Nothing was copied: y, planned right after x, is as it was.
+  EXPECT_EQ(std::vector<float>(static_cast<const float*>(m.output(0).data),
+                               static_cast<const float*>(m.output(0).data) + 16), before);
+  // Sizes that hold together still run.
+  std::vector<float> ok(16, 2.f);
+  ASSERT_EQ(m.set_input(0, make_tensor(ok.data(), ScalarType::Float32, {4, 4})), Error::Ok) << last_error_message();
+  ASSERT_EQ(m.execute(), Error::Ok) << last_error_message();
+  EXPECT_EQ(m.output(0).sizes[0], 4);
+  EXPECT_EQ(m.output(0).data_as<float>()[15], 3.f);
+}
+
 // The frozen file: batch 1..6, seq 2..16; recorded at batch 4, seq 7.
 class FrozenDynamic : public ::testing::TestWithParam<int> {
  protected:

@@ -311,27 +311,41 @@ TEST_F(Executor, test_a_loop_past_the_budget_stops_with_execution_failed) {
   EXPECT_EQ(m->execute(), Error::Ok);
 }
 
-TEST_F(Executor, test_move_of_a_scalar_value) {
-  // values[to] = values[from] for non-tensor values: the kernel reads the new
-  // value through its argument.
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.method("forward");
-  uint32_t arena = m.arena(64);
-  uint32_t x = m.planned(ScalarType::Float32, {1}, 0, arena);
-  uint32_t y = m.planned(ScalarType::Float32, {1}, 16, arena);
-  uint32_t yes = m.bool_value(true);
-  uint32_t no = m.bool_value(false);
-  m.move(no, yes);
-  m.jump_false(yes, 3);
-  m.call("test::add_one", "", {x, y});
-  m.inputs = {x};
-  m.outputs = {y};
-  LoadedMethod r(pb);
-  ASSERT_TRUE(r.method.ok()) << last_error_message();
-  float in[1] = {1};
-  ASSERT_EQ(r.method->set_input(0, in, sizeof(in)), Error::Ok);
-  ASSERT_EQ(r.method->execute(), Error::Ok);
-  EXPECT_EQ(r.method->output(0).data_as<float>()[0], 0) << "the moved false skipped add_one";
+TEST_F(Executor, test_only_tensors_move) {
+  // Kernels check their scalar and list arguments at load; a Move that
+  // replaced one at execute (here a list, the sizes of a view) would run
+  // them unchecked. Every kind but Tensor is refused, naming both values.
+  struct Case {
+    const char* kind;
+    uint32_t (*add)(MethodBuilder&, bool second);
+  };
+  const Case cases[] = {
+      {"Bool", [](MethodBuilder& m, bool s) { return m.bool_value(s); }},
+      {"Int", [](MethodBuilder& m, bool s) { return m.int_value(s ? 2 : 1); }},
+      {"IntList", [](MethodBuilder& m, bool s) { return m.int_list(s ? std::vector<int64_t>{1, 2, 3, 4} : std::vector<int64_t>{4}); }},
+      {"String", [](MethodBuilder& m, bool s) { return m.string_value(s ? "b" : "a"); }},
+  };
+  for (const Case& c : cases) {
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.method("forward");
+    uint32_t arena = m.arena(64);
+    uint32_t x = m.planned(ScalarType::Float32, {1}, 0, arena);
+    uint32_t y = m.planned(ScalarType::Float32, {1}, 16, arena);
+    uint32_t to = c.add(m, false);
+    uint32_t from = c.add(m, true);
+    m.move(from, to);
+    m.call("test::add_one", "", {x, y});
+    m.inputs = {x};
+    m.outputs = {y};
+    LoadedProgram lp(pb.build());
+    ASSERT_EQ(lp.error, Error::Ok) << last_error_message();
+    MethodMemory mem(*lp.program, "forward");
+    clear_last_error();
+    EXPECT_EQ(Method::load(*lp.program, "forward", mem.manager).error(), Error::InvalidProgram) << c.kind;
+    const std::string want = "move from value " + std::to_string(from) + " (" + c.kind + ") to value " +
+                             std::to_string(to) + " (" + c.kind + "): a move takes two tensors";
+    EXPECT_NE(std::string(last_error_message()).find(want), std::string::npos) << last_error_message();
+  }
 }
 
 TEST_F(Executor, test_move_between_overlapping_planned_tensors) {

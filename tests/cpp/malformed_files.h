@@ -66,6 +66,7 @@ inline AlignedBytes add_file() {
 // whose program copies its input 0 (value 0, [4]) to its output 0 (value 1).
 struct CpuPayloadSpec {
   uint32_t version = 2;
+  std::vector<int64_t> sizes = {4};  // value 0's sizes
   uint32_t input_index = 0;  // value 0's index among the delegate's inputs
   uint32_t copy_from = 0;    // the Copy op's x
   uint64_t declared_size = 0;  // the header's flatbuffer size; 0: the real one
@@ -75,7 +76,7 @@ inline std::vector<uint8_t> cpu_payload(const CpuPayloadSpec& spec = {}) {
   flatbuffers::FlatBufferBuilder b;
   const std::vector<int64_t> sizes = {4};
   std::vector<flatbuffers::Offset<cpufb::Value>> values = {
-      cpufb::CreateValueDirect(b, &sizes, cpufb::Storage::Input, spec.input_index, 0),
+      cpufb::CreateValueDirect(b, &spec.sizes, cpufb::Storage::Input, spec.input_index, 0),
       cpufb::CreateValueDirect(b, &sizes, cpufb::Storage::Output, 0, 0)};
   const auto copy = cpufb::CreateCopy(b, spec.copy_from, 1);
   std::vector<flatbuffers::Offset<cpufb::Op>> ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, copy.Union(), "copy")};
@@ -280,6 +281,14 @@ inline AlignedBytes tensor_sizes_product_overflows() {
   return pb.build();
 }
 
+// A 0 first makes the tensor empty, but a kernel's strides multiply the
+// other sizes: [0, 2^40, 2^40] would overflow them.
+inline AlignedBytes tensor_zero_dim_then_huge() {
+  ProgramBuilder pb;
+  add_program(pb).values[kX].sizes = {0, int64_t(1) << 40, int64_t(1) << 40};
+  return pb.build();
+}
+
 inline AlignedBytes tensor_rank_9() {
   ProgramBuilder pb;
   add_program(pb).values[kC].sizes = {1, 1, 1, 1, 1, 1, 1, 1, 4};
@@ -393,6 +402,16 @@ inline AlignedBytes unknown_operator() {
 inline AlignedBytes move_value_index_out_of_range() {
   ProgramBuilder pb;
   add_program(pb).move(kY, 42);
+  return pb.build();
+}
+
+// A Move between two Ints, into the add's alpha: a kernel's scalar and list
+// arguments are checked at prepare, and only tensors may move.
+inline AlignedBytes move_between_ints() {
+  ProgramBuilder pb;
+  MethodBuilder& m = add_program(pb);
+  const uint32_t two = m.int_value(2);
+  m.move(two, kAlpha);
   return pb.build();
 }
 
@@ -541,6 +560,30 @@ inline AlignedBytes cpu_payload_input_index_out_of_range() {
   return cpu_file(cpu_payload(spec));
 }
 
+// Value 0 of the payload is [0, 2^30, 2^30]: empty, and its other sizes
+// overflow a product.
+inline AlignedBytes cpu_payload_zero_dim_then_huge() {
+  CpuPayloadSpec spec;
+  spec.sizes = {0, int64_t(1) << 30, int64_t(1) << 30};
+  return cpu_file(cpu_payload(spec));
+}
+
+// The delegate's inputs are x and a constant, its only output the
+// workspace; the payload (1 input, 1 output and the workspace) would take
+// the constant for its output and write into the program's bytes.
+inline AlignedBytes cpu_payload_output_is_delegate_input() {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  const uint32_t arena = m.arena(128);
+  const uint32_t x = m.planned(kF32, {4}, 0, arena);
+  const uint32_t c = m.constant<float>({4}, {1.f, 2.f, 3.f, 4.f});
+  const uint32_t ws = m.empty_tensor(ScalarType::UInt8, {0});
+  m.backend_call("cpu", cpu_payload(), {x, c}, {ws});
+  m.inputs = {x};
+  m.outputs = {x};
+  return pb.build();
+}
+
 // ---------------------------------------------------------------------------
 
 struct Recipe {
@@ -570,6 +613,7 @@ inline const std::vector<Recipe>& recipes() {
       {"segment_overlaps_flatbuffer.tern", segment_overlaps_flatbuffer},
       {"tensor_size_negative.tern", tensor_size_negative},
       {"tensor_sizes_product_overflows.tern", tensor_sizes_product_overflows},
+      {"tensor_zero_dim_then_huge.tern", tensor_zero_dim_then_huge},
       {"tensor_rank_9.tern", tensor_rank_9},
       {"tensor_unknown_dtype.tern", tensor_unknown_dtype},
       {"tensor_offset_plus_bytes_overflows.tern", tensor_offset_plus_bytes_overflows},
@@ -586,6 +630,7 @@ inline const std::vector<Recipe>& recipes() {
       {"kernel_arg_value_index_out_of_range.tern", kernel_arg_value_index_out_of_range},
       {"unknown_operator.tern", unknown_operator},
       {"move_value_index_out_of_range.tern", move_value_index_out_of_range},
+      {"move_between_ints.tern", move_between_ints},
       {"method_input_index_out_of_range.tern", method_input_index_out_of_range},
       {"method_output_index_out_of_range.tern", method_output_index_out_of_range},
       {"method_input_is_constant.tern", method_input_is_constant},
@@ -606,6 +651,8 @@ inline const std::vector<Recipe>& recipes() {
       {"cpu_payload_flatbuffer_overruns.tern", cpu_payload_flatbuffer_overruns},
       {"cpu_payload_op_value_out_of_range.tern", cpu_payload_op_value_out_of_range},
       {"cpu_payload_input_index_out_of_range.tern", cpu_payload_input_index_out_of_range},
+      {"cpu_payload_zero_dim_then_huge.tern", cpu_payload_zero_dim_then_huge},
+      {"cpu_payload_output_is_delegate_input.tern", cpu_payload_output_is_delegate_input},
   };
   return kRecipes;
 }

@@ -49,10 +49,11 @@ class TestBackend final : public Backend {
 
   const char* name() const override { return "tern_test"; }
 
-  Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> args) const override {
+  Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
+                     Span<EValue* const> outputs) const override {
     Handle h;
     TERN_CHECK_OK(parse(ctx, payload, &h));
-    TERN_CHECK_OK(check_args(ctx, h, args));
+    TERN_CHECK_OK(check_args(ctx, h, inputs, outputs));
     Handle* stored = static_cast<Handle*>(ctx.allocate(sizeof(Handle)));
     if (stored == nullptr) return Error::OutOfMemory;
     *stored = h;
@@ -141,13 +142,15 @@ class TestBackend final : public Backend {
     return Error::Ok;
   }
 
-  static Error check_args(PrepareContext& ctx, const Handle& h, Span<EValue* const> args) {
-    if (args.size() != size_t(h.inputs) + h.outputs) {
-      return ctx.fail(Error::InvalidProgram, "%zu arguments, the payload has %u inputs and %u outputs",
-                      args.size(), h.inputs, h.outputs);
+  // Ops write only output slots (check_ops), so only the delegate's outputs.
+  static Error check_args(PrepareContext& ctx, const Handle& h, Span<EValue* const> inputs,
+                          Span<EValue* const> outputs) {
+    if (inputs.size() != h.inputs || outputs.size() != h.outputs) {
+      return ctx.fail(Error::InvalidProgram, "%zu inputs and %zu outputs, the payload has %u inputs and %u outputs",
+                      inputs.size(), outputs.size(), h.inputs, h.outputs);
     }
-    for (size_t i = 0; i < args.size(); ++i) {
-      const EValue& v = *args[i];
+    for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
+      const EValue& v = i < inputs.size() ? *inputs[i] : *outputs[i - inputs.size()];
       if (v.tag != Tag::Tensor || v.tensor.dtype != ScalarType::Float32 || v.tensor.numel != h.numel) {
         return ctx.fail(Error::InvalidProgram, "argument %zu must be a float32 tensor of %lld elements", i,
                         (long long)h.numel);
