@@ -106,8 +106,7 @@ void run_attention(const CpuOp& o, const Isa& isa, RunContext& ctx) {
   // 2. blocks of mr query rows of every (batch, head)
   const int mr = isa.igemm_main.mr;
   const int64_t blocks = ceil_div(a.l, mr), ld = round_up(a.s, kPanel);
-  const int64_t unit_flops = 2 * mr * a.s * (a.e + a.ev);
-  ctx.parallel_for(a.batch * a.heads * blocks, (int64_t(1) << 16) / unit_flops + 1,
+  ctx.parallel_for(a.batch * a.heads * blocks, grain_for(int64_t(1) << 16, {2 * mr, a.s, a.e + a.ev}),
                    [&](RunContext& t, int64_t u0, int64_t u1) {
     float* scores = static_cast<float*>(t.scratch());
     const float** ptrs = reinterpret_cast<const float**>(scores + mr * ld);

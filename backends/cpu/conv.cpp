@@ -191,11 +191,10 @@ void run_rows(const ConvGeometry& g, const Isa& isa, const float* x, const float
   const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
   const int64_t groups = ceil_div(g.oc, k.nr);
   const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
-  const int64_t unit_flops = pixels * k.nr * ks * g.c;
   const MinMax clamp = kernel_clamp(ep, nullptr);
   const bool post_pass = needs_post(ep, nullptr);
   const int64_t yp = y_pixel(g);
-  ctx.parallel_for(groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
+  ctx.parallel_for(groups, grain_for(kMinFlopsPerThread, {pixels, k.nr, ks, g.c}), [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
     bool merged[kTilesPerBlock];
     block_pointers(g, 1, x, zeros, 0, ptrs, merged);  // pixels <= kTilesPerBlock: one block of 1-row tiles
@@ -225,12 +224,11 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
   const int64_t m_tiles = ceil_div(pixels, mr), blocks = ceil_div(m_tiles, kTilesPerBlock);
   const int64_t groups = ceil_div(g.oc, main.nr);
   const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
-  const int64_t unit_flops = kTilesPerBlock * mr * main.nr * ks * g.c;
   const MinMax clamp = kernel_clamp(ep, nullptr);
   const bool post_pass = needs_post(ep, nullptr);
   const bool group_major = g.oc > pixels;
   const int64_t yp = y_pixel(g);
-  ctx.parallel_for(blocks * groups, kMinFlopsPerThread / unit_flops + 1, [&](RunContext& t, int64_t u0, int64_t u1) {
+  ctx.parallel_for(blocks * groups, grain_for(kMinFlopsPerThread, {kTilesPerBlock * mr * main.nr, ks, g.c}), [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
     bool merged[kTilesPerBlock];
     int64_t built = -1;
@@ -318,8 +316,7 @@ void run_dwconv(const ConvGeometry& g, const Isa& isa, const float* x, const flo
   const int64_t rows = g.n * g.oh, ks = taps(g);
   const MinMax clamp = kernel_clamp(ep, residual);
   const bool post_pass = needs_post(ep, residual);
-  const int64_t row_flops = g.ow * g.c * ks;
-  ctx.parallel_for(rows, kMinFlopsPerThread / row_flops + 1, [&](RunContext& t, int64_t r0, int64_t r1) {
+  ctx.parallel_for(rows, grain_for(kMinFlopsPerThread, {g.ow, g.c, ks}), [&](RunContext& t, int64_t r0, int64_t r1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
     const float* in_rows[kMaxKernelRows];
     for (int64_t r = r0; r < r1; ++r) {

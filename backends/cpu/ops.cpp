@@ -35,7 +35,7 @@ void interleave(const float* x, int64_t stride, int64_t n, float* y) {
 
 void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx) {
   const int64_t outer = t.sizes[0] * t.sizes[1], inner = t.sizes[2] * t.sizes[3];
-  ctx.parallel_for(outer, kMinElementsPerThread / (inner + 1) + 1, [&](RunContext&, int64_t o0, int64_t o1) {
+  ctx.parallel_for(outer, grain_for(kMinElementsPerThread, {inner}), [&](RunContext&, int64_t o0, int64_t o1) {
     for (int64_t o = o0; o < o1; ++o) {
       const int64_t i0 = o / t.sizes[1], i1 = o % t.sizes[1];
       const float* src = x + i0 * t.strides[0] + i1 * t.strides[1];
@@ -121,7 +121,7 @@ size_t pool_scratch_bytes(const PoolGeometry& g) {
 
 void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx) {
   const int64_t rows = g.n * g.oh, taps = int64_t(g.kh) * g.kw;
-  ctx.parallel_for(rows, kMinElementsPerThread / (g.ow * g.c * taps + 1) + 1, [&](RunContext& t, int64_t r0, int64_t r1) {
+  ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {g.ow, g.c, taps}), [&](RunContext& t, int64_t r0, int64_t r1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
     float* scale = reinterpret_cast<float*>(ptrs + kPoolPixels * taps);
     for (int64_t r = r0; r < r1; ++r) {
@@ -188,7 +188,7 @@ void run_unary(const CpuOp& o, RunContext& ctx) {
 
 void run_layer_norm(const CpuOp& o, RunContext& ctx) {
   const int64_t rows = o.numel / o.inner, d = o.inner;
-  ctx.parallel_for(rows, kMinElementsPerThread / d + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+  ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {d}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* x = o.x + r * d;
       float* y = o.y + r * d;
@@ -205,7 +205,7 @@ void run_layer_norm(const CpuOp& o, RunContext& ctx) {
 
 void run_softmax(const CpuOp& o, const Isa& isa, RunContext& ctx) {
   const int64_t rows = o.numel / o.inner, d = o.inner;
-  ctx.parallel_for(rows, kMinElementsPerThread / d + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+  ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {d}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* x = o.x + r * d;
       float* y = o.y + r * d;
@@ -244,7 +244,7 @@ void run_matmul(const CpuOp& o, const Isa& isa, RunContext& ctx) {
 
 void run_concat(const CpuOp& o, RunContext& ctx) {
   const ConcatParts& c = o.concat;
-  ctx.parallel_for(c.outer, kMinElementsPerThread / c.row + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+  ctx.parallel_for(c.outer, grain_for(kMinElementsPerThread, {c.row}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t i = 0; i < c.count; ++i) {
         memmove(o.y + r * c.row + c.offsets[i], c.xs[i] + r * c.inners[i], size_t(c.inners[i]) * sizeof(float));
@@ -256,7 +256,7 @@ void run_concat(const CpuOp& o, RunContext& ctx) {
 void run_interleave(const CpuOp& o, RunContext& ctx) {
   const InterleaveParts& p = o.interleave;
   const size_t bytes = size_t(p.c) * sizeof(float);
-  ctx.parallel_for(p.n * p.oh, kMinElementsPerThread / (p.ow * p.c) + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+  ctx.parallel_for(p.n * p.oh, grain_for(kMinElementsPerThread, {p.ow, p.c}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / p.oh, oy = r % p.oh, py = oy % p.sh, t = oy / p.sh;
       const int64_t hp = (p.oh - py + p.sh - 1) / p.sh;
@@ -272,7 +272,7 @@ void run_interleave(const CpuOp& o, RunContext& ctx) {
 
 void run_slice(const CpuOp& o, RunContext& ctx) {
   const int64_t inner = o.numel / o.outer;
-  ctx.parallel_for(o.outer, kMinElementsPerThread / (inner + 1) + 1, [&](RunContext&, int64_t r0, int64_t r1) {
+  ctx.parallel_for(o.outer, grain_for(kMinElementsPerThread, {inner}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) memmove(o.y + r * inner, o.x + r * o.row + o.offset, size_t(inner) * sizeof(float));
   });
 }

@@ -63,7 +63,8 @@ struct Loader {
       return ctx.fail(Error::NotSupported, "payload version %u, this runtime reads versions 1 to %u", version, kVersion);
     }
     uint64_t blob_start;
-    if (fb_size > p.size() - kHeaderBytes || !checked_add(kHeaderBytes + fb_size, 63, &blob_start)) {
+    if (fb_size > p.size() - kHeaderBytes || fb_size >= FLATBUFFERS_MAX_BUFFER_SIZE ||
+        !checked_add(kHeaderBytes + fb_size, 63, &blob_start)) {
       return ctx.fail(Error::InvalidProgram, "flatbuffer of %llu bytes overruns the %zu-byte payload",
                       (unsigned long long)fb_size, p.size());
     }
@@ -273,10 +274,19 @@ Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   // every tap is bounds-checked, so any output size is safe; depthwise
   // convolutions (whose row kernel assumes it) have the one their window gives
   const bool window = g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh) && g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw);
-  if (y->sizes[0] != g.n || g.oh < 1 || g.ow < 1 || (g.depthwise && (!window || g.ph < 0 || g.pw < 0)) ||
+  if (y->sizes[0] != g.n || g.n < 1 || g.oh < 1 || g.ow < 1 || (g.depthwise && (!window || g.ph < 0 || g.pw < 0)) ||
       (g.depthwise && g.oc != g.c) || g.c < 1 || g.oc < 1 || g.c > (1 << 24) || int64_t(g.kh) * g.kw > 1024) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y", oi,
                     op->nodes, (long long)g.n, (long long)g.h, (long long)g.w, (long long)g.c);
+  }
+  // The packed floats, overflow-checked: an output channel count near 2^40
+  // would wrap conv_packed_floats and let a short weights value pass.
+  uint64_t packed = 0;
+  const uint64_t panels = (uint64_t(g.depthwise ? g.c : g.oc) + 15) / 16;  // of 16 channels (kPanel)
+  if (!checked_mul(panels * 16, 1 + uint64_t(g.kh) * uint64_t(g.kw) * uint64_t(g.depthwise ? 1 : g.c), &packed) ||
+      packed > (uint64_t(1) << 40)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): the packed weights of %lld -> %lld channels do not fit 2^40 floats",
+                    oi, op->nodes, (long long)g.c, (long long)g.oc);
   }
   if (uint64_t(w->numel) != conv_packed_floats(g)) {
     return ctx.fail(Error::InvalidProgram, "op %u: %lld packed weight floats, the geometry needs %zu", oi,

@@ -57,8 +57,7 @@ Error conv_depthwise_run(RunContext& ctx, EValue* const* args) {
   float* out = args[9]->tensor.data_as<float>();
   const int64_t plane_in = int64_t(g.h) * g.w, plane_out = int64_t(g.oh) * g.ow;
   const int64_t taps = int64_t(g.kh) * g.kw;
-  const int64_t grain = kMinFlopsPerThread / (plane_out * taps) + 1;
-  ctx.parallel_for(int64_t(g.n) * g.c, grain, [&](RunContext&, int64_t p0, int64_t p1) {
+  ctx.parallel_for(int64_t(g.n) * g.c, grain_for(kMinFlopsPerThread, {plane_out, taps}), [&](RunContext&, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {  // plane p: image p / c, channel p % c
       const int64_t ch = p % g.c;
       conv_depthwise_plane(g, in + p * plane_in, w + ch * taps, bias ? bias[ch] : 0.f,
@@ -113,9 +112,9 @@ void conv_pixels(const ConvGeometry& g, EValue* const* args, int64_t ig, int64_t
 Error conv_gemm_run(RunContext& ctx, EValue* const* args) {
   const ConvGeometry g = load_geometry(ctx);
   const int64_t pixels = int64_t(g.oh) * g.ow, total = int64_t(g.n) * g.groups * pixels;
-  const int64_t flops_per_tile = kPixelTile * (g.oc / g.groups) * int64_t(g.c / g.groups) * g.kh * g.kw;
   const int64_t tiles = (total + kPixelTile - 1) / kPixelTile;
-  ctx.parallel_for(tiles, kMinFlopsPerThread / flops_per_tile + 1, [&](RunContext& t, int64_t t0, int64_t t1) {
+  const int64_t grain = grain_for(kMinFlopsPerThread, {kPixelTile, g.oc / g.groups, g.c / g.groups, g.kh, g.kw});
+  ctx.parallel_for(tiles, grain, [&](RunContext& t, int64_t t0, int64_t t1) {
     float* col = static_cast<float*>(t.scratch());
     void* gemm_scratch = static_cast<char*>(t.scratch()) + conv_col_bytes(g);
     const int64_t end = t1 * kPixelTile < total ? t1 * kPixelTile : total;
@@ -205,6 +204,10 @@ Error build_geometry(PrepareContext& ctx, Span<EValue* const> args, ConvGeometry
                     (long long)groups, (long long)xs[1], (long long)ws[0], (long long)ws[1]);
   }
   if (ws[2] < 1 || ws[3] < 1) return ctx.fail(Error::InvalidProgram, "empty kernel");
+  if (ws[0] < 1 || xs[1] < 1) {  // PyTorch refuses the first, gives a 0-channel output for the second
+    return ctx.fail(Error::InvalidProgram, "weight [%lld, %lld, ...] over %lld input channels: no channels",
+                    (long long)ws[0], (long long)ws[1], (long long)xs[1]);
+  }
   const int64_t oh = conv_output_size(xs[2], ws[2], win[0][0], win[1][0], win[2][0]);
   const int64_t ow = conv_output_size(xs[3], ws[3], win[0][1], win[1][1], win[2][1]);
   if (oh < 1 || ow < 1) {

@@ -67,7 +67,7 @@ Error run(RunContext& ctx, EValue* const* args) {
   const int64_t channels = st.c / st.group, row = channels * st.hxw;
   if (st.want[0]) {
     T* dx = args[10]->tensor.data_as<T>();
-    ctx.parallel_for(st.n * st.group, kMinElementsPerThread / row + 1, [&](RunContext&, int64_t begin, int64_t end) {
+    ctx.parallel_for(st.n * st.group, grain_for(kMinElementsPerThread, {row}), [&](RunContext&, int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const int64_t c0 = (r % st.group) * channels;
         grad_input_row(dy + r * row, x + r * row, mean[r], rstd[r], w ? w + c0 : nullptr, channels, st.hxw,
@@ -78,7 +78,7 @@ Error run(RunContext& ctx, EValue* const* args) {
   if (!st.want[1] && !st.want[2]) return Error::Ok;
   T* dw = st.want[1] ? args[11]->tensor.data_as<T>() : nullptr;
   T* db = st.want[2] ? args[12]->tensor.data_as<T>() : nullptr;
-  ctx.parallel_for(st.c, kMinElementsPerThread / (st.n * st.hxw + 1) + 1, [&](RunContext&, int64_t begin, int64_t end) {
+  ctx.parallel_for(st.c, grain_for(kMinElementsPerThread, {st.n, st.hxw}), [&](RunContext&, int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       T sum_dy = 0, sum_dyx = 0;
       for (int64_t s = 0; s < st.n; ++s) {

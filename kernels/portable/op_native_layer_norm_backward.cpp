@@ -62,7 +62,7 @@ Error run(RunContext& ctx, EValue* const* args) {
   const int64_t cols = st.cols;
   if (st.want[0]) {
     T* dx = args[8]->tensor.data_as<T>();
-    ctx.parallel_for(st.rows, kMinElementsPerThread / (cols + 1) + 1, [&](RunContext&, int64_t begin, int64_t end) {
+    ctx.parallel_for(st.rows, grain_for(kMinElementsPerThread, {cols}), [&](RunContext&, int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         grad_input_row(dy + r * cols, x + r * cols, mean[r], rstd[r], w, cols, dx + r * cols);
       }
@@ -72,7 +72,7 @@ Error run(RunContext& ctx, EValue* const* args) {
   T* dw = st.want[1] ? args[9]->tensor.data_as<T>() : nullptr;
   T* db = st.want[2] ? args[10]->tensor.data_as<T>() : nullptr;
   // Threads take column ranges; each walks all rows over its range.
-  ctx.parallel_for(cols, kMinElementsPerThread / (st.rows + 1) + 1, [&](RunContext&, int64_t begin, int64_t end) {
+  ctx.parallel_for(cols, grain_for(kMinElementsPerThread, {st.rows}), [&](RunContext&, int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j) {
       if (dw) dw[j] = 0;
       if (db) db[j] = 0;

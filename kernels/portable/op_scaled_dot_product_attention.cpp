@@ -117,8 +117,7 @@ void attention_row(const SdpaParams& p, EValue* const* args, int64_t b, int64_t 
 Error sdpa_run(RunContext& ctx, EValue* const* args) {
   const SdpaParams& p = load_params(ctx);
   const int64_t rows = p.batch * p.heads * p.L;
-  const int64_t row_flops = p.S * (p.E + p.Ev) + 1;
-  ctx.parallel_for(rows, kMinFlopsPerThread / row_flops + 1, [&](RunContext& t, int64_t r0, int64_t r1) {
+  ctx.parallel_for(rows, grain_for(kMinFlopsPerThread, {p.S, p.E + p.Ev}), [&](RunContext& t, int64_t r0, int64_t r1) {
     float* scores = static_cast<float*>(t.scratch());
     for (int64_t r = r0; r < r1; ++r) {  // row r: (b, h, i) of out
       const int64_t bh = r / p.L;

@@ -14,12 +14,27 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "runtime/core/error.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/span.h"
 
 namespace tern {
+
+// A grain for RunContext::parallel_for: the fewest items one thread takes so
+// that it does at least `min_work`, for items whose work is the product of
+// `factors` (sizes, taps, channels). Sizes from a file can make that product
+// overflow or be 0 (an empty tensor): it saturates, and counts at least 1.
+//
+//   ctx.parallel_for(rows, grain_for(1 << 16, {ow, c, taps}), body);
+inline int64_t grain_for(int64_t min_work, std::initializer_list<int64_t> factors) {
+  int64_t work = 1;
+  for (int64_t f : factors) {
+    if (f > 1 && __builtin_mul_overflow(work, f, &work)) return 1;
+  }
+  return min_work / work + 1;
+}
 
 class MemoryAllocator;
 class RunContext;

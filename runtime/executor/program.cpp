@@ -70,6 +70,13 @@ Result<Program> Program::load(DataLoader& loader) {
     return Error::InvalidProgram;
   }
 
+  // FlatBuffers addresses at most 2 GiB (its verifier only asserts it, in
+  // debug builds): refuse a larger one here, in every build.
+  if (h.flatbuffer_size >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    TERN_LOG_ERROR("flatbuffer_size %llu is over the %llu bytes a FlatBuffer can hold",
+                   (unsigned long long)h.flatbuffer_size, (unsigned long long)(FLATBUFFERS_MAX_BUFFER_SIZE - 1));
+    return Error::InvalidProgram;
+  }
   const uint8_t* fb_data = data + h.flatbuffer_offset;
   uint32_t crc = crc32(fb_data, h.flatbuffer_size);
   if (crc != h.flatbuffer_crc32) {

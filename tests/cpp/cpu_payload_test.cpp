@@ -14,8 +14,11 @@
 
 #include "backends/cpu/register.h"
 #include "extension/module.h"
+#include "backends/cpu/program.h"
 #include "kernels/portable/register.h"
+#include "malformed_files.h"
 #include "runtime/core/log.h"
+#include "runtime/executor/memory_manager.h"
 #include "runtime_test_util.h"
 
 namespace tern {
@@ -113,6 +116,86 @@ TEST_P(CpuPayload, test_truncated_payload_is_refused) {
     write_le(t, segment_entry_pos(t, seg) + 8, keep, 8);
     EXPECT_NE(load_and_run(t), Error::Ok) << "payload cut to " << keep << " bytes";
   }
+}
+
+// Crafted payloads with sizes an exporter never writes: one op over values
+// 2.. (`extra`: each at offset 0 of its storage, index 0), values 0 and 1
+// being the delegate's x and y ([4], malformed::cpu_program). The blob holds
+// `weight_floats` zeros.
+namespace cpufb = ::tern::backends::cpu::fb;
+struct ExtraValue {
+  std::vector<int64_t> sizes;
+  cpufb::Storage storage = cpufb::Storage::Workspace;
+};
+
+template <typename MakeOp>
+std::vector<uint8_t> one_op_payload(const std::vector<ExtraValue>& extra, size_t weight_floats, MakeOp make_op) {
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<int64_t> four = {4};
+  std::vector<flatbuffers::Offset<cpufb::Value>> values = {
+      cpufb::CreateValueDirect(b, &four, cpufb::Storage::Input, 0, 0),
+      cpufb::CreateValueDirect(b, &four, cpufb::Storage::Output, 0, 0)};
+  for (const ExtraValue& v : extra) values.push_back(cpufb::CreateValueDirect(b, &v.sizes, v.storage, 0, 0));
+  std::vector<flatbuffers::Offset<cpufb::Op>> ops = {make_op(b)};
+  b.Finish(cpufb::CreateProgramDirect(b, &values, &ops, 1, 1, 0));
+  const size_t blob = (16 + b.GetSize() + 63) / 64 * 64;
+  std::vector<uint8_t> p(blob + weight_floats * sizeof(float), 0);
+  memcpy(p.data(), "TCPU", 4);
+  write_le(p.data(), 4, 2, 4);
+  write_le(p.data(), 8, b.GetSize(), 8);
+  memcpy(p.data() + 16, b.GetBufferPointer(), b.GetSize());
+  return p;
+}
+
+AlignedBytes cpu_file_of(std::vector<uint8_t> payload) {
+  ProgramBuilder pb;
+  malformed::cpu_program(pb, std::move(payload));
+  return pb.build();
+}
+
+class CpuCrafted : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_EQ(register_portable_kernels(), Error::Ok);
+    ASSERT_EQ(register_cpu_backend(), Error::Ok);
+  }
+};
+
+// Pool over empty x and y [0, 1, N, 1], N = 439125228929 < 2^40, kernel
+// 10897 x 3855: ow * c * taps is 2^64 - 1, which the thread grain once
+// computed in int64 (overflow, then a division by zero). Empty, it runs and
+// does nothing.
+TEST_F(CpuCrafted, test_a_pool_whose_work_per_row_overflows_runs_empty) {
+  const int64_t n = 439125228929;
+  const std::vector<int32_t> kernel = {10897, 3855}, stride = {1, 1}, padding = {5448, 1927};
+  const AlignedBytes file = cpu_file_of(one_op_payload({{{0, 1, n, 1}}, {{0, 1, n, 1}}}, 0, [&](flatbuffers::FlatBufferBuilder& b) {
+    const auto pool = cpufb::CreatePoolDirect(b, 2, 3, cpufb::PoolKind::Max, &kernel, &stride, &padding);
+    return cpufb::CreateOpDirect(b, cpufb::OpKind::Pool, pool.Union(), "pool");
+  }));
+  EXPECT_EQ(load_and_run(file), Error::Ok) << last_error_message();
+}
+
+// A convolution of batch 0 (x and y [0, 1, 1, 1]): refused at load (its
+// kernels divide the work by the pixels), not a division by zero at execute.
+TEST_F(CpuCrafted, test_a_convolution_of_batch_0_is_refused) {
+  const std::vector<int32_t> one = {1, 1}, zero = {0, 0};
+  const AlignedBytes file = cpu_file_of(one_op_payload(
+      {{{0, 1, 1, 1}}, {{0, 1, 1, 1}}, {{32}, cpufb::Storage::Weights}}, 32, [&](flatbuffers::FlatBufferBuilder& b) {
+        const auto conv = cpufb::CreateConvDirect(b, 2, 4, -1, 3, &one, &one, &zero, &one);
+        return cpufb::CreateOpDirect(b, cpufb::OpKind::Conv, conv.Union(), "conv");
+      }));
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("conv sizes do not fit x [0, 1, 1, 1]"), std::string::npos)
+      << last_error_message();
+  // batch 1, x and y the delegate's own [1, 1, 1, 4]: the same op runs
+  const AlignedBytes ok = cpu_file_of(one_op_payload(
+      {{{1, 1, 1, 4}, cpufb::Storage::Input}, {{1, 1, 1, 4}, cpufb::Storage::Output}, {{80}, cpufb::Storage::Weights}},
+      80, [&](flatbuffers::FlatBufferBuilder& b) {
+        const auto conv = cpufb::CreateConvDirect(b, 2, 4, -1, 3, &one, &one, &zero, &one);
+        return cpufb::CreateOpDirect(b, cpufb::OpKind::Conv, conv.Union(), "conv");
+      }));
+  EXPECT_EQ(load_and_run(ok), Error::Ok) << last_error_message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain"),

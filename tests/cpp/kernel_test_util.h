@@ -24,6 +24,7 @@
 #include <cstring>
 #include <deque>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "extension/heap_allocator.h"
@@ -116,12 +117,15 @@ class KernelHarness {
     return first;
   }
   // prepare only (for tests that a bad argument is rejected at load).
-  Error prepare_only(const char* op, std::vector<EValue*> args) {
+  // `message`, if given, receives the kernel's reason for a refusal.
+  Error prepare_only(const char* op, std::vector<EValue*> args, std::string* message = nullptr) {
     const OpKernel* k = kernel(op);
     if (k == nullptr) return Error::OperatorMissing;
     HeapAllocator allocator;
     PrepareContext ctx(op, 0, &allocator);
-    return k->prepare(ctx, Span<EValue* const>(args.data(), args.size()));
+    const Error e = k->prepare(ctx, Span<EValue* const>(args.data(), args.size()));
+    if (message != nullptr) *message = ctx.message();
+    return e;
   }
 
   // The kernel call() uses for `op` (nullptr, with a test failure, if none).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tests/cpp/random_util.h"
@@ -404,6 +405,24 @@ TEST(OpConvolution, SplitsOverThreadsWithTheSameBits) {
     SCOPED_TRACE(::testing::Message() << "c=" << cc.c << " oc=" << cc.oc << " groups=" << cc.groups);
     check_conv(cc);
   }
+}
+
+// No output channels (weight [0, c, k, k]: PyTorch refuses it) or no input
+// channels (PyTorch gives a 0-channel output): refused at prepare, naming the
+// weight. Their work per pixel is 0, which the thread split once divided by.
+TEST(OpConvolution, RefusesNoOutputOrInputChannels) {
+  KernelHarness h;
+  std::string why;
+  auto conv = [&](std::vector<int64_t> x, std::vector<int64_t> w, std::vector<int64_t> out) {
+    return h.prepare_only("aten::convolution", {h.empty<float>(x), h.empty<float>(w), h.none(), h.ints({1, 1}),
+                                                h.ints({0, 0}), h.ints({1, 1}), h.b(false), h.ints({0, 0}), h.i(1),
+                                                h.empty<float>(out)}, &why);
+  };
+  EXPECT_EQ(conv({1, 1, 5, 5}, {0, 1, 3, 3}, {1, 0, 3, 3}), Error::InvalidProgram);
+  EXPECT_NE(why.find("weight [0, 1, ...] over 1 input channels: no channels"), std::string::npos) << why;
+  EXPECT_EQ(conv({1, 1, 5, 5}, {0, 1, 1, 1}, {1, 0, 5, 5}), Error::InvalidProgram);
+  EXPECT_EQ(conv({2, 0, 4, 4}, {3, 0, 3, 3}, {2, 3, 2, 2}), Error::InvalidProgram);
+  EXPECT_EQ(conv({1, 1, 5, 5}, {2, 1, 3, 3}, {1, 2, 3, 3}), Error::Ok);
 }
 
 TEST(OpConvolution, RunsOneDimensionalAsHeightOne) {

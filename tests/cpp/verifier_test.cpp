@@ -3,6 +3,7 @@
 // never a crash.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -115,6 +116,29 @@ TEST(ProgramLoad, test_not_a_tern_file) {
   memcpy(b.data(), "PK\x03\x04", 4);
   EXPECT_EQ(load(b), Error::NotATernFile);
   EXPECT_EQ(load(AlignedBytes()), Error::NotATernFile);
+}
+
+// A flatbuffer of 2 GiB: more than FlatBuffers can address, which its
+// verifier only asserts (in debug builds). Refused before the checksum. The
+// file is 2 GiB of untouched zero pages behind a valid header.
+TEST(ProgramLoad, test_a_flatbuffer_of_2_gib_is_refused_naming_its_size) {
+  const uint64_t fb_size = uint64_t(1) << 31, file_size = 64 + fb_size + 64;
+  void* p = mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  uint8_t* f = static_cast<uint8_t*>(p);
+  const AlignedBytes small = Small().pb.build();
+  memcpy(f, small.data(), 64);
+  write_le(f, hp::kFlatbufferOffset, 64, 8);
+  write_le(f, hp::kFlatbufferSize, fb_size, 8);
+  write_le(f, hp::kSegmentTableOffset, 64 + fb_size, 8);
+  write_le(f, hp::kSegmentCount, 0, 8);
+  write_le(f, hp::kFileSize, file_size, 8);
+  BufferDataLoader loader(f, file_size);
+  clear_last_error();
+  EXPECT_EQ(Program::load(loader).error(), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("flatbuffer_size 2147483648 is over the 2147483646 bytes"),
+            std::string::npos) << last_error_message();
+  munmap(p, file_size);
 }
 
 TEST(ProgramLoad, test_newer_major_version_is_unsupported) {

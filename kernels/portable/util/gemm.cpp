@@ -228,9 +228,10 @@ GemmParams cols(const GemmParams& g, int64_t j0, int64_t j1) {
 }
 
 // Tiles of `tile` along a side of `len`, with a grain worth a thread.
-void split_tiles(int64_t len, int64_t tile, int64_t flops_per_tile, int64_t* tiles, int64_t* grain) {
+void split_tiles(int64_t len, int64_t tile, std::initializer_list<int64_t> flops_per_tile, int64_t* tiles,
+                 int64_t* grain) {
   *tiles = (len + tile - 1) / tile;
-  *grain = kMinFlopsPerThread / (flops_per_tile > 0 ? flops_per_tile : 1) + 1;
+  *grain = grain_for(kMinFlopsPerThread, flops_per_tile);
 }
 
 }  // namespace
@@ -243,7 +244,7 @@ void gemm_f32(const GemmParams& g, RunContext& ctx) {
     // gemv: each element of y is its own dot product or axpy lane; the
     // variant is the whole product's, whatever the range's shape
     const bool column = g.n == 1;
-    split_tiles(column ? g.m : g.n, 1, g.k, &tiles, &grain);
+    split_tiles(column ? g.m : g.n, 1, {g.k}, &tiles, &grain);
     ctx.parallel_for(tiles, grain, [&](RunContext&, int64_t t0, int64_t t1) {
       column ? gemv_column(rows(g, t0, t1)) : gemv_row(cols(g, t0, t1));
     });
@@ -251,7 +252,7 @@ void gemm_f32(const GemmParams& g, RunContext& ctx) {
   }
   const bool by_cols = g.n >= g.m;
   const int64_t tile = by_cols ? kNr : kMr;
-  split_tiles(by_cols ? g.n : g.m, tile, tile * (by_cols ? g.m : g.n) * g.k, &tiles, &grain);
+  split_tiles(by_cols ? g.n : g.m, tile, {tile, by_cols ? g.m : g.n, g.k}, &tiles, &grain);
   ctx.parallel_for(tiles, grain, [&](RunContext& c, int64_t t0, int64_t t1) {
     const int64_t len = by_cols ? g.n : g.m;
     const int64_t lo = t0 * tile, hi = t1 * tile < len ? t1 * tile : len;

@@ -28,7 +28,7 @@ void matmul_row(const MatmulParams<T>& p, const T* a, const T* b, T* c) {
 
 template <typename T>
 void matmul_ref(const MatmulParams<T>& p, int64_t batch, RunContext& ctx) {
-  const int64_t grain = kMinFlopsPerThread / (p.n * p.k + 1) + 1;
+  const int64_t grain = grain_for(kMinFlopsPerThread, {p.n, p.k});
   ctx.parallel_for(batch * p.m, grain, [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {  // row r % m of matrix r / m
       const int64_t mat = r / p.m, i = r % p.m;
