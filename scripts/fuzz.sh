@@ -94,7 +94,8 @@ status=0
     [ "$crashes" -eq 0 ] && [ -n "$execs" ] || status=1
     printf '%-18s %12s %9s %8s %8s %8s %8s\n' "$h" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$crashes"
   done
-} | tee $build/fuzz-summary.txt
+} > $build/fuzz-summary.txt  # not a pipe: status must be set in this shell, not a subshell
+cat $build/fuzz-summary.txt
 if [ $status -ne 0 ]; then
   echo "fuzz: a harness crashed, leaked, hung or did not run; reproducers:" >&2
   find $build/artifacts -type f >&2

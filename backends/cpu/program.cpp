@@ -101,6 +101,12 @@ struct Loader {
       return ctx.fail(Error::InvalidProgram, "the workspace has %zu bytes, the payload needs %llu",
                       workspace().nbytes(), (unsigned long long)prog->workspace_bytes());
     }
+    // A uint8 tensor may sit at any byte; the floats placed in it need their
+    // alignment (the exporter's planner puts every tensor at a multiple of 64).
+    if (prog->workspace_bytes() > 0 && reinterpret_cast<uintptr_t>(workspace().data) % 64 != 0) {
+      return ctx.fail(Error::InvalidProgram, "the workspace (delegate output %zu) is not 64-byte aligned",
+                      outputs.size() - 1);
+    }
     return Error::Ok;
   }
 
@@ -440,7 +446,8 @@ Error Loader::prepare_matmul(uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
   const int64_t bt = mm.batch(), m = mm.m(), k = mm.k(), n = mm.n();
   const int64_t limit = int64_t(1) << 24;
   const bool sane = bt >= 1 && m >= 1 && k >= 1 && n >= 1 && bt < limit && m < limit && k < limit && n < limit;
-  const int64_t panels = (n + kPanel - 1) / kPanel, need = elements({bt, panels, kPanel, 1 + k});
+  const int64_t panels = sane ? (n + kPanel - 1) / kPanel : 0;  // n may be anything until sane
+  const int64_t need = sane ? elements({bt, panels, kPanel, 1 + k}) : -1;
   if (!sane || a->numel != elements({bt, m, k}) || b->numel != elements({bt, k, n}) ||
       y->numel != elements({bt, m, n}) || need < 0 || p->numel < need) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): matmul sizes do not fit its values", oi, op->nodes);
