@@ -20,7 +20,6 @@
 namespace tern {
 namespace cpu {
 
-
 struct ConvGeometry {
   int64_t n, h, w, c;     // input  [n, h, w, c]
   int64_t oh, ow, oc;     // output [n, oh, ow, oc]
