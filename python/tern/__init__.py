@@ -4,6 +4,9 @@
     program = tern.export(model, (example_input,))
     program.save("model.tern")
 
+    qmodel = tern.quantize(model, (example_input,), calibration=[(x1,), (x2,)], scheme="int8")
+    tern.export(qmodel, (example_input,)).save("model_int8.tern")
+
 Importing this package does not import torch; `tern.export` imports it when
 called. The runtime (`tern.load`) comes from the compiled bindings.
 
@@ -17,6 +20,7 @@ from tern.backend import Partitioner
 from tern.errors import ExportError
 from tern.export import export
 from tern.program import Program
+from tern.quantize import QuantizationReport, quantize
 
 
 def load(path, *, mmap=True, threads=None, max_loop_instructions=None):
@@ -28,4 +32,14 @@ def load(path, *, mmap=True, threads=None, max_loop_instructions=None):
     return _load(path, mmap=mmap, threads=threads, max_loop_instructions=max_loop_instructions)
 
 
-__all__ = ["ExportError", "Partitioner", "Program", "__version__", "export", "load"]
+def __getattr__(name):
+    # tern.TernQuantizer (the PT2E quantizer) imports torch and torchao: only on use.
+    if name == "TernQuantizer":
+        from tern.quantizer import TernQuantizer
+
+        return TernQuantizer
+    raise AttributeError(f"module 'tern' has no attribute {name!r}")
+
+
+__all__ = ["ExportError", "Partitioner", "Program", "QuantizationReport", "TernQuantizer", "__version__", "export",
+           "load", "quantize"]

@@ -127,9 +127,11 @@ def run_decompositions(ep: "torch.export.ExportedProgram", supported: frozenset[
     the table, and has torch patch only those. The decomposed program is the
     same, node for node (tests/python/test_export.py checks it against the
     plain call on several models). `fast=False`, or a torch without these
-    internals, takes the plain call. A custom CIA op registered after the
-    first export of a process decomposes (the plain call would keep it whole;
-    tern has no kernel for it either way)."""
+    internals, takes the plain call. Custom CIA ops the runtime runs whole
+    (torchao::dequantize_affine) are looked up at each call, as their
+    namespace may load after the first export; another custom CIA op
+    registered after the first export of a process decomposes (the plain
+    call would keep it whole; tern has no kernel for it either way)."""
     table = _decomposition_table(supported)
     plan = _cia_plan(supported) if fast else None
     if plan is None:
@@ -137,12 +139,32 @@ def run_decompositions(ep: "torch.export.ExportedProgram", supported: frozenset[
     import torch.export.exported_program as torch_ep
 
     slim_table, patched_cia_ops = plan
+    patched_cia_ops = patched_cia_ops | _custom_cia_ops_kept(supported)
     collect = torch_ep._collect_all_valid_cia_ops
     torch_ep._collect_all_valid_cia_ops = lambda: set(patched_cia_ops)
     try:
         return ep.run_decompositions(slim_table)
     finally:
         torch_ep._collect_all_valid_cia_ops = collect
+
+
+def _custom_cia_ops_kept(supported: frozenset[str]) -> frozenset[Any]:
+    """The CIA ops outside aten that the runtime runs whole (torchao::dequantize_affine),
+    among those registered now: a namespace can be loaded after _cia_plan was
+    cached (torchao is imported by tern.quantize), and an op left out of the
+    patched set would decompose."""
+    import torch
+    from torch._export.utils import _collect_all_valid_cia_ops_for_namespace
+
+    from tern.ops import op_name
+
+    loaded = set(getattr(torch.ops, "_dir", ()))
+    out: set[Any] = set()
+    for ns in sorted({name.partition("::")[0] for name in supported} - {"aten"}):
+        if ns in loaded:
+            out |= {op for op in _collect_all_valid_cia_ops_for_namespace(getattr(torch.ops, ns))
+                    if op_name(op) in supported}
+    return frozenset(out)
 
 
 @functools.lru_cache(maxsize=4)
@@ -198,12 +220,25 @@ def _eval_mode(module: Any) -> Iterator[None]:
         yield
         return
     flags = [(m, m.training) for m in module.modules()]
-    module.eval()
+    # A module that came out of torch.export (a quantized one from
+    # tern.quantize or convert_pt2e) was traced in eval mode already and
+    # refuses eval(); its flags no longer change what it computes.
+    if not _is_exported_graph(module):
+        module.eval()
     try:
         yield
     finally:
         for m, training in flags:
             m.training = training
+
+
+def _is_exported_graph(module: Any) -> bool:
+    """Whether `module` is a GraphModule whose train()/eval() were replaced
+    (ExportedProgram.module() makes them raise)."""
+    import torch
+
+    return isinstance(module, torch.fx.GraphModule) and \
+        getattr(module.eval, "__func__", None) is not torch.nn.Module.eval
 
 
 def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str],

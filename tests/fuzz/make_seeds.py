@@ -15,6 +15,11 @@ execution of a harness loads and runs one.
 - half: float16 and bfloat16 arithmetic and a matmul.
 - dyn_mlp: an MLP with a dynamic batch (format 1.3 size expressions).
 - loop: torch.while_loop and torch.cond with state (format 1.2).
+- quant_int8: tern.quantize "int8": quantize/dequantize around conv, add,
+  pooling and linear (scales and zero points as op arguments).
+- quant_dynamic: "int8-dynamic": choose_qparams and the .tensor overloads,
+  per-channel int8 weights.
+- quant_int4: "int4-weight": packed int4 groups of an embedding and a linear.
 """
 
 from pathlib import Path
@@ -116,6 +121,34 @@ class Loop(nn.Module):
         return y + self.count
 
 
+class QuantNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(4 * 4 * 4, 32)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return self.fc(self.pool(y + x.repeat(1, 2, 1, 1)).flatten(1))
+
+
+class QuantEmbed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 32)
+        self.fc = nn.Linear(32, 8)
+
+    def forward(self, ids):
+        return self.fc(self.emb(ids))
+
+
+def quantized(model, args, scheme, g):
+    calibration = [tuple(torch.randn(a.shape, generator=g) if a.is_floating_point() else a for a in args)
+                   for _ in range(2)]
+    return tern.quantize(model.eval(), args, calibration=calibration, scheme=scheme, progress=False)
+
+
 def main():
     OUT.mkdir(exist_ok=True)
     g = torch.Generator().manual_seed(0)
@@ -129,8 +162,13 @@ def main():
                     {"dynamic_shapes": {"x": {0: torch.export.Dim("batch", min=1, max=16)}}}),
         "loop": (Loop(), (torch.tensor(3), torch.randn(2, 3, generator=g)), {}),
     }
+    x, ids = torch.randn(1, 2, 8, 8, generator=g), torch.randint(0, 16, (1, 5), generator=g)
+    cases["quant_int8"] = (quantized(QuantNet(), (x,), "int8", g), (x,), {})
+    cases["quant_dynamic"] = (quantized(QuantEmbed(), (ids,), "int8-dynamic", g), (ids,), {})
+    cases["quant_int4"] = (quantized(QuantEmbed(), (ids,), "int4-weight", g), (ids,), {})
     for name, (model, args, kwargs) in cases.items():
-        model.eval()
+        if isinstance(model, nn.Module) and not isinstance(model, torch.fx.GraphModule):
+            model.eval()
         prog = tern.export(model, args, **kwargs)
         path = OUT / f"{name}.tern"
         prog.save(str(path))

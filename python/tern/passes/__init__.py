@@ -17,6 +17,7 @@ from tern.passes.lower_fft import lower_fft
 from tern.passes.lower_full_reductions import lower_full_reductions
 from tern.passes.lower_scalar_operands import lower_scalar_operands
 from tern.passes.lower_unfold import lower_unfold
+from tern.passes.pack_int4 import pack_int4_weights
 from tern.passes.remove_asserts import remove_asserts
 from tern.passes.remove_noops import remove_noops
 
@@ -25,11 +26,12 @@ if TYPE_CHECKING:
 
 Pass = Callable[["torch.fx.GraphModule"], "torch.fx.GraphModule"]
 
-# In order: drop what has no effect, fold batch norm, lower to ops the runtime
+# In order: drop what has no effect, pack int4 weights, fold batch norm, lower to ops the runtime
 # has, compute what depends only on constants, drop what is left unused.
 DEFAULT_PASSES: tuple[Pass, ...] = (
     remove_asserts,
     remove_noops,
+    pack_int4_weights,
     fold_batch_norm,
     lower_clamp,
     lower_full_reductions,
@@ -58,6 +60,7 @@ __all__ = [
     "lower_clamp",
     "lower_fft",
     "lower_full_reductions",
+    "pack_int4_weights",
     "lower_scalar_operands",
     "lower_unfold",
     "remove_asserts",

@@ -5,7 +5,8 @@
 An op node is folded when every tensor it reads is a get_attr constant (or it
 reads none), it returns one tensor, it is not random, and folding does not
 grow the file much: the result is at most as big as the constants it reads,
-or at most SMALL_BYTES. The result is computed by the same ATen op in eager
+or at most SMALL_BYTES; dequantize ops are never folded (the integers they
+read are what a quantized file stores). The result is computed by the same ATen op in eager
 PyTorch, so numerics are unchanged. Replaced constants that nothing else
 reads are dropped by dead-code elimination.
 """
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
     import torch.fx
 
 SMALL_BYTES = 4096
+
+
+def _is_dequantize(target: Any) -> bool:
+    """A dequantize op (quantized_decomposed::dequantize_per_channel, ...):
+    never folded, whatever its size. The file keeps the integers, and the cpu
+    backend finds the quantized operators by their dequantize inputs."""
+    return "dequantize" in target._schema.name
 
 
 def fold_constants(gm: "torch.fx.GraphModule") -> "torch.fx.GraphModule":
@@ -45,6 +53,8 @@ def _fold(gm: "torch.fx.GraphModule", node: "torch.fx.Node") -> "torch.Tensor | 
     if node.op != "call_function" or node.target is operator.getitem or not hasattr(node.target, "_schema"):
         return None
     if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+        return None
+    if _is_dequantize(node.target):
         return None
     if len(node.target._schema.returns) != 1 or not isinstance(node.meta.get("val"), torch.Tensor):
         return None
