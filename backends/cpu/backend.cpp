@@ -18,7 +18,9 @@ class CpuBackend final : public Backend {
                      Span<EValue* const> outputs) const override {
     const Isa* isa = select_isa();
     if (isa == nullptr) return ctx.fail(Error::NotSupported, "TERN_CPU_ISA names an ISA this CPU or build lacks");
-    Result<CpuProgram*> p = load_cpu_program(ctx, payload, inputs, outputs, *isa);
+    const Qs8Kernels* qs8 = select_qs8_kernels();
+    if (qs8 == nullptr) return ctx.fail(Error::NotSupported, "TERN_CPU_ISA names an ISA this CPU or build lacks");
+    Result<CpuProgram*> p = load_cpu_program(ctx, payload, inputs, outputs, *isa, *qs8);
     if (!p.ok()) return p.error();
     return static_cast<void*>(*p);
   }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/ukernels/qs8.h"
 #include "runtime/core/cpu_info.h"
 #include "runtime/core/log.h"
 
@@ -88,6 +89,53 @@ const Isa* select_isa() {
                    "with the CPU features; neon on aarch64)", forced);
   }
   return isa;
+}
+
+// ---- int8 kernel sets (ukernels/qs8.h)
+
+namespace {
+
+const Qs8Kernels kQs8Scalar = {"scalar", qs8_igemm_ukernel__scalar_4x16, 4, false, qs8_dwconv_ukernel__scalar};
+#if defined(__x86_64__)
+const Qs8Kernels kQs8Avx2 = {"avx2", qs8_igemm_ukernel__avx2_3x16, 3, false, qs8_dwconv_ukernel__avx2};
+const Qs8Kernels kQs8Vnni = {"avx512vnni", qs8_igemm_ukernel__avx512vnni_8x16, 8, true, qs8_dwconv_ukernel__avx2};
+#endif
+
+}  // namespace
+
+int supported_qs8_kernels(const Qs8Kernels** out, int max) {
+  const CpuFeatures& f = cpu_features();
+  int n = 0;
+  auto add = [&](const Qs8Kernels* k) {
+    if (n < max) out[n++] = k;
+  };
+#if defined(__x86_64__)
+  if (f.avx512_vnni) add(&kQs8Vnni);
+  if (f.avx2_fma) add(&kQs8Avx2);
+#endif
+  (void)f;
+  add(&kQs8Scalar);
+  return n;
+}
+
+const Qs8Kernels* select_qs8_kernels() {
+  const Qs8Kernels* sets[3];
+  const int n = supported_qs8_kernels(sets, 3);
+  const char* forced = getenv("TERN_CPU_ISA");
+  if (forced == nullptr || forced[0] == '\0') return sets[0];
+  // TERN_CPU_ISA names the float ISA; its int8 counterpart: avx512 -> VNNI
+  // (or AVX2 on AVX-512 CPUs without VNNI), neon -> scalar for now.
+  const char* want = strcmp(forced, "avx512") == 0 ? "avx512vnni" : strcmp(forced, "neon") == 0 ? "scalar" : forced;
+  if (find_isa(forced) == nullptr) return nullptr;
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(sets[i]->name, want) == 0) return sets[i];
+  }
+  if (strcmp(want, "avx512vnni") == 0) {
+    for (int i = 0; i < n; ++i) {
+      if (strcmp(sets[i]->name, "avx2") == 0) return sets[i];
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace cpu

@@ -24,35 +24,68 @@ void activate(const Epilogue& ep, float* y, int64_t n) {
 }
 
 // kC planes of n floats (plane stride `stride`) into n pixels of kC.
-template <int kC>
-void interleave(const float* x, int64_t stride, int64_t n, float* y) {
+template <int kC, typename T>
+void interleave(const T* x, int64_t stride, int64_t n, T* y) {
   for (int64_t i = 0; i < n; ++i) {
     for (int c = 0; c < kC; ++c) y[i * kC + c] = x[c * stride + i];
   }
 }
 
-}  // namespace
-
-void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx) {
+// y = x permuted (Transpose4), for float32 and int8 elements.
+template <typename T>
+void transpose(const Transpose4& t, const T* x, T* y, RunContext& ctx) {
   const int64_t outer = t.sizes[0] * t.sizes[1], inner = t.sizes[2] * t.sizes[3];
   ctx.parallel_for(outer, grain_for(kMinElementsPerThread, {inner}), [&](RunContext&, int64_t o0, int64_t o1) {
     for (int64_t o = o0; o < o1; ++o) {
       const int64_t i0 = o / t.sizes[1], i1 = o % t.sizes[1];
-      const float* src = x + i0 * t.strides[0] + i1 * t.strides[1];
-      float* dst = y + o * inner;
+      const T* src = x + i0 * t.strides[0] + i1 * t.strides[1];
+      T* dst = y + o * inner;
       if (t.strides[2] == 1 && t.sizes[3] <= 4) {  // an NCHW image into NHWC
         switch (t.sizes[3]) {
-          case 1: interleave<1>(src, t.strides[3], t.sizes[2], dst); continue;
-          case 2: interleave<2>(src, t.strides[3], t.sizes[2], dst); continue;
-          case 3: interleave<3>(src, t.strides[3], t.sizes[2], dst); continue;
-          default: interleave<4>(src, t.strides[3], t.sizes[2], dst); continue;
+          case 1: interleave<1, T>(src, t.strides[3], t.sizes[2], dst); continue;
+          case 2: interleave<2, T>(src, t.strides[3], t.sizes[2], dst); continue;
+          case 3: interleave<3, T>(src, t.strides[3], t.sizes[2], dst); continue;
+          default: interleave<4, T>(src, t.strides[3], t.sizes[2], dst); continue;
         }
       }
       for (int64_t i2 = 0; i2 < t.sizes[2]; ++i2) {
-        const float* s2 = src + i2 * t.strides[2];
+        const T* s2 = src + i2 * t.strides[2];
         for (int64_t i3 = 0; i3 < t.sizes[3]; ++i3) *dst++ = s2[i3 * t.strides[3]];
       }
     }
+  });
+}
+
+}  // namespace
+
+void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx) { transpose(t, x, y, ctx); }
+
+void run_transpose_int8(const Transpose4& t, const int8_t* x, int8_t* y, RunContext& ctx) { transpose(t, x, y, ctx); }
+
+void run_quantize(const CpuOp& op, RunContext& ctx) {
+  const float* x = op.x;
+  int8_t* y = reinterpret_cast<int8_t*>(op.y);
+  // round(v) + zero_point clamped to [qmin, qmax] is round(v clamped to
+  // [qmin - zero_point, qmax - zero_point]) + zero_point (the bounds are
+  // integers); once clamped, adding and subtracting 1.5 * 2^23 rounds half to
+  // even, with no call to nearbyint (which baseline x86-64 has no instruction for).
+  const float lo = op.qmin - op.qzero, hi = op.qmax - op.qzero, magic = 12582912.0f;
+  ctx.parallel_for(op.numel, kMinElementsPerThread, [&](RunContext&, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      float v = x[i] * op.qscale;
+      v = v < lo ? lo : v;  // NaN stays NaN ...
+      v = v > hi ? hi : v;
+      v = (v + magic) - magic + op.qzero;
+      y[i] = v == v ? static_cast<int8_t>(v) : int8_t(0);  // ... and becomes 0, as in the portable kernel
+    }
+  });
+}
+
+void run_dequantize(const CpuOp& op, RunContext& ctx) {
+  const int8_t* x = reinterpret_cast<const int8_t*>(op.x);
+  float* y = op.y;
+  ctx.parallel_for(op.numel, kMinElementsPerThread, [&](RunContext&, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = (static_cast<float>(x[i]) - op.qzero) * op.qscale;
   });
 }
 

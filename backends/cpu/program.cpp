@@ -15,8 +15,9 @@ namespace {
 namespace fb = ::tern::backends::cpu::fb;
 
 constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
-// Version 2 added Attention; a version 1 payload is a version 2 one without it.
-constexpr uint32_t kVersion = 2;
+// Version 2 added Attention, version 3 int8 values and QConv, Quantize,
+// Dequantize; an older payload is a newer one without them.
+constexpr uint32_t kVersion = 3;
 constexpr int kMaxRank = 8;
 
 // The product of sizes read from the payload, or -1 when it overflows or
@@ -31,7 +32,8 @@ int64_t elements(std::initializer_list<int64_t> sizes) {
 }
 
 struct ValueInfo {
-  float* data;
+  float* data;  // int8 values: their bytes, through this pointer's type
+  bool int8;    // cpu.fbs DType Int8, else Float32
   int rank;
   int64_t sizes[kMaxRank];
   int64_t numel;
@@ -44,6 +46,7 @@ struct Loader {
   Span<EValue* const> inputs;
   Span<EValue* const> outputs;  // the payload's outputs, then the workspace
   const Isa& isa;
+  const Qs8Kernels& qs8;
   const fb::Program* prog = nullptr;
   const uint8_t* blob = nullptr;
   uint64_t blob_bytes = 0;
@@ -92,9 +95,10 @@ struct Loader {
     for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
       const bool input = i < inputs.size(), workspace = i + 1 == inputs.size() + outputs.size();
       const EValue& v = input ? *inputs[i] : *outputs[i - inputs.size()];
-      if (v.tag != Tag::Tensor || (!workspace && v.tensor.dtype != ScalarType::Float32)) {
+      const bool dtype_ok = v.tensor.dtype == ScalarType::Float32 || v.tensor.dtype == ScalarType::Int8;
+      if (v.tag != Tag::Tensor || (!workspace && !dtype_ok)) {
         return ctx.fail(Error::InvalidProgram, "delegate %s %zu must be a %s tensor", input ? "input" : "output",
-                        input ? i : i - inputs.size(), workspace ? "workspace" : "float32");
+                        input ? i : i - inputs.size(), workspace ? "workspace" : "float32 or int8");
       }
     }
     if (workspace().nbytes() < prog->workspace_bytes()) {
@@ -132,7 +136,7 @@ struct Loader {
     }
     const uint64_t numel = empty ? 0 : span;
     out->numel = int64_t(numel);
-    *nbytes = numel * sizeof(float);
+    *nbytes = numel * (out->int8 ? 1 : sizeof(float));
     return Error::Ok;
   }
 
@@ -140,6 +144,10 @@ struct Loader {
     const fb::Value& v = *prog->values()->Get(vi);
     ValueInfo& out = values[vi];
     uint64_t nbytes = 0, end = 0;
+    if (v.dtype() != fb::DType::Float32 && v.dtype() != fb::DType::Int8) {
+      return ctx.fail(Error::InvalidProgram, "value %u: unknown dtype %d", vi, int(v.dtype()));
+    }
+    out.int8 = v.dtype() == fb::DType::Int8;
     TERN_CHECK_OK(read_shape(vi, v, &out, &nbytes));
     const uint32_t ni = prog->num_inputs(), no = prog->num_outputs();
     switch (v.storage()) {
@@ -153,12 +161,17 @@ struct Loader {
           return ctx.fail(Error::InvalidProgram, "value %u: %lld elements, delegate %s %u has %lld", vi,
                           (long long)out.numel, input ? "input" : "output", v.index(), (long long)t.numel);
         }
+        if (t.dtype != (out.int8 ? ScalarType::Int8 : ScalarType::Float32)) {
+          return ctx.fail(Error::InvalidProgram, "value %u: %s, delegate %s %u is %s", vi, out.int8 ? "int8" : "float32",
+                          input ? "input" : "output", v.index(), scalar_type_name(t.dtype));
+        }
         out.data = t.data_as<float>();
         out.writable = !input;
         return Error::Ok;
       }
       case fb::Storage::Workspace:
-        if (v.offset() % alignof(float) != 0 || !checked_add(v.offset(), nbytes, &end) || end > prog->workspace_bytes()) {
+        if (v.offset() % (out.int8 ? 1 : alignof(float)) != 0 || !checked_add(v.offset(), nbytes, &end) ||
+            end > prog->workspace_bytes()) {
           return ctx.fail(Error::InvalidProgram, "value %u: workspace range [%llu, +%llu) outside %llu bytes", vi,
                           (unsigned long long)v.offset(), (unsigned long long)nbytes, (unsigned long long)prog->workspace_bytes());
         }
@@ -185,10 +198,21 @@ struct Loader {
     return Error::Ok;
   }
 
-  // Value `vi` of op `oi`: in range, `rank` dims (0: any), writable if `out`.
+  // Float32 value `vi` of op `oi`: in range, `rank` dims (0: any), writable
+  // if `out`. Every op reads and writes float32 values through this, but
+  // those that take int8 (value_of).
   Error value(uint32_t oi, int64_t vi, int rank, bool out, const ValueInfo** v) {
+    return value_of(oi, vi, rank, out, false, v);
+  }
+
+  // The same, for a value of dtype int8 (`int8`) or float32.
+  Error value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, const ValueInfo** v) {
     if (vi < 0 || uint64_t(vi) >= prog->values()->size()) return ctx.fail(Error::InvalidProgram, "op %u: value %lld out of range", oi, (long long)vi);
     *v = &values[vi];
+    if ((*v)->int8 != int8) {
+      return ctx.fail(Error::InvalidProgram, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi,
+                      (*v)->int8 ? "int8" : "float32", int8 ? "int8" : "float32");
+    }
     if (rank && (*v)->rank != rank) return ctx.fail(Error::InvalidProgram, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
     if (out && !(*v)->writable) return ctx.fail(Error::InvalidProgram, "op %u: writes value %lld, which is read-only", oi, (long long)vi);
     return Error::Ok;
@@ -230,6 +254,8 @@ struct Loader {
   Error prepare_slice(uint32_t oi, const fb::Slice& sl, CpuOp* op);
   Error prepare_winograd_input(uint32_t oi, const fb::WinogradInput& wi, CpuOp* op);
   Error prepare_winograd_output(uint32_t oi, const fb::WinogradOutput& wo, CpuOp* op);
+  Error prepare_qconv(uint32_t oi, const fb::QConv& c, CpuOp* op);
+  Error prepare_quantize(uint32_t oi, const fb::Op& o, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error link_chain(uint32_t oi, CpuOp* ops, uint32_t n);
   Error make_label(const fb::Op& o, CpuOp* op);
@@ -241,7 +267,7 @@ struct Loader {
 Error Loader::make_label(const fb::Op& o, CpuOp* op) {
   static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy", "LayerNorm",
                                        "Softmax", "MatMul", "Attention", "Concat", "Interleave", "Slice",
-                                       "WinogradInput", "WinogradOutput"};
+                                       "WinogradInput", "WinogradOutput", "QConv", "Quantize", "Dequantize"};
   const int k = static_cast<int>(o.kind_type());
   const char* kind = k > 0 && k < int(sizeof(kKinds) / sizeof(kKinds[0])) ? kKinds[k] : kKinds[0];
   const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
@@ -340,8 +366,10 @@ Error Loader::prepare_pool(uint32_t oi, const fb::Pool& p, CpuOp* op) {
 
 Error Loader::prepare_transpose(uint32_t oi, const fb::Transpose& t, CpuOp* op) {
   const ValueInfo *x = nullptr, *y = nullptr;
-  TERN_CHECK_OK(value(oi, t.x(), 0, false, &x));
-  TERN_CHECK_OK(value(oi, t.y(), 0, true, &y));
+  const bool int8 = t.x() < prog->values()->size() && values[t.x()].int8;  // x and y of one dtype, either
+  TERN_CHECK_OK(value_of(oi, t.x(), 0, false, int8, &x));
+  TERN_CHECK_OK(value_of(oi, t.y(), 0, true, int8, &y));
+  op->int8 = int8;
   const int r = x->rank;
   const auto* perm = t.perm();
   if (r > 4 || y->rank != r || perm == nullptr || perm->size() != uint32_t(r)) {
@@ -394,9 +422,11 @@ Error Loader::prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op) {
     if (!std::isfinite(op->scale) || !std::isfinite(op->shift)) return ctx.fail(Error::InvalidProgram, "op %u: bad scale or shift", oi);
   } else {
     const fb::Copy* c = o.kind_as_Copy();
-    TERN_CHECK_OK(value(oi, c->x(), 0, false, &x));
-    TERN_CHECK_OK(value(oi, c->y(), 0, true, &y));
+    const bool int8 = c->x() < prog->values()->size() && values[c->x()].int8;  // bytes of either dtype, both the same
+    TERN_CHECK_OK(value_of(oi, c->x(), 0, false, int8, &x));
+    TERN_CHECK_OK(value_of(oi, c->y(), 0, true, int8, &y));
     op->kind = CpuOpKind::Copy;
+    op->int8 = int8;
   }
   const bool copy = op->kind == CpuOpKind::Copy;
   const bool broadcast = op->kind == CpuOpKind::Binary && op->b_inner != 0;
@@ -673,8 +703,114 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
     case fb::OpKind::Slice: return prepare_slice(oi, *o.kind_as_Slice(), op);
     case fb::OpKind::WinogradInput: return prepare_winograd_input(oi, *o.kind_as_WinogradInput(), op);
     case fb::OpKind::WinogradOutput: return prepare_winograd_output(oi, *o.kind_as_WinogradOutput(), op);
+    case fb::OpKind::QConv: return prepare_qconv(oi, *o.kind_as_QConv(), op);
+    case fb::OpKind::Quantize:
+    case fb::OpKind::Dequantize: return prepare_quantize(oi, o, op);
     default: return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   }
+}
+
+// An int8 quantization parameter pair: a positive finite scale and a zero
+// point in int8's range.
+static bool qparams_ok(float scale, int32_t zero_point) {
+  return scale > 0.0f && std::isfinite(scale) && zero_point >= -128 && zero_point <= 127;
+}
+
+Error Loader::prepare_qconv(uint32_t oi, const fb::QConv& c, CpuOp* op) {
+  const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *ws = nullptr, *b = nullptr;
+  TERN_CHECK_OK(value_of(oi, c.x(), 4, false, true, &x));
+  TERN_CHECK_OK(value_of(oi, c.y(), 4, true, true, &y));
+  TERN_CHECK_OK(value_of(oi, c.weights(), 1, false, true, &w));
+  TERN_CHECK_OK(value(oi, c.w_scales(), 1, false, &ws));
+  if (c.bias() >= 0) TERN_CHECK_OK(value(oi, c.bias(), 1, false, &b));
+  ConvGeometry& g = op->qconv.g;
+  g = ConvGeometry{};
+  TERN_CHECK_OK(pair(oi, c.kernel(), "kernel", 1, &g.kh, &g.kw));
+  TERN_CHECK_OK(pair(oi, c.stride(), "stride", 1, &g.sh, &g.sw));
+  TERN_CHECK_OK(pair(oi, c.padding(), "padding", 0, &g.ph, &g.pw));
+  TERN_CHECK_OK(pair(oi, c.dilation(), "dilation", 1, &g.dh, &g.dw));
+  g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3];
+  g.oh = y->sizes[1], g.ow = y->sizes[2], g.oc = y->sizes[3];
+  g.depthwise = c.depthwise();
+  const bool window = g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh) && g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw);
+  // The int32 accumulators hold any sum of ks * kc4 <= 2^15 products of
+  // int8 values, with its zero-point corrections (qs8.h).
+  const int64_t ks = int64_t(g.kh) * g.kw, kc4 = g.depthwise ? 1 : (g.c + 3) / 4 * 4;
+  if (y->sizes[0] != g.n || g.n < 1 || g.oh < 1 || g.ow < 1 || !window || g.c < 1 || g.oc < 1 ||
+      g.c > (1 << 24) || g.oc > (1 << 24) || ks > 1024 || ks * kc4 > (1 << 15) || (g.depthwise && g.oc != g.c)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): int8 conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y "
+                    "(at most 2^15 products per output)", oi, op->nodes, (long long)g.n, (long long)g.h,
+                    (long long)g.w, (long long)g.c);
+  }
+  if (uint64_t(w->numel) != qs8_packed_bytes(g)) {  // c, oc < 2^24, ks * kc4 <= 2^15: no overflow
+    return ctx.fail(Error::InvalidProgram, "op %u: %lld packed int8 weights, the geometry needs %zu", oi,
+                    (long long)w->numel, qs8_packed_bytes(g));
+  }
+  if (ws->numel != g.oc || (b != nullptr && b->numel != g.oc)) {
+    return ctx.fail(Error::InvalidProgram, "op %u: w_scales and bias need %lld floats each", oi, (long long)g.oc);
+  }
+  if (!qparams_ok(c.x_scale(), c.x_zero_point()) || !qparams_ok(c.y_scale(), c.y_zero_point()) ||
+      c.qmin() < -128 || c.qmax() > 127 || c.qmin() > c.qmax()) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): bad quantization (scales %g, %g; zero points %d, %d; "
+                    "range [%d, %d])", oi, op->nodes, double(c.x_scale()), double(c.y_scale()), c.x_zero_point(),
+                    c.y_zero_point(), c.qmin(), c.qmax());
+  }
+  for (int64_t j = 0; j < g.oc; ++j) {
+    if (!std::isfinite(ws->data[j]) || (b != nullptr && !std::isfinite(b->data[j]))) {
+      return ctx.fail(Error::InvalidProgram, "op %u: w_scales or bias %lld is not finite", oi, (long long)j);
+    }
+  }
+  // requantization, computed once, here (qconv.h)
+  const size_t nch = size_t(qs8_channels(g));
+  int32_t* init = static_cast<int32_t*>(ctx.allocate(sizeof(int32_t) * nch));
+  float* scale = static_cast<float*>(ctx.allocate(sizeof(float) * nch));
+  float* offset = static_cast<float*>(ctx.allocate(sizeof(float) * nch));
+  int8_t* zeros = static_cast<int8_t*>(ctx.allocate(size_t(g.c)));
+  if (init == nullptr || scale == nullptr || offset == nullptr || zeros == nullptr) return Error::OutOfMemory;
+  const int8_t* packed = reinterpret_cast<const int8_t*>(w->data);
+  qs8_requant(g, packed, c.x_scale(), c.x_zero_point(), ws->data, b ? b->data : nullptr, c.y_scale(),
+              c.y_zero_point(), qs8, init, scale, offset);
+  memset(zeros, c.x_zero_point(), size_t(g.c));
+  op->qconv.packed = packed, op->qconv.init = init, op->qconv.scale = scale, op->qconv.offset = offset;
+  op->qconv.qmin = float(c.qmin()), op->qconv.qmax = float(c.qmax());
+  op->qzeros = zeros;
+  op->kind = CpuOpKind::QConv;
+  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  const size_t s = qs8_conv_scratch_bytes(g, qs8);
+  if (s > scratch) scratch = s;
+  return Error::Ok;
+}
+
+// Quantize (float32 x -> int8 y) and Dequantize (int8 x -> float32 y).
+Error Loader::prepare_quantize(uint32_t oi, const fb::Op& o, CpuOp* op) {
+  const ValueInfo *x = nullptr, *y = nullptr;
+  const bool quantize = o.kind_type() == fb::OpKind::Quantize;
+  float scale;
+  int32_t zero_point;
+  if (quantize) {
+    const fb::Quantize& q = *o.kind_as_Quantize();
+    TERN_CHECK_OK(value_of(oi, q.x(), 0, false, false, &x));
+    TERN_CHECK_OK(value_of(oi, q.y(), 0, true, true, &y));
+    scale = q.inv_scale(), zero_point = q.zero_point();
+    if (q.qmin() < -128 || q.qmax() > 127 || q.qmin() > q.qmax()) {
+      return ctx.fail(Error::InvalidProgram, "op %u: quant range [%d, %d] is not within int8's", oi, q.qmin(), q.qmax());
+    }
+    op->qmin = float(q.qmin()), op->qmax = float(q.qmax());
+  } else {
+    const fb::Dequantize& d = *o.kind_as_Dequantize();
+    TERN_CHECK_OK(value_of(oi, d.x(), 0, false, true, &x));
+    TERN_CHECK_OK(value_of(oi, d.y(), 0, true, false, &y));
+    scale = d.scale(), zero_point = d.zero_point();
+  }
+  if (!qparams_ok(scale, zero_point) || x->numel != y->numel) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): scale %g, zero point %d, %lld -> %lld elements", oi, op->nodes,
+                    double(scale), zero_point, (long long)x->numel, (long long)y->numel);
+  }
+  op->kind = quantize ? CpuOpKind::Quantize : CpuOpKind::Dequantize;
+  op->qscale = scale;  // Quantize: the inverse already
+  op->qzero = float(zero_point);
+  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  return Error::Ok;
 }
 
 // A pointwise convolution a chain may run: 1x1, stride 1, no padding,
@@ -731,8 +867,8 @@ Error Loader::link_chain(uint32_t oi, CpuOp* ops, uint32_t n) {
 }  // namespace
 
 Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
-                                     Span<EValue* const> outputs, const Isa& isa) {
-  Loader ld{ctx, inputs, outputs, isa};
+                                     Span<EValue* const> outputs, const Isa& isa, const Qs8Kernels& qs8) {
+  Loader ld{ctx, inputs, outputs, isa, qs8};
   TERN_CHECK_OK(ld.parse(payload));
   TERN_CHECK_OK(ld.check_args());
   TERN_CHECK_OK(ld.resolve_values());
@@ -748,7 +884,7 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
   if (zeros == nullptr) return Error::OutOfMemory;
   memset(zeros, 0, sizeof(float) * size_t(ld.zero_floats));
   ctx.request_scratch(ld.scratch);
-  *p = CpuProgram{&isa, ops, n, zeros};
+  *p = CpuProgram{&isa, &qs8, ops, n, zeros};
   return p;
 }
 
@@ -759,12 +895,18 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
     ctx.begin_step(op.label);
     switch (op.kind) {
       case CpuOpKind::Conv: run_conv(op.conv, *p.isa, op.x, op.weights, p.zeros, op.x2, op.y, op.ep, ctx); break;
-      case CpuOpKind::Transpose: run_transpose(op.transpose, op.x, op.y, ctx); break;
+      case CpuOpKind::Transpose:
+        if (op.int8) {
+          run_transpose_int8(op.transpose, reinterpret_cast<const int8_t*>(op.x), reinterpret_cast<int8_t*>(op.y), ctx);
+        } else {
+          run_transpose(op.transpose, op.x, op.y, ctx);
+        }
+        break;
       case CpuOpKind::Pool: run_pool(op.pool, *p.isa, p.zeros, op.x, op.y, ctx); break;
       case CpuOpKind::Binary: run_binary(op, ctx); break;
       case CpuOpKind::Unary: run_unary(op, ctx); break;
       case CpuOpKind::Copy:
-        if (op.x != op.y) memmove(op.y, op.x, size_t(op.numel) * sizeof(float));
+        if (op.x != op.y) memmove(op.y, op.x, size_t(op.numel) * (op.int8 ? 1 : sizeof(float)));
         break;
       case CpuOpKind::LayerNorm: run_layer_norm(op, ctx); break;
       case CpuOpKind::Softmax: run_softmax(op, *p.isa, ctx); break;
@@ -777,6 +919,12 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::WinogradOutput: run_winograd_output(op, *p.isa, p.zeros, ctx); break;
       case CpuOpKind::ConvChain: run_conv_chain(op.stages, op.chain, *p.isa, op.x, p.zeros, op.y, ctx); break;
       case CpuOpKind::Chained: break;
+      case CpuOpKind::QConv:
+        run_qs8_conv(op.qconv, *p.qs8, reinterpret_cast<const int8_t*>(op.x), op.qzeros, reinterpret_cast<int8_t*>(op.y),
+                     ctx);
+        break;
+      case CpuOpKind::Quantize: run_quantize(op, ctx); break;
+      case CpuOpKind::Dequantize: run_dequantize(op, ctx); break;
     }
     ctx.end_step(op.label);
   }

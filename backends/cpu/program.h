@@ -15,6 +15,7 @@
 
 #include "backends/cpu/conv.h"
 #include "backends/cpu/isa.h"
+#include "backends/cpu/qconv.h"
 #include "runtime/core/context.h"
 #include "runtime/core/result.h"
 
@@ -48,7 +49,8 @@ struct AttentionGeometry {
 // ConvChain: this op and the next chain - 1 Convs run as one
 // (run_conv_chain); the ops it covers are Chained and skipped.
 enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
-                                 Concat, Interleave, Slice, WinogradInput, WinogradOutput, ConvChain, Chained };
+                                 Concat, Interleave, Slice, WinogradInput, WinogradOutput, ConvChain, Chained,
+                                 QConv, Quantize, Dequantize };
 
 // Concat (cpu.fbs): y as [outer, row]; input i fills columns
 // [offsets[i], offsets[i] + inners[i]) of every row.
@@ -94,10 +96,18 @@ struct CpuOp {
   AttentionGeometry attention;
   ConcatParts concat;
   InterleaveParts interleave;
+  // int8 (cpu.fbs version 3): x and y point at int8 values for QConv (both),
+  // Quantize (y), Dequantize (x) and an int8 Transpose (both).
+  bool int8;                 // Transpose: of int8 values
+  Qs8Conv qconv;             // QConv
+  const int8_t* qzeros;      // QConv: what padding taps read (c bytes of x_zero_point)
+  float qscale;              // Quantize: float(1 / scale); Dequantize: scale
+  float qzero, qmin, qmax;   // Quantize, Dequantize: the zero point; Quantize: the range
 };
 
 struct CpuProgram {
   const Isa* isa;
+  const Qs8Kernels* qs8;  // the int8 microkernels
   CpuOp* ops;
   size_t num_ops;
   const float* zeros;  // padding taps read these (as many as the widest input)
@@ -108,13 +118,17 @@ struct CpuProgram {
 // (persistent) and requests its scratch. Fails with ctx.fail() naming the op
 // or value.
 Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
-                                     Span<EValue* const> outputs, const Isa& isa);
+                                     Span<EValue* const> outputs, const Isa& isa, const Qs8Kernels& qs8);
 
 // Runs every op in order over ctx's threads.
 void run_cpu_program(const CpuProgram& p, RunContext& ctx);
 
 // The ops other than convolution (backends/cpu/ops.cpp).
 void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx);
+void run_transpose_int8(const Transpose4& t, const int8_t* x, int8_t* y, RunContext& ctx);
+// Quantize and Dequantize (cpu.fbs), as the portable kernels compute them.
+void run_quantize(const CpuOp& op, RunContext& ctx);
+void run_dequantize(const CpuOp& op, RunContext& ctx);
 // zeros: at least c floats (an average's padding taps); per-thread scratch:
 // pool_scratch_bytes.
 void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx);

@@ -98,7 +98,8 @@ _aten = torch.ops.aten
 _CONVS = {_aten.conv1d.default, _aten.conv2d.default}
 _LINEARS = {_aten.linear.default}
 _EMBEDDINGS = {_aten.embedding.default}
-_ACTIVATIONS = {_aten.relu.default, _aten.relu_.default, _aten.hardtanh.default, _aten.hardtanh_.default}
+_ACTIVATIONS = {_aten.relu.default, _aten.relu_.default, _aten.relu6.default, _aten.hardtanh.default,
+                _aten.hardtanh_.default}
 _BINARY = {_aten.add.Tensor, _aten.add_.Tensor, _aten.mul.Tensor, _aten.mul_.Tensor}
 _POOLS = {_aten.max_pool2d.default, _aten.avg_pool2d.default, _aten.adaptive_avg_pool2d.default}
 

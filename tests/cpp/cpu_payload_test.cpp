@@ -3,7 +3,8 @@
 // error, never read or write out of bounds. Mutates the payload of frozen
 // files (tests/data/v1_1/cpu_block.tern: payload version 1, convolutions,
 // pools, linear; cpu_ops_v2.tern: version 2, attention, grouped and
-// transposed convolutions, concats; cpu_chain.tern: row chains, Conv.fuse_next)
+// transposed convolutions, concats; cpu_chain.tern: row chains, Conv.fuse_next;
+// cpu_qs8.tern: version 3, int8 values, QConv, Quantize, Dequantize)
 // byte by byte and at random, loads and runs each mutant. Under
 // `make test-sanitize` ASan and UBSan watch.
 #include <gtest/gtest.h>
@@ -126,22 +127,24 @@ namespace cpufb = ::tern::backends::cpu::fb;
 struct ExtraValue {
   std::vector<int64_t> sizes;
   cpufb::Storage storage = cpufb::Storage::Workspace;
+  cpufb::DType dtype = cpufb::DType::Float32;
 };
 
 template <typename MakeOp>
-std::vector<uint8_t> one_op_payload(const std::vector<ExtraValue>& extra, size_t weight_floats, MakeOp make_op) {
+std::vector<uint8_t> one_op_payload(const std::vector<ExtraValue>& extra, size_t weight_floats, MakeOp make_op,
+                                    uint64_t workspace_bytes = 0) {
   flatbuffers::FlatBufferBuilder b;
   const std::vector<int64_t> four = {4};
   std::vector<flatbuffers::Offset<cpufb::Value>> values = {
       cpufb::CreateValueDirect(b, &four, cpufb::Storage::Input, 0, 0),
       cpufb::CreateValueDirect(b, &four, cpufb::Storage::Output, 0, 0)};
-  for (const ExtraValue& v : extra) values.push_back(cpufb::CreateValueDirect(b, &v.sizes, v.storage, 0, 0));
+  for (const ExtraValue& v : extra) values.push_back(cpufb::CreateValueDirect(b, &v.sizes, v.storage, 0, 0, v.dtype));
   std::vector<flatbuffers::Offset<cpufb::Op>> ops = {make_op(b)};
-  b.Finish(cpufb::CreateProgramDirect(b, &values, &ops, 1, 1, 0));
+  b.Finish(cpufb::CreateProgramDirect(b, &values, &ops, 1, 1, workspace_bytes));
   const size_t blob = (16 + b.GetSize() + 63) / 64 * 64;
   std::vector<uint8_t> p(blob + weight_floats * sizeof(float), 0);
   memcpy(p.data(), "TCPU", 4);
-  write_le(p.data(), 4, 2, 4);
+  write_le(p.data(), 4, 3, 4);
   write_le(p.data(), 8, b.GetSize(), 8);
   memcpy(p.data() + 16, b.GetBufferPointer(), b.GetSize());
   return p;
@@ -150,6 +153,21 @@ std::vector<uint8_t> one_op_payload(const std::vector<ExtraValue>& extra, size_t
 AlignedBytes cpu_file_of(std::vector<uint8_t> payload) {
   ProgramBuilder pb;
   malformed::cpu_program(pb, std::move(payload));
+  return pb.build();
+}
+
+// The same delegate (x, y [4] float32) with a 64-byte workspace, for
+// payloads whose values live there (int8 ones: the delegate's x and y are float32).
+AlignedBytes cpu_file_with_workspace(std::vector<uint8_t> payload) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  const uint32_t arena = m.arena(192);
+  const uint32_t x = m.planned(ScalarType::Float32, {4}, 0, arena);
+  const uint32_t y = m.planned(ScalarType::Float32, {4}, 64, arena);
+  const uint32_t ws = m.planned(ScalarType::UInt8, {64}, 128, arena);
+  m.backend_call("cpu", std::move(payload), {x}, {y, ws});
+  m.inputs = {x};
+  m.outputs = {y};
   return pb.build();
 }
 
@@ -198,7 +216,52 @@ TEST_F(CpuCrafted, test_a_convolution_of_batch_0_is_refused) {
   EXPECT_EQ(load_and_run(ok), Error::Ok) << last_error_message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain"),
+// An int8 value where an op takes float32 (a Unary over int8 bytes would
+// read 4 bytes an element of a 1-byte one): refused, naming the value.
+TEST_F(CpuCrafted, test_an_int8_value_where_an_op_takes_float32_is_refused) {
+  const AlignedBytes file = cpu_file_with_workspace(one_op_payload(
+      {{{4}, cpufb::Storage::Workspace, cpufb::DType::Int8}}, 0, [&](flatbuffers::FlatBufferBuilder& b) {
+        const auto unary = cpufb::CreateUnary(b, 2, 1);
+        return cpufb::CreateOpDirect(b, cpufb::OpKind::Unary, unary.Union(), "unary");
+      }, 64));
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 2 is int8, the op takes float32"), std::string::npos)
+      << last_error_message();
+}
+
+// A QConv over int8 x and y [1, 1, 1, 4] (a 4 -> 4 linear layer): 64 packed
+// weight bytes (one panel of 1 tap x 4 inputs x 16 columns) and 4 scales. One
+// byte short, a zero point outside int8, or a float32 x: each refused.
+TEST_F(CpuCrafted, test_a_qconv_is_refused_unless_weights_parameters_and_dtypes_fit) {
+  const std::vector<int32_t> one = {1, 1}, zero = {0, 0};
+  auto file = [&](int64_t weight_bytes, int32_t x_zero_point, cpufb::DType x_dtype) {
+    return cpu_file_with_workspace(one_op_payload(
+        {{{1, 1, 1, 4}, cpufb::Storage::Workspace, x_dtype},
+         {{1, 1, 1, 4}, cpufb::Storage::Workspace, cpufb::DType::Int8},
+         {{weight_bytes}, cpufb::Storage::Weights, cpufb::DType::Int8},
+         {{4}, cpufb::Storage::Weights}},
+        64, [&](flatbuffers::FlatBufferBuilder& b) {
+          const auto qconv = cpufb::CreateQConvDirect(b, 2, 4, 5, -1, 3, &one, &one, &zero, &one, false, 0.5f,
+                                                      x_zero_point, 0.25f, 0);
+          return cpufb::CreateOpDirect(b, cpufb::OpKind::QConv, qconv.Union(), "qconv");
+        }, 64));
+  };
+  EXPECT_EQ(load_and_run(file(64, 3, cpufb::DType::Int8)), Error::Ok) << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(63, 3, cpufb::DType::Int8)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("63 packed int8 weights, the geometry needs 64"),
+            std::string::npos) << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(64, 128, cpufb::DType::Int8)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("bad quantization"), std::string::npos) << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(64, 3, cpufb::DType::Float32)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 2 is float32, the op takes int8"), std::string::npos)
+      << last_error_message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace

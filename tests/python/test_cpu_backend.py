@@ -240,17 +240,22 @@ def test_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pyt
     _check_on_isa(ResidualBlock().eval(), (torch.randn(1, 16, 9, 9),), isa, tmp_path, monkeypatch)
 
 
+def load_on_isa(path: Path, isa: str, monkeypatch: pytest.MonkeyPatch, threads: int = 2) -> "tern.runtime.Module":
+    """The file loaded with TERN_CPU_ISA=isa; skips the test if this CPU lacks it."""
+    monkeypatch.setenv("TERN_CPU_ISA", isa)
+    try:
+        return tern.load(str(path), threads=threads)
+    except ValueError as e:
+        assert "TERN_CPU_ISA" in str(e)
+        pytest.skip(f"this CPU has no {isa}")
+
+
 def _check_on_isa(model: nn.Module, args: tuple[torch.Tensor, ...], isa: str, tmp_path: Path,
                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Exports, loads with TERN_CPU_ISA=isa (skips if this CPU lacks it), compares with eager."""
     path = tmp_path / "m.tern"
     tern.export(model, args).save(path)
-    monkeypatch.setenv("TERN_CPU_ISA", isa)
-    try:
-        m = tern.load(str(path), threads=2)
-    except ValueError as e:
-        assert "TERN_CPU_ISA" in str(e)
-        pytest.skip(f"this CPU has no {isa}")
+    m = load_on_isa(path, isa, monkeypatch)
     with torch.no_grad():
         np.testing.assert_allclose(m(*args)[0], model(*args).numpy(), rtol=1e-4, atol=1e-4)
 

@@ -332,3 +332,58 @@ def test_int4_packs_when_a_float_model_was_exported_first_in_the_process() -> No
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "tern::dequantize_affine_int4" in out.stdout
+
+
+# ---- the cpu backend's integer kernels
+
+
+def _payload_kinds(path: Path) -> list[str]:
+    from test_cpu_backend import _payload_ops
+
+    return [kind for ops in _payload_ops(path) for kind, _ in ops]
+
+
+class QuantLayers(nn.Module):
+    """Every kind of QConv: general (stride 2, padding, relu), depthwise (relu6),
+    pointwise, dilated, and a linear layer over a 3-d input (a reshape before it;
+    over a non-contiguous one, torch decomposes linear into bmm, which stays float)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 24, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(24, 24, 3, padding=1, groups=24)
+        self.pw = nn.Conv2d(24, 40, 1)
+        self.dil = nn.Conv2d(40, 17, 3, padding=2, dilation=2)
+        self.fc = nn.Linear(17, 33)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.stem(x))
+        x = self.pw(nn.functional.relu6(self.dw(x)))
+        x = self.dil(x)
+        return self.fc(x.flatten(2).transpose(1, 2).contiguous())
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_the_cpu_backend_runs_quantized_convolutions_and_linear_layers_on_integers(
+        isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(0)
+    model = QuantLayers().eval()
+    calibration = [(torch.randn(2, 3, 18, 18),) for _ in range(3)]
+    args = (torch.randn(2, 3, 18, 18),)
+    qmodel = tern.quantize(model, args, calibration=calibration, scheme="int8", progress=False)
+    path = tmp_path / "q.tern"
+    program = tern.export(qmodel, args)
+    program.save(path)
+    assert [op for op, _ in program.op_counts if op != "backend:cpu"] == []  # all of it in the backend
+    kinds = _payload_kinds(path)
+    assert kinds.count("QConv") == 5 and "Conv" not in kinds, kinds
+    from test_cpu_backend import load_on_isa
+
+    got = torch.as_tensor(load_on_isa(path, isa, monkeypatch)(*args)[0])
+    want = _eager(qmodel, args)[0]
+    step = _last_quantize_scale(qmodel)
+    err = (got - want).abs()
+    assert float(err.max()) <= step * 1.0001, f"max error {float(err.max())} > one step {step}"
+    assert int((err > step / 2).sum()) * 100 <= err.numel(), "more than 1% of outputs a step off"
+    for threads in (1, 3):  # the same bytes whatever the thread count
+        np.testing.assert_array_equal(tern.load(str(path), threads=threads)(*args)[0], got.numpy())

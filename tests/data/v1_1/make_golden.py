@@ -18,6 +18,12 @@ runtime keeps reading files that old exporters wrote).
   chains (cpu.fbs Conv.fuse_next; made with the exporter's size bar at 0):
   expand, depthwise and projection with a residual, and expand into a
   depthwise whose output also feeds a gate.
+- cpu_qs8.tern: the cpu backend's payload version 3: a model quantized by
+  tern.quantize("int8"): int8 convolutions (general with relu, depthwise
+  with relu6, pointwise) and a linear layer as QConv ops, Quantize and
+  Dequantize around a float residual add and pool, int8 transposes and
+  copies. Its outputs are PyTorch's execution of the converted model, which
+  this file matched exactly when it was written.
 - delegated.tern: elementwise chains handed to the "tern_test" backend
   (tests/cpp/test_backend.h, tests/python/tern_test_backend.py) around a
   linear layer and a convolution on kernels: two BackendCall delegates with
@@ -108,8 +114,23 @@ class CpuChain(torch.nn.Module):
         return y * torch.sigmoid(self.gate(y.mean((2, 3), keepdim=True)))
 
 
+class CpuQs8(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pw = torch.nn.Conv2d(8, 8, 1)
+        self.head = torch.nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.stem(x))
+        x = self.pw(torch.nn.functional.relu6(self.dw(x))) + x
+        return self.head(torch.nn.functional.max_pool2d(x, 2).flatten(1))
+
+
 def save(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], **export_args: object) -> None:
-    model.eval()
+    if not isinstance(model, torch.fx.GraphModule):  # a quantized model is traced in eval mode already
+        model.eval()
     tern.export(model, args, **export_args).save(HERE / f"{name}.tern")
     with torch.no_grad():
         outs = model(*args)
@@ -122,7 +143,7 @@ def save(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], **ex
 def main(names: list[str]) -> None:
     """Writes the files named (all when none): a file added later is written
     alone, so the others stay as their exporter wrote them."""
-    names = names or ["attention", "delegated", "cpu_block", "cpu_ops_v2", "cpu_chain"]
+    names = names or ["attention", "delegated", "cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8"]
     torch.manual_seed(0)
     if "attention" in names:
         save("attention", Attention(), (torch.randn(2, 5, 16),), partitioners=())
@@ -144,6 +165,11 @@ def main(names: list[str]) -> None:
 
         cpu_compile.ROW_CHAIN_MIN_BYTES = 0
         save("cpu_chain", CpuChain(), (torch.randn(1, 4, 11, 10),))
+    torch.manual_seed(0)
+    if "cpu_qs8" in names:
+        calibration = [(torch.randn(1, 3, 16, 16),) for _ in range(4)]
+        qmodel = tern.quantize(CpuQs8().eval(), calibration[0], calibration=calibration, scheme="int8", progress=False)
+        save("cpu_qs8", qmodel, (torch.randn(1, 3, 16, 16),))
 
 
 if __name__ == "__main__":

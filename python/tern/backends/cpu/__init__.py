@@ -13,7 +13,9 @@ bias over the last dims), add/sub/mul/div by a number, select, slice
 softmax over the last dim, batched matmul, scaled dot-product attention (one
 op: float or constant bool mask, causal, grouped-query; no dropout), concat
 (a convolution whose output is only concatenated writes into its slice), permutes,
-pooling (max, average, global average) and the reshapes between them; compile.py turns each claimed
+pooling (max, average, global average) and the reshapes between them; and
+of quantized models (tern.quantize), int8 convolutions and linear layers
+with what they fuse, quantize and dequantize (quantized.py). compile.py turns each claimed
 subgraph into the backend's program (NHWC inside, fused, weights packed,
 workspace planned). What it does not claim runs on the portable kernels.
 The runtime side is backends/cpu/ (tern::register_cpu_backend()).
@@ -53,6 +55,11 @@ class CpuPartitioner(Partitioner):
             from tern.backends.cpu.compile import attention_of
 
             return attention_of(node) is not None
+        from tern.backends.cpu.quantized import claims
+
+        quantized = claims(node)  # int8 convolutions and linear layers, quantize, dequantize
+        if quantized is not None:
+            return quantized
         if not _all_float32(node):
             return False
         name = op_name(node.target)

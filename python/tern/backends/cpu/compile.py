@@ -320,10 +320,20 @@ class Value:
     data: np.ndarray | None = None  # Weights
     offset: int = 0  # set by finish()
     within: int = 0  # Workspace: bytes into its buffer (a part of a larger value)
+    dtype: str = "Float32"  # cpu.fbs DType: "Float32" or "Int8"
 
     @property
     def nbytes(self) -> int:
-        return 4 * math.prod(self.sizes)
+        return _ELEMENT_BYTES[self.dtype] * math.prod(self.sizes)
+
+
+_ELEMENT_BYTES = {"Float32": 4, "Int8": 1}
+
+
+def _dtype_of(node: Any) -> str:
+    import torch
+
+    return "Int8" if node.meta["val"].dtype == torch.int8 else "Float32"
 
 
 @dataclass
@@ -363,13 +373,24 @@ class _Compiler:
         self.nhwc_of: dict[int, int] = {}  # plain value -> its NHWC copy
         self.done: set[Any] = set()  # nodes an earlier op fused
         self.weight_values: dict[bytes, int] = {}  # sha256 of packed weights -> their value
+        # dequantize nodes: (int8 node, scale, zero point), materialized as a
+        # Dequantize op only when a float op reads them (_get)
+        self.lazy_dq: dict[Any, tuple[Any, float, int]] = {}
 
     def run(self) -> Program:
+        from tern.backends.cpu.quantized import qconv_of
+
+        for node in self.gm.graph.nodes:  # quantized operators cover reshapes before them, run with them
+            pattern = qconv_of(node) if node.op == "call_function" else None
+            if pattern is not None:
+                self.done.update(n for n in pattern.covered if op_name(getattr(n, "target", None)) in _VIEWS
+                                 and n.graph is node.graph and _before(n, node))
         for node in self.gm.graph.nodes:
             if node in self.done or node.op == "get_attr":
                 continue
             if node.op == "placeholder":
-                self.env[node] = (self._value(Value(_shape(node), "Input", self.p.num_inputs)), PLAIN)
+                self.env[node] = (self._value(Value(_shape(node), "Input", self.p.num_inputs, dtype=_dtype_of(node))),
+                                  PLAIN)
                 self.p.num_inputs += 1
             elif node.op == "call_function":
                 self._call(node)
@@ -387,16 +408,16 @@ class _Compiler:
         self.p.values.append(v)
         return len(self.p.values) - 1
 
-    def _workspace(self, sizes: tuple[int, ...]) -> int:
-        self.buffers.append(4 * math.prod(sizes))
-        return self._value(Value(tuple(sizes), "Workspace", buffer=len(self.buffers) - 1))
+    def _workspace(self, sizes: tuple[int, ...], dtype: str = "Float32") -> int:
+        self.buffers.append(_ELEMENT_BYTES[dtype] * math.prod(sizes))
+        return self._value(Value(tuple(sizes), "Workspace", buffer=len(self.buffers) - 1, dtype=dtype))
 
     def _alias(self, v: int, sizes: tuple[int, ...]) -> int:
         """Another view of value v's bytes (same element count)."""
         src = self.p.values[v]
         if math.prod(sizes) != math.prod(src.sizes):
             raise ExportError(f"cpu backend: a view of {list(src.sizes)} as {list(sizes)} changes the element count")
-        return self._value(Value(tuple(sizes), src.storage, src.index, src.buffer, src.data))
+        return self._value(Value(tuple(sizes), src.storage, src.index, src.buffer, src.data, dtype=src.dtype))
 
     def _part(self, v: int, start: int, sizes: tuple[int, ...]) -> int:
         """Elements [start, start + prod(sizes)) of workspace value v, as a value."""
@@ -404,7 +425,8 @@ class _Compiler:
         if src.storage != "Workspace" or start + math.prod(sizes) > math.prod(src.sizes):
             raise ExportError(f"cpu backend: elements [{start}, +{math.prod(sizes)}) outside the workspace value "
                               f"{list(src.sizes)}")
-        return self._value(Value(tuple(sizes), "Workspace", buffer=src.buffer, within=src.within + 4 * start))
+        return self._value(Value(tuple(sizes), "Workspace", buffer=src.buffer,
+                                 within=src.within + _ELEMENT_BYTES[src.dtype] * start, dtype=src.dtype))
 
     def _weights(self, data: np.ndarray) -> int:
         """A weights value; equal contents share one (an unrolled RNN packs
@@ -413,6 +435,14 @@ class _Compiler:
         key = hashlib.sha256(data.tobytes()).digest()
         if key not in self.weight_values:
             self.weight_values[key] = self._value(Value((int(data.size),), "Weights", data=data))
+        return self.weight_values[key]
+
+    def _weights_int8(self, data: np.ndarray) -> int:
+        """An int8 weights value (packed int8 weights), shared like _weights'."""
+        data = np.ascontiguousarray(data, np.int8)
+        key = b"i8" + hashlib.sha256(data.tobytes()).digest()
+        if key not in self.weight_values:
+            self.weight_values[key] = self._value(Value((int(data.size),), "Weights", data=data, dtype="Int8"))
         return self.weight_values[key]
 
     def _const(self, node: Any) -> np.ndarray:
@@ -424,7 +454,14 @@ class _Compiler:
     # layouts
 
     def _get(self, node: Any) -> tuple[int, str]:
-        """(value, layout) of a node; a constant becomes a Weights value."""
+        """(value, layout) of a node; a constant becomes a Weights value, a
+        dequantize a Dequantize op's output."""
+        if node not in self.env and node in self.lazy_dq:
+            src, scale, zero_point = self.lazy_dq[node]
+            xv, layout = self._get(src)
+            y = self._workspace(self.p.values[xv].sizes)
+            self._op("Dequantize", {"x": xv, "y": y, "scale": scale, "zero_point": zero_point}, [node], [xv], [y])
+            self.env[node] = (y, layout)
         if node not in self.env and getattr(node, "op", None) == "get_attr":
             self.env[node] = (self._alias(self._weights(self._const(node).reshape(-1)), _shape(node)), PLAIN)
         return self.env[node]
@@ -439,7 +476,7 @@ class _Compiler:
             if h * w == 1 or c == 1:
                 self.nhwc_of[v] = self._alias(v, (n, h, w, c))
             else:
-                y = self._workspace((n, h, w, c))
+                y = self._workspace((n, h, w, c), self.p.values[v].dtype)
                 self._op("Transpose", {"x": v, "y": y, "perm": TO_NHWC}, [], [v], [y])
                 self.nhwc_of[v] = y
         return self.nhwc_of[v]
@@ -452,7 +489,7 @@ class _Compiler:
         n, h, w, c = self.p.values[v].sizes
         if h * w == 1 or c == 1:
             return self._alias(v, (n, c, h, w))
-        y = self._workspace((n, c, h, w))
+        y = self._workspace((n, c, h, w), self.p.values[v].dtype)
         self._op("Transpose", {"x": v, "y": y, "perm": TO_NCHW}, [], [v], [y])
         return y
 
@@ -481,8 +518,22 @@ class _Compiler:
     # ops
 
     def _call(self, node: Any) -> None:
+        from tern.backends.cpu.quantized import DQ, Q, qconv_of, qparams
+
         name = op_name(node.target)
-        if node.target is operator.getitem and split_of(node.args[0]) is not None:
+        pattern = qconv_of(node) if name in ("aten::convolution", "aten::addmm", "aten::mm") else None
+        if pattern is not None:
+            self._qconv(pattern)
+        elif name == DQ:
+            p = qparams(node)
+            self.lazy_dq[node] = (node.args[0], p.scale, p.zero_point)
+        elif name == Q:
+            self._quantize(node, qparams(node))
+        elif name in ("quantized_decomposed::dequantize_per_channel",) or (
+                name == "aten::permute" and op_name(getattr(node.args[0], "target", None))
+                == "quantized_decomposed::dequantize_per_channel"):
+            pass  # the weights of a QConv, which reads the constants
+        elif node.target is operator.getitem and split_of(node.args[0]) is not None:
             self._slice(node)
         elif node.target is operator.getitem:
             self.env[node] = self.env[node.args[0]]
@@ -522,6 +573,51 @@ class _Compiler:
             self._concat(node)
         else:
             raise ExportError(f"cpu backend: node {node.name} ({name}) was claimed but has no lowering")
+
+    def _quantize(self, node: Any, p: Any) -> None:
+        xv, layout = self._get(node.args[0])
+        y = self._workspace(self.p.values[xv].sizes, "Int8")
+        fields = {"x": xv, "y": y, "inv_scale": float(np.float32(1.0 / p.scale)), "zero_point": p.zero_point,
+                  "qmin": p.qmin, "qmax": p.qmax}
+        self._op("Quantize", fields, [node], [xv], [y])
+        self.env[node] = (y, layout)
+
+    def _qconv(self, pat: Any) -> None:
+        """An int8 convolution or linear layer (quantized.py), one QConv."""
+        node = pat.node
+        weight = getattr(self.gm, pat.weight.target).detach().numpy()
+        w_scales = self._const(pat.w_scales).reshape(-1)
+        bias = self._const(pat.bias).reshape(-1) if pat.bias is not None else None
+        fields: dict[str, Any] = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "depthwise": False}
+        if pat.kind == "conv":
+            _, _, b, stride, padding, dilation, _, _, groups = node.args
+            n, oc, oh, ow = _shape(node)
+            depthwise = groups > 1
+            xv = self._nhwc(pat.x_q)
+            y = self._workspace((n, oh, ow, oc), "Int8")
+            packed = pack.pack_qs8_depthwise(weight) if depthwise else pack.pack_qs8_conv(weight)
+            fields.update({"stride": _pair(stride), "padding": _pair(padding), "dilation": _pair(dilation),
+                           "depthwise": depthwise, "kernel": tuple(weight.shape[2:])})
+            out = (y, NHWC)
+        else:
+            m, k = _shape(node.args[1] if op_name(node.target) == "aten::addmm" else node.args[0])
+            n_out = weight.shape[0]
+            xv = self._alias(self._plain(pat.x_q), (m, 1, 1, k))
+            y = self._workspace((m, 1, 1, n_out), "Int8")
+            packed = pack.pack_qs8_conv(weight.reshape(n_out, k, 1, 1))
+            fields["kernel"] = (1, 1)
+            out = (self._alias(y, _shape(pat.q)), PLAIN)
+        wv = self._weights_int8(packed)
+        sv = self._weights(w_scales)
+        bv = self._weights(bias) if bias is not None else -1
+        fields.update({"x": xv, "weights": wv, "w_scales": sv, "bias": bv, "y": y,
+                       "x_scale": pat.x.scale, "x_zero_point": pat.x.zero_point,
+                       "y_scale": pat.y.scale, "y_zero_point": pat.y.zero_point, "qmin": pat.y.qmin,
+                       "qmax": pat.y.qmax})
+        covered = [node] + [n for n in pat.covered if n.op == "call_function"]
+        self._op("QConv", fields, covered, [xv, wv, sv] + ([bv] if bv >= 0 else []), [y])
+        self.done.update(covered)
+        self.env[pat.q] = out
 
     def _epilogue(self, act: tuple[str, float, float]) -> dict[str, Any]:
         return {"activation": act[0], "min": act[1], "max": act[2]}
@@ -874,7 +970,7 @@ class _Compiler:
     def _output(self, node: Any) -> None:
         j = self.p.num_outputs
         self.p.num_outputs += 1
-        out = self._value(Value(_shape(node), "Output", j))
+        out = self._value(Value(_shape(node), "Output", j, dtype=_dtype_of(node)))
         v, layout = self._get(node)
         sizes = self.p.values[v].sizes
         if layout == NHWC and sizes[1] * sizes[2] != 1 and sizes[3] != 1:
@@ -933,6 +1029,16 @@ class _Compiler:
                 blob.extend(v.data.tobytes())
         self.p.workspace_bytes = mem.planned_bytes
         self.p.weights = bytes(blob)
+
+
+def _before(a: Any, b: Any) -> bool:
+    """Node a comes before node b in their graph."""
+    n = a
+    while n is not None and n.op != "root":
+        if n is b:
+            return True
+        n = n.next
+    return False
 
 
 def _is_view(node: Any) -> bool:

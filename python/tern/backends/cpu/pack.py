@@ -54,3 +54,27 @@ def pack_linear(weight_kn: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     """A linear layer's weight as addmm takes it, [k, n], bias [n] or None."""
     k, n = weight_kn.shape
     return pack_conv(weight_kn.T.reshape(n, k, 1, 1), bias)
+
+
+def pack_qs8_conv(weight: np.ndarray) -> np.ndarray:
+    """int8 weight [oc, kc, kh, kw] -> the qs8 igemm layout
+    (backends/cpu/ukernels/qs8.h): ceil(oc / 16) panels of
+    [ks][kc4 / 4][16 columns][4 inputs], zero past oc and kc."""
+    oc, kc, kh, kw = weight.shape
+    ks, kc4, p = kh * kw, (kc + 3) // 4 * 4, _panels(oc)
+    w = np.zeros((p * PANEL, kc4, ks), np.int8)
+    w[:oc, :kc] = weight.reshape(oc, kc, ks)
+    # [p][16 cols][kc4 / 4][4][ks] -> [p][ks][kc4 / 4][16 cols][4]
+    w = w.reshape(p, PANEL, kc4 // 4, 4, ks).transpose(0, 4, 2, 1, 3)
+    return np.ascontiguousarray(w).reshape(-1)
+
+
+def pack_qs8_depthwise(weight: np.ndarray) -> np.ndarray:
+    """int8 weight [c, 1, kh, kw] -> blocks of [ks][16 channels], zero past c."""
+    c = weight.shape[0]
+    ks = weight.shape[2] * weight.shape[3]
+    blocks = _panels(c)
+    w = np.zeros((blocks * PANEL, ks), np.int8)
+    w[:c] = weight.reshape(c, ks)
+    return np.ascontiguousarray(w.reshape(blocks, PANEL, ks).transpose(0, 2, 1)).reshape(-1)
+

@@ -15,6 +15,7 @@ from tern.memory_plan import align
 from tern.serialize import offsets_vector
 
 VERSION = 2  # 2: Attention (a runtime reads 1 and 2)
+VERSION_INT8 = 3  # 3: int8 values, QConv, Quantize, Dequantize; written only by programs that use them
 HEADER = struct.Struct("<4sIQ")
 
 
@@ -22,6 +23,7 @@ def serialize(p: Program) -> bytes:
     from tern.backends.cpu.fb import Op as FbOp
     from tern.backends.cpu.fb import Program as FbProgram
     from tern.backends.cpu.fb import Value as FbValue
+    from tern.backends.cpu.fb.DType import DType
     from tern.backends.cpu.fb.Storage import Storage
 
     b = flatbuffers.Builder(1024)
@@ -33,6 +35,8 @@ def serialize(p: Program) -> bytes:
         FbValue.AddStorage(b, getattr(Storage, v.storage))
         FbValue.AddIndex(b, v.index)
         FbValue.AddOffset(b, v.offset)
+        if v.dtype != "Float32":
+            FbValue.AddDtype(b, getattr(DType, v.dtype))
         values.append(FbValue.End(b))
     ops = []
     for op in p.ops:
@@ -52,7 +56,8 @@ def serialize(p: Program) -> bytes:
     FbProgram.AddWorkspaceBytes(b, p.workspace_bytes)
     b.Finish(FbProgram.End(b))
     fb = bytes(b.Output())
-    head = HEADER.pack(b"TCPU", VERSION, len(fb)) + fb
+    version = VERSION_INT8 if any(v.dtype != "Float32" for v in p.values) else VERSION
+    head = HEADER.pack(b"TCPU", version, len(fb)) + fb
     return head + b"\0" * (align(len(head)) - len(head)) + p.weights
 
 

@@ -1,0 +1,129 @@
+// Int8 convolution driver (qconv.h).
+#include "backends/cpu/qconv.h"
+
+#include <cmath>
+
+namespace tern {
+namespace cpu {
+namespace {
+
+int64_t round_up4(int64_t v) { return (v + 3) & ~int64_t(3); }
+int64_t panels(int64_t n) { return (n + 15) / 16; }
+int64_t taps(const ConvGeometry& g) { return int64_t(g.kh) * g.kw; }
+int64_t x_pixel(const ConvGeometry& g) { return g.x_stride ? g.x_stride : g.c; }
+int64_t y_pixel(const ConvGeometry& g) { return g.y_stride ? g.y_stride : g.oc; }
+
+// The input pixel tap (ki, kj) of output pixel (b, oy, ox) reads, or zeros.
+inline const int8_t* tap(const ConvGeometry& g, const int8_t* x, const int8_t* zeros, int64_t b, int64_t oy,
+                         int64_t ox, int ki, int kj) {
+  const int64_t iy = oy * g.sh - g.ph + int64_t(ki) * g.dh;
+  const int64_t ix = ox * g.sw - g.pw + int64_t(kj) * g.dw;
+  if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) return zeros;
+  return x + ((b * g.h + iy) * g.w + ix) * x_pixel(g);
+}
+
+}  // namespace
+
+int64_t qs8_channels(const ConvGeometry& g) { return panels(g.oc) * 16; }
+
+size_t qs8_packed_bytes(const ConvGeometry& g) {
+  if (g.depthwise) return size_t(panels(g.c) * taps(g) * 16);
+  return size_t(panels(g.oc) * taps(g) * round_up4(g.c) * 16);
+}
+
+void pack_qs8_weights(const ConvGeometry& g, const int8_t* weight, int8_t* packed) {
+  const int64_t ks = taps(g);
+  for (size_t i = 0; i < qs8_packed_bytes(g); ++i) packed[i] = 0;
+  if (g.depthwise) {
+    for (int64_t ch = 0; ch < g.c; ++ch) {
+      for (int64_t t = 0; t < ks; ++t) packed[(ch / 16) * ks * 16 + t * 16 + ch % 16] = weight[ch * ks + t];
+    }
+    return;
+  }
+  const int64_t kc4 = round_up4(g.c);
+  for (int64_t o = 0; o < g.oc; ++o) {
+    int8_t* panel = packed + (o / 16) * ks * kc4 * 16;
+    for (int64_t ci = 0; ci < g.c; ++ci) {
+      for (int64_t t = 0; t < ks; ++t) {
+        panel[t * kc4 * 16 + (ci / 4) * 64 + (o % 16) * 4 + ci % 4] = weight[(o * g.c + ci) * ks + t];
+      }
+    }
+  }
+}
+
+void qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int32_t x_zero_point,
+                 const float* w_scales, const float* bias, float y_scale, int32_t y_zero_point, const Qs8Kernels& k,
+                 int32_t* init, float* scale, float* offset) {
+  const int64_t ks = taps(g), n = qs8_channels(g);
+  const int64_t kc4 = round_up4(g.c);
+  for (int64_t j = 0; j < n; ++j) {
+    init[j] = 0;
+    scale[j] = offset[j] = 0.0f;
+    if (j >= g.oc) continue;
+    int32_t sum = 0;  // the column's weight sum, from the packed weights the kernels read
+    if (g.depthwise) {
+      for (int64_t t = 0; t < ks; ++t) sum += packed[(j / 16) * ks * 16 + t * 16 + j % 16];
+    } else {
+      const int8_t* panel = packed + (j / 16) * ks * kc4 * 16;
+      for (int64_t t = 0; t < ks; ++t) {
+        for (int64_t ci = 0; ci < kc4; ++ci) sum += panel[t * kc4 * 16 + (ci / 4) * 64 + (j % 16) * 4 + ci % 4];
+      }
+    }
+    const bool shifted = k.unsigned_a && !g.depthwise;
+    init[j] = -x_zero_point * sum - (shifted ? 128 * sum : 0);
+    scale[j] = static_cast<float>(double(x_scale) * double(w_scales[j]) / double(y_scale));
+    offset[j] = static_cast<float>((bias ? double(bias[j]) : 0.0) / double(y_scale) + y_zero_point);
+  }
+}
+
+size_t qs8_conv_scratch_bytes(const ConvGeometry& g, const Qs8Kernels& k) {
+  const int64_t ks = taps(g);
+  return sizeof(const int8_t*) * size_t(g.depthwise ? g.ow * ks : k.mr * ks);
+}
+
+void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const int8_t* zeros, int8_t* y,
+                  RunContext& ctx) {
+  const ConvGeometry& g = q.g;
+  const int64_t ks = taps(g), yp = y_pixel(g);
+  if (g.depthwise) {
+    const Qs8Requant rq{q.init, q.scale, q.offset, q.qmin, q.qmax};
+    ctx.parallel_for(g.n * g.oh, grain_for(1 << 14, {g.ow, ks, g.c}), [&](RunContext& t, int64_t r0, int64_t r1) {
+      const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / g.oh, oy = r % g.oh;
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          for (int ki = 0; ki < g.kh; ++ki) {
+            for (int kj = 0; kj < g.kw; ++kj) ptrs[ox * ks + ki * g.kw + kj] = tap(g, x, zeros, b, oy, ox, ki, kj);
+          }
+        }
+        k.dwconv(size_t(g.c), size_t(g.ow), size_t(ks), ptrs, q.packed, y + r * g.ow * yp, size_t(yp), rq);
+      }
+    });
+    return;
+  }
+  const int64_t pixels = g.n * g.oh * g.ow, mr = k.mr;
+  const int64_t tiles = (pixels + mr - 1) / mr, np = panels(g.oc);
+  const size_t panel_bytes = size_t(ks * round_up4(g.c) * 16);
+  ctx.parallel_for(tiles, grain_for(1 << 14, {mr, ks, g.c, g.oc}), [&](RunContext& t, int64_t t0, int64_t t1) {
+    const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
+    for (int64_t tile = t0; tile < t1; ++tile) {
+      const int64_t p0 = tile * mr, rows = pixels - p0 < mr ? pixels - p0 : mr;
+      for (int64_t i = 0; i < mr; ++i) {
+        const int64_t p = p0 + (i < rows ? i : rows - 1);  // rows past the last repeat it
+        const int64_t b = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
+        for (int ki = 0; ki < g.kh; ++ki) {
+          for (int kj = 0; kj < g.kw; ++kj) ptrs[(ki * g.kw + kj) * mr + i] = tap(g, x, zeros, b, oy, ox, ki, kj);
+        }
+      }
+      for (int64_t p = 0; p < np; ++p) {
+        const int64_t nc = g.oc - p * 16 < 16 ? g.oc - p * 16 : 16;
+        const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, q.qmin, q.qmax};
+        k.igemm(size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs, q.packed + p * panel_bytes,
+                y + p0 * yp + p * 16, size_t(yp), rq);
+      }
+    }
+  });
+}
+
+}  // namespace cpu
+}  // namespace tern

@@ -1,0 +1,125 @@
+// qs8_igemm_ukernel__avx2_3x16 and qs8_dwconv_ukernel__avx2 (ukernels/qs8.h).
+// AVX2 has no byte dot product that cannot saturate (vpmaddubsw does), so
+// both operands are widened to int16 and vpmaddwd sums pairs of products
+// into int32: per column, one partial sum of inputs (k0, k1) and one of
+// (k2, k3), added together at the end.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/cpu/ukernels/qs8.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+// Inputs k..k+3 of a row (zeros past kc) as int16, four times over.
+inline __m256i load_x4(const int8_t* x, size_t k, size_t kc) {
+  int32_t v;
+  if (k + 4 <= kc) {
+    memcpy(&v, x + k, 4);
+  } else {  // the last 1 to 3 inputs, zeros above them (no memcpy of a variable size)
+    uint32_t u = uint8_t(x[k]);
+    if (k + 1 < kc) u |= uint32_t(uint8_t(x[k + 1])) << 8;
+    if (k + 2 < kc) u |= uint32_t(uint8_t(x[k + 2])) << 16;
+    v = int32_t(u);
+  }
+  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(v)));
+}
+
+// 8 int32 accumulators -> requantized, clamped floats converted back to int32.
+inline __m256i requant8(__m256i acc, const float* scale, const float* offset, __m256 qmin, __m256 qmax) {
+  __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(scale), _mm256_loadu_ps(offset));
+  v = _mm256_min_ps(_mm256_max_ps(v, qmin), qmax);
+  return _mm256_cvtps_epi32(v);  // round half to even (the default rounding mode)
+}
+
+// Two sets of 8 int32 (within int8's range) -> 16 int8 in order.
+inline __m128i pack16(__m256i lo, __m256i hi) {
+  const __m256i s16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
+  return _mm_packs_epi16(_mm256_castsi256_si128(s16), _mm256_extracti128_si256(s16, 1));
+}
+
+inline void store_n(int8_t* dst, __m128i v, size_t n) {
+  if (n == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), v);
+  } else {
+    alignas(16) int8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), v);
+    memcpy(dst, tmp, n);
+  }
+}
+
+}  // namespace
+
+void qs8_igemm_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                  const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  constexpr size_t kMr = 3;
+  // acc[i][q]: row i, columns 4q..4q+3, two partial sums each
+  __m256i acc[kMr][4];
+  for (size_t i = 0; i < kMr; ++i) {
+    for (int q = 0; q < 4; ++q) acc[i][q] = _mm256_setzero_si256();
+  }
+  const size_t kc4 = (kc + 3) & ~size_t(3);
+  for (size_t t = 0; t < ks; ++t) {
+    const int8_t* x0 = a[t * kMr];
+    const int8_t* x1 = a[t * kMr + 1];
+    const int8_t* x2 = a[t * kMr + 2];
+    const int8_t* wt = w + t * kc4 * 16;
+    for (size_t k = 0; k < kc; k += 4, wt += 64) {
+      const __m256i v0 = load_x4(x0, k, kc), v1 = load_x4(x1, k, kc), v2 = load_x4(x2, k, kc);
+      for (int q = 0; q < 4; ++q) {
+        const __m256i wq = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wt + 16 * q)));
+        acc[0][q] = _mm256_add_epi32(acc[0][q], _mm256_madd_epi16(wq, v0));
+        acc[1][q] = _mm256_add_epi32(acc[1][q], _mm256_madd_epi16(wq, v1));
+        acc[2][q] = _mm256_add_epi32(acc[2][q], _mm256_madd_epi16(wq, v2));
+      }
+    }
+  }
+  const __m256 qmin = _mm256_set1_ps(rq.qmin), qmax = _mm256_set1_ps(rq.qmax);
+  const __m256i init_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.init));
+  const __m256i init_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.init + 8));
+  for (size_t i = 0; i < mr; ++i) {
+    // hadd pairs the partial sums: [c0 c1 c4 c5 | c2 c3 c6 c7] -> in order
+    __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
+    __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][2], acc[i][3]), 0xD8);
+    lo = requant8(_mm256_add_epi32(lo, init_lo), rq.scale, rq.offset, qmin, qmax);
+    hi = requant8(_mm256_add_epi32(hi, init_hi), rq.scale + 8, rq.offset + 8, qmin, qmax);
+    store_n(c + i * c_stride, pack16(lo, hi), nc);
+  }
+}
+
+void qs8_dwconv_ukernel__avx2(size_t channels, size_t pixels, size_t ks, const int8_t* const* in, const int8_t* w,
+                              int8_t* out, size_t out_stride, const Qs8Requant& rq) {
+  const __m256 qmin = _mm256_set1_ps(rq.qmin), qmax = _mm256_set1_ps(rq.qmax);
+  for (size_t p = 0; p < pixels; ++p) {
+    const int8_t* const* taps = in + p * ks;
+    for (size_t c0 = 0; c0 < channels; c0 += 16) {
+      const size_t cn = channels - c0 < 16 ? channels - c0 : 16;
+      const int8_t* wb = w + (c0 >> 4) * ks * 16;
+      __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.init + c0));
+      __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.init + c0 + 8));
+      for (size_t t = 0; t < ks; ++t) {
+        __m128i xb;
+        if (cn == 16) {
+          xb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(taps[t] + c0));
+        } else {
+          alignas(16) int8_t tmp[16] = {};
+          memcpy(tmp, taps[t] + c0, cn);
+          xb = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+        }
+        const __m256i x16 = _mm256_cvtepi8_epi16(xb);
+        const __m256i w16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + t * 16)));
+        const __m256i prod = _mm256_mullo_epi16(x16, w16);  // |x * w| <= 128 * 128: fits int16
+        lo = _mm256_add_epi32(lo, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(prod)));
+        hi = _mm256_add_epi32(hi, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(prod, 1)));
+      }
+      lo = requant8(lo, rq.scale + c0, rq.offset + c0, qmin, qmax);
+      hi = requant8(hi, rq.scale + c0 + 8, rq.offset + c0 + 8, qmin, qmax);
+      store_n(out + p * out_stride + c0, pack16(lo, hi), cn);
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace tern

@@ -1,0 +1,77 @@
+// qs8_igemm_ukernel__avx512vnni_8x16 (ukernels/qs8.h): VNNI's vpdpbusd adds
+// four products of an unsigned and a signed byte to each int32 lane. The
+// activations are signed, so each is read as a + 128 (a xor 0x80) and the
+// caller's init carries -128 * the column's weight sum (Qs8Kernels::unsigned_a).
+// One zmm holds a row's 16 columns; a panel's 4 inputs x 16 columns is one
+// 64-byte load.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/cpu/ukernels/qs8.h"
+
+// GCC 12 warns inside its own AVX-512 headers (the unmasked forms pass an
+// undefined source); a false positive, as in ukernels/avx512/f32_igemm.cpp.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+// The last n (1 to 3) bytes of a row, zeros above them: without a call to
+// memcpy of a variable size.
+inline int32_t load_tail(const int8_t* p, size_t n) {
+  uint32_t v = uint8_t(p[0]);
+  if (n > 1) v |= uint32_t(uint8_t(p[1])) << 8;
+  if (n > 2) v |= uint32_t(uint8_t(p[2])) << 16;
+  return int32_t(v);
+}
+
+}  // namespace
+
+void qs8_igemm_ukernel__avx512vnni_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  constexpr size_t kMr = 8;
+  const __m512i init = _mm512_loadu_si512(rq.init);
+  __m512i acc[kMr];
+  for (size_t i = 0; i < kMr; ++i) acc[i] = init;
+  const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
+  const size_t kc4 = (kc + 3) & ~size_t(3);
+  const size_t kc_full = kc & ~size_t(3);
+  for (size_t t = 0; t < ks; ++t) {
+    const int8_t* const* x = a + t * kMr;
+    const int8_t* wt = w + t * kc4 * 16;
+    size_t k = 0;
+    for (; k < kc_full; k += 4, wt += 64) {
+      const __m512i wv = _mm512_loadu_si512(wt);
+      for (size_t i = 0; i < kMr; ++i) {
+        int32_t v;
+        memcpy(&v, x[i] + k, 4);
+        acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_xor_si512(_mm512_set1_epi32(v), flip), wv);
+      }
+    }
+    if (k < kc) {  // the last 1-3 inputs; the weights past kc are zero
+      const __m512i wv = _mm512_loadu_si512(wt);
+      for (size_t i = 0; i < kMr; ++i) {
+        acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_xor_si512(_mm512_set1_epi32(load_tail(x[i] + k, kc - k)), flip), wv);
+      }
+    }
+  }
+  const __m512 scale = _mm512_loadu_ps(rq.scale), offset = _mm512_loadu_ps(rq.offset);
+  const __m512 qmin = _mm512_set1_ps(rq.qmin), qmax = _mm512_set1_ps(rq.qmax);
+  for (size_t i = 0; i < mr; ++i) {
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i]), scale, offset);
+    v = _mm512_min_ps(_mm512_max_ps(v, qmin), qmax);
+    const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));  // round half to even
+    if (nc == 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(c + i * c_stride), b);
+    } else {
+      alignas(16) int8_t tmp[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
+      memcpy(c + i * c_stride, tmp, nc);
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace tern

@@ -1,0 +1,84 @@
+// The cpu backend's int8 microkernels (qs8: signed 8-bit activations and
+// weights, int32 accumulators, requantized to int8 in the same call), one
+// file per ISA like the float ones (ukernels.h): scalar (always built, the
+// reference), avx2, avx512vnni (AVX-512 with VNNI's 4-way byte dot product).
+//
+// Packed weights, in one layout for every ISA (backends/cpu/qconv.cpp packs):
+//   GEMM / convolution, N outputs, ks taps of kc inputs:
+//     ceil(N / 16) panels; panel p = [ks][kc4 / 4][16 columns][4 int8],
+//     kc4 = kc rounded up to a multiple of 4 (a column's 4 consecutive
+//     inputs side by side, as VNNI's vpdpbusd reads them); zero past N and kc.
+//     A panel is ks * kc4 * 16 bytes.
+//   depthwise, C channels, ks taps: ceil(C / 16) blocks; block b = [ks][16 int8].
+//
+// Requantization, per output column j (Qs8Requant):
+//   y = clamp(nearbyint(fma(float(acc), scale[j], offset[j])), qmin, qmax)
+//   acc = init[j] + sum over taps t and inputs c of a[t][c] * w[t][c][j]
+// fma and round-half-even in every ISA, so every ISA writes the same bytes.
+// init carries the zero-point correction (-x_zero_point * the column's
+// weight sum) and, for kernels that read a + 128 as unsigned (VNNI), also
+// -128 * the weight sum: Qs8Kernels::unsigned_a says which.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern {
+namespace cpu {
+
+struct Qs8Requant {
+  const int32_t* init;  // per column, from the call's first
+  const float* scale;
+  const float* offset;
+  float qmin, qmax;     // integers in [-128, 127]
+};
+
+// C[i][j] = requant(init[j] + sum_{t < ks} sum_{c < kc} A[t][i][c] * W[t][c][j])
+//   i < mr <= MR rows, j < nc <= 16 columns (one panel)
+//   a: ks * MR row pointers, a[t * MR + i] -> kc int8; rows mr..MR-1 must point
+//      somewhere readable too (callers repeat the last row)
+//   c: row i at c + i * c_stride (bytes)
+using Qs8IgemmUkernel = void (*)(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                 const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq);
+
+// Depthwise: out[p][j] = requant(init[j] + sum_{t < ks} in[p * ks + t][j] * w[t][j])
+// for `pixels` pixels and all `channels` channels; w: packed depthwise
+// weights; rq's arrays cover every channel; out: pixel p at out + p * out_stride.
+using Qs8DwconvUkernel = void (*)(size_t channels, size_t pixels, size_t ks, const int8_t* const* in,
+                                  const int8_t* w, int8_t* out, size_t out_stride, const Qs8Requant& rq);
+
+struct Qs8Kernels {
+  const char* name;
+  Qs8IgemmUkernel igemm;
+  int mr;           // rows per igemm call
+  bool unsigned_a;  // igemm reads a + 128 as uint8 (init must carry -128 * weight sums)
+  Qs8DwconvUkernel dwconv;
+};
+
+// The one scalar requantization (the vector ones compute the same).
+inline int8_t qs8_requant(int32_t acc, float scale, float offset, float qmin, float qmax) {
+  float v = __builtin_nearbyintf(__builtin_fmaf(static_cast<float>(acc), scale, offset));
+  v = v < qmin ? qmin : v;
+  v = v > qmax ? qmax : v;
+  return static_cast<int8_t>(v);
+}
+
+void qs8_igemm_ukernel__scalar_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*,
+                                    size_t, const Qs8Requant&);
+void qs8_dwconv_ukernel__scalar(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
+                                const Qs8Requant&);
+void qs8_igemm_ukernel__avx2_3x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*,
+                                  size_t, const Qs8Requant&);
+void qs8_dwconv_ukernel__avx2(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
+                              const Qs8Requant&);
+void qs8_igemm_ukernel__avx512vnni_8x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
+                                        int8_t*, size_t, const Qs8Requant&);
+
+// The kernel sets this build has and this CPU runs, best first (scalar last).
+int supported_qs8_kernels(const Qs8Kernels** out, int max);
+// TERN_CPU_ISA's choice (avx512 -> avx512vnni, avx2, scalar, neon -> scalar
+// for now), else the best supported; nullptr when the forced one cannot run.
+const Qs8Kernels* select_qs8_kernels();
+
+}  // namespace cpu
+}  // namespace tern

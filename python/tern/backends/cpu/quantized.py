@@ -1,0 +1,240 @@
+"""The quantized operators the cpu backend runs on integers, found in a
+converted PT2E graph (docs/quantization.md):
+
+    dequantize_per_tensor(x_int8) --+
+    dequantize_per_channel(w_int8) -+-> convolution / linear -> [relu, relu6, clamp] -> quantize_per_tensor
+
+becomes one QConv (backends/cpu/schema/cpu.fbs) on int8 activations, with the
+weights packed for the qs8 microkernels (pack.py). The partitioner claims the
+pattern's nodes, and quantize / dequantize on their own (Quantize and
+Dequantize ops; a dequantize only where a float op reads it).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from tern.ops import op_name
+
+Q = "quantized_decomposed::quantize_per_tensor"
+DQ = "quantized_decomposed::dequantize_per_tensor"
+DQC = "quantized_decomposed::dequantize_per_channel"
+# The int32 accumulators of the qs8 microkernels hold at most this many
+# products per output (backends/cpu/program.cpp checks it too).
+MAX_PRODUCTS = 1 << 15
+_VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape")
+
+
+@dataclass
+class QParams:
+    scale: float
+    zero_point: int
+    qmin: int
+    qmax: int
+
+
+def qparams(node: Any) -> QParams | None:
+    """A quantize_per_tensor or dequantize_per_tensor (default overload) to or
+    from int8, with number parameters: its parameters, else None."""
+    import torch
+
+    if getattr(node, "op", None) != "call_function" or op_name(node.target) not in (Q, DQ):
+        return None
+    args = list(node.args)
+    if len(args) < 6 or node.kwargs.get("out_dtype") not in (None, torch.float32):
+        return None
+    _, scale, zp, qmin, qmax, dtype = args[:6]
+    if dtype != torch.int8 or isinstance(scale, bool) or not isinstance(scale, (int, float)) \
+            or not isinstance(zp, int) or not isinstance(qmin, int) or not isinstance(qmax, int):
+        return None
+    if not (scale > 0 and math.isfinite(scale) and -128 <= zp <= 127 and -128 <= qmin <= qmax <= 127):
+        return None
+    return QParams(float(scale), zp, qmin, qmax)
+
+
+@dataclass
+class QConvPattern:
+    """One quantized convolution or linear layer, and the nodes it covers."""
+    kind: str  # "conv" or "linear"
+    node: Any  # the convolution / addmm / mm
+    x_q: Any  # the int8 input (the dequantize's input)
+    x: QParams
+    weight: Any  # get_attr of the int8 weights
+    w_scales: Any  # get_attr of their per-channel scales
+    bias: Any  # get_attr or None
+    y: QParams  # of the quantize, its range narrowed by the activation
+    q: Any  # the quantize
+    covered: list[Any] = field(default_factory=list)  # nodes besides the dequantize of x
+
+
+def qconv_of(node: Any) -> QConvPattern | None:
+    """The pattern around a convolution or addmm / mm node, or None."""
+    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
+    if name == "aten::convolution":
+        return _conv(node)
+    if name in ("aten::addmm", "aten::mm"):
+        return _linear(node)
+    return None
+
+
+def weight_of(dqc: Any) -> tuple[Any, Any] | None:
+    """(int8 weight get_attr, scales get_attr) of a dequantize_per_channel of
+    constant symmetric int8 weights along axis 0, else None."""
+    import torch
+
+    if getattr(dqc, "op", None) != "call_function" or op_name(dqc.target) != DQC:
+        return None
+    args = list(dqc.args) + [None] * 7
+    w, scales, zps, axis, qmin, qmax, dtype = args[:7]
+    if dtype != torch.int8 or axis != 0 or getattr(w, "op", None) != "get_attr" \
+            or getattr(scales, "op", None) != "get_attr" or dqc.kwargs.get("out_dtype") not in (None, torch.float32):
+        return None
+    if zps is not None:
+        z = _const(zps)
+        if z is None or bool(z.any()):
+            return None  # asymmetric weights: not what the kernels take
+    val = w.meta.get("val")
+    if val is None or val.dtype != torch.int8:
+        return None
+    return w, scales
+
+
+def _const(node: Any) -> Any:
+    if getattr(node, "op", None) != "get_attr":
+        return None
+    gm = node.graph.owning_module
+    return getattr(gm, node.target, None)
+
+
+def _shape(node: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in node.meta["val"].shape)
+
+
+def _x_input(x: Any) -> tuple[Any, QParams, list[Any]] | None:
+    """(int8 node, its parameters, views passed) if x is a dequantize, or
+    reshapes of one each used once."""
+    views = []
+    while getattr(x, "op", None) == "call_function" and op_name(x.target) in _VIEWS and len(x.users) == 1:
+        views.append(x)
+        x = x.args[0]
+    p = qparams(x)
+    if p is None or op_name(x.target) != DQ:
+        return None
+    return x.args[0], p, views
+
+
+def _output(node: Any, views: bool = False) -> tuple[Any, QParams, list[Any]] | None:
+    """(the quantize, its range narrowed by a relu / clamp between, the nodes
+    between) if node's only user, past an activation (and, with `views`,
+    reshapes), quantizes it."""
+    from tern.backends.cpu.compile import activation_of
+
+    between: list[Any] = []
+
+    def next_user(n: Any) -> Any:
+        u = _only_user(n)
+        while views and u is not None and op_name(u.target) in _VIEWS:
+            between.append(u)
+            u = _only_user(u)
+        return u
+
+    u = next_user(node)
+    lo, hi = -math.inf, math.inf
+    act = activation_of(u) if u is not None and op_name(u.target) not in (Q,) else None
+    if act is not None:
+        if act[0] != "Clamp":
+            return None
+        lo, hi = act[1], act[2]
+        between.append(u)
+        u = next_user(u)
+    p = qparams(u) if u is not None else None
+    if p is None or op_name(u.target) != Q:
+        return None
+    return u, narrow(p, lo, hi), between
+
+
+def narrow(p: QParams, lo: float, hi: float) -> QParams:
+    """p's range after clamping the float values to [lo, hi] before quantizing:
+    quantize(clamp(v, lo, hi)) = clamp(quantize(v), quantize(lo), quantize(hi)),
+    as quantize is monotonic (computed as PyTorch does, in float32)."""
+    import numpy as np
+
+    inv = np.float32(1.0 / p.scale)
+    qmin, qmax = p.qmin, p.qmax
+    if math.isfinite(lo):
+        qmin = max(qmin, min(qmax, int(np.rint(np.float32(lo) * inv)) + p.zero_point))
+    if math.isfinite(hi):
+        qmax = min(qmax, max(qmin, int(np.rint(np.float32(hi) * inv)) + p.zero_point))
+    return QParams(p.scale, p.zero_point, qmin, qmax)
+
+
+def _only_user(node: Any) -> Any:
+    users = list(node.users)
+    return users[0] if len(users) == 1 and users[0].op == "call_function" else None
+
+
+def _conv(node: Any) -> QConvPattern | None:
+    x, w, b, stride, padding, dilation, transposed, _, groups = node.args
+    xi, wi, out = _x_input(x), weight_of(w), _output(node)
+    if xi is None or wi is None or out is None or transposed or len(_shape(node)) != 4:
+        return None
+    if b is not None and getattr(b, "op", None) != "get_attr":
+        return None
+    oc, c, kh, kw = _shape(wi[0])
+    cin = _shape(x)[1]
+    depthwise = groups > 1 and groups == cin == oc and c == 1
+    if (groups != 1 and not depthwise) or any(int(p) < 0 for p in padding):
+        return None
+    if kh * kw > 1024 or kh * kw * (1 if depthwise else (c + 3) // 4 * 4) > MAX_PRODUCTS:
+        return None
+    q, yp, between = out
+    return QConvPattern("conv", node, xi[0], xi[1], wi[0], wi[1], b, yp, q, [w, *between, q, *xi[2]])
+
+
+def _linear(node: Any) -> QConvPattern | None:
+    if op_name(node.target) == "aten::addmm":
+        b, x, wt = node.args[:3]
+        beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
+        alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
+        if beta != 1 or alpha != 1 or getattr(b, "op", None) != "get_attr" or len(_shape(b)) != 1:
+            return None
+    else:
+        (x, wt), b = node.args[:2], None
+    if getattr(wt, "op", None) != "call_function" or op_name(wt.target) != "aten::permute" \
+            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1:
+        return None
+    xi, wi, out = _x_input(x), weight_of(wt.args[0]), _output(node, views=True)
+    if xi is None or wi is None or out is None or len(_shape(x)) != 2:
+        return None
+    n, k = _shape(wi[0])
+    if (k + 3) // 4 * 4 > MAX_PRODUCTS:
+        return None
+    q, yp, between = out
+    return QConvPattern("linear", node, xi[0], xi[1], wi[0], wi[1], b, yp, q, [wt, wt.args[0], *between, q, *xi[2]])
+
+
+def claims(node: Any) -> bool | None:
+    """Whether the cpu backend claims `node` as part of a quantized operator
+    (or a quantize / dequantize of its own); None for nodes this module does
+    not decide."""
+    name = op_name(node.target) if node.op == "call_function" else ""
+    if name in (Q, DQ):
+        return qparams(node) is not None
+    if name == DQC:
+        return bool(node.users) and all(_weight_use(u) for u in node.users)
+    if name == "aten::permute" and op_name(getattr(node.args[0], "target", None)) == DQC:
+        return claims(node.args[0])
+    if name in ("aten::convolution", "aten::addmm", "aten::mm") and qconv_of(node) is not None:
+        return True
+    return None
+
+
+def _weight_use(u: Any) -> bool:
+    """u reads a dequantized weight as a QConv pattern does."""
+    name = op_name(u.target) if u.op == "call_function" else ""
+    if name == "aten::convolution":
+        return qconv_of(u) is not None
+    if name == "aten::permute":
+        return len(u.users) == 1 and qconv_of(next(iter(u.users))) is not None
+    return False

@@ -1,0 +1,174 @@
+// The cpu backend's int8 convolution (backends/cpu/qconv.h and the qs8
+// microkernels), on every kernel set this build and CPU have, against a
+// reference computed here in int64 and double from the unpacked weights:
+// convolutions with padding, stride, dilation, odd channel counts (below, at
+// and above a panel and a 4-input group), linear layers (1x1 over [m, 1, 1, k])
+// and depthwise ones. Every kernel set must write the same bytes as the
+// scalar one, for 1, 2 and 3 threads; each byte is within one step of the
+// reference (rounding of the float requantization).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/qconv.h"
+#include "runtime/core/thread_pool.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+struct Case {
+  int64_t n, h, w, c, oc;
+  int kh, kw, sh, sw, ph, pw, dh, dw;
+  bool depthwise;
+  bool relu;
+};
+
+std::string name(const Case& k) {
+  char buf[160];
+  snprintf(buf, sizeof(buf), "n%lld h%lld w%lld c%lld oc%lld k%dx%d s%d,%d p%d,%d d%d,%d%s%s", (long long)k.n,
+           (long long)k.h, (long long)k.w, (long long)k.c, (long long)k.oc, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, k.dh,
+           k.dw, k.depthwise ? " depthwise" : "", k.relu ? " relu" : "");
+  return buf;
+}
+
+ConvGeometry geometry(const Case& k) {
+  ConvGeometry g{};
+  g.n = k.n, g.h = k.h, g.w = k.w, g.c = k.c, g.oc = k.oc;
+  g.kh = k.kh, g.kw = k.kw, g.sh = k.sh, g.sw = k.sw, g.ph = k.ph, g.pw = k.pw, g.dh = k.dh, g.dw = k.dw;
+  g.oh = (k.h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1;
+  g.ow = (k.w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+  g.depthwise = k.depthwise;
+  return g;
+}
+
+struct Outcome {
+  std::vector<int8_t> y;
+  std::vector<double> want;  // the exact requantized value before rounding, per output
+};
+
+// Runs the case with kernel set `ks` on `threads` threads; fills want too.
+Outcome run(const Case& k, const Qs8Kernels& kernels, int threads) {
+  const ConvGeometry g = geometry(k);
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int> byte(-128, 127), zp(-20, 20);
+  std::uniform_real_distribution<float> unit(0.5f, 1.5f);
+  const int64_t ks = int64_t(k.kh) * k.kw, cin = k.depthwise ? 1 : k.c;
+  std::vector<int8_t> x(size_t(g.n * g.h * g.w * g.c)), w(size_t(g.oc * cin * ks));
+  for (auto& v : x) v = int8_t(byte(rng));
+  for (auto& v : w) v = int8_t(byte(rng) * 127 / 128);  // [-127, 127], as symmetric weights are
+  const int32_t x_zp = zp(rng), y_zp = zp(rng);
+  const float x_scale = 0.02f * unit(rng), y_scale = 0.05f * unit(rng) * std::sqrt(float(cin * ks));
+  std::vector<float> w_scales(size_t(g.oc)), bias(size_t(g.oc));
+  for (auto& s : w_scales) s = 0.01f * unit(rng);
+  for (auto& b : bias) b = (unit(rng) - 1.0f) * 2.0f;
+
+  std::vector<int8_t> packed(qs8_packed_bytes(g));
+  pack_qs8_weights(g, w.data(), packed.data());
+  const size_t nch = static_cast<size_t>(qs8_channels(g));
+  std::vector<int32_t> init(nch);
+  std::vector<float> scale(nch), offset(nch);
+  qs8_requant(g, packed.data(), x_scale, x_zp, w_scales.data(), bias.data(), y_scale, y_zp, kernels, init.data(),
+              scale.data(), offset.data());
+  Qs8Conv q{g, packed.data(), init.data(), scale.data(), offset.data(), k.relu ? float(y_zp) : -128.0f, 127.0f};
+  std::vector<int8_t> zeros(size_t(g.c), int8_t(x_zp));
+
+  Outcome out;
+  out.y.assign(size_t(g.n * g.oh * g.ow * g.oc), int8_t(0x5a));
+  static ThreadPool pool;
+  const size_t per = (qs8_conv_scratch_bytes(g, kernels) + 63) & ~size_t(63);
+  std::vector<uint8_t> scratch(per * size_t(threads) + 64);
+  void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t(63));
+  RunContext ctx(nullptr, base, per, threads, per, threads > 1 ? &pool : nullptr);
+  run_qs8_conv(q, kernels, x.data(), zeros.data(), out.y.data(), ctx);
+
+  for (int64_t b = 0; b < g.n; ++b) {
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        for (int64_t o = 0; o < g.oc; ++o) {
+          int64_t acc = 0;
+          for (int64_t ci = 0; ci < cin; ++ci) {
+            const int64_t xc = k.depthwise ? o : ci;
+            for (int ki = 0; ki < k.kh; ++ki) {
+              for (int kj = 0; kj < k.kw; ++kj) {
+                const int64_t iy = oy * k.sh - k.ph + ki * k.dh, ix = ox * k.sw - k.pw + kj * k.dw;
+                if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;  // the real 0
+                const int64_t xv = x[size_t(((b * g.h + iy) * g.w + ix) * g.c + xc)] - x_zp;
+                acc += xv * w[size_t((o * cin + ci) * ks + ki * k.kw + kj)];
+              }
+            }
+          }
+          double v = (double(x_scale) * w_scales[size_t(o)] * double(acc) + bias[size_t(o)]) / y_scale + y_zp;
+          v = std::fmin(std::fmax(v, q.qmin), q.qmax);
+          out.want.push_back(v);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out = {
+      {1, 5, 6, 3, 8, 3, 3, 1, 1, 1, 1, 1, 1, false, false},       // c below a group of 4, oc below a panel
+      {2, 7, 5, 17, 33, 3, 3, 2, 1, 1, 0, 1, 1, false, true},      // odd everything, relu
+      {1, 6, 6, 16, 16, 3, 3, 1, 1, 2, 2, 2, 2, false, false},     // dilation, exact panel
+      {1, 9, 9, 32, 40, 1, 1, 1, 1, 0, 0, 1, 1, false, true},      // pointwise
+      {13, 1, 1, 67, 21, 1, 1, 1, 1, 0, 0, 1, 1, false, false},    // a linear layer over 13 rows
+      {1, 1, 1, 256, 70, 1, 1, 1, 1, 0, 0, 1, 1, false, false},    // one row (a GEMV)
+      {1, 8, 7, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, true, true},       // depthwise
+      {2, 9, 10, 35, 35, 5, 5, 2, 2, 2, 2, 1, 1, true, false},     // depthwise, channel tail, stride 2
+  };
+  return out;
+}
+
+std::vector<const Qs8Kernels*> kernel_sets() {
+  const Qs8Kernels* out[4];
+  const int n = supported_qs8_kernels(out, 4);
+  return std::vector<const Qs8Kernels*>(out, out + n);
+}
+
+TEST(CpuQs8, test_scalar_is_always_there_and_last) {
+  const std::vector<const Qs8Kernels*> all = kernel_sets();
+  ASSERT_FALSE(all.empty());
+  EXPECT_STREQ(all.back()->name, "scalar");
+}
+
+TEST(CpuQs8, test_every_kernel_set_is_within_one_step_and_writes_the_scalar_bytes) {
+  const std::vector<const Qs8Kernels*> all = kernel_sets();
+  for (const Case& k : cases()) {
+    const Outcome ref = run(k, *all.back(), 1);
+    size_t off_by_one = 0;
+    for (size_t i = 0; i < ref.y.size(); ++i) {
+      const double d = std::fabs(double(ref.y[i]) - ref.want[i]);
+      ASSERT_LE(d, 1.0) << name(k) << " output " << i << ": " << int(ref.y[i]) << " vs " << ref.want[i];
+      off_by_one += d > 0.5 + 1e-6;
+    }
+    EXPECT_LE(off_by_one * 100, ref.y.size()) << name(k) << ": more than 1% of outputs off by one step";
+    for (const Qs8Kernels* ks : all) {
+      for (int threads : {1, 2, 3}) {
+        const Outcome got = run(k, *ks, threads);
+        ASSERT_EQ(got.y, ref.y) << name(k) << " on " << ks->name << " with " << threads << " threads";
+      }
+    }
+  }
+}
+
+TEST(CpuQs8, test_a_forced_isa_picks_its_int8_kernels) {
+  setenv("TERN_CPU_ISA", "scalar", 1);
+  const Qs8Kernels* k = select_qs8_kernels();
+  ASSERT_NE(k, nullptr);
+  EXPECT_STREQ(k->name, "scalar");
+  setenv("TERN_CPU_ISA", "no-such-isa", 1);
+  EXPECT_EQ(select_qs8_kernels(), nullptr);
+  unsetenv("TERN_CPU_ISA");
+  EXPECT_EQ(select_qs8_kernels(), kernel_sets().front());
+}
+
+}  // namespace
+}  // namespace cpu
+}  // namespace tern
