@@ -14,7 +14,7 @@
 #   make fuzz SECONDS=60 every fuzz harness (tests/fuzz: libFuzzer, clang, ASan + UBSan) for
 #                 SECONDS each; prints executions, coverage and crashes per harness
 #                 (docs/security.md); HARNESS='fuzz_execute' runs one
-#   make bench    Tern side by side with PyTorch, ONNX Runtime, ExecuTorch (bench/README.md);
+#   make bench    Tern side by side with PyTorch, ONNX Runtime, ExecuTorch, float and quantized (bench/README.md);
 #                 BENCH_ARGS=--quick for a smoke test
 #   make size     stripped sizes: full and selective (mobilenet_v2) tern-run, the core alone
 #   make test-ops-full   every OpInfo sample of every op and dtype (slow); records
@@ -185,10 +185,14 @@ test-tsan: setup
 
 # Side by side with PyTorch eager, ONNX Runtime and ExecuTorch, in its own
 # environments (scripts/setup_bench_env.sh); results in bench/results/ (bench/README.md).
+# Then the quantized rows: Tern's quantized models against Tern fp32, ONNX
+# Runtime's and ExecuTorch XNNPACK's quantized ones (bench/quant.py).
 BENCH_ARGS ?=
+BENCH_QUANT_ARGS ?=
 bench: build python
 	@bash scripts/setup_bench_env.sh
 	.venv-bench/bin/python bench/run.py $(BENCH_ARGS)
+	.venv-bench/bin/python bench/quant.py $(BENCH_QUANT_ARGS)
 
 # Stripped binary sizes: -Os builds in build-size-*/, a table (scripts/size_report.sh).
 size: setup

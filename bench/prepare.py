@@ -100,9 +100,8 @@ def _cache_key(name: str, module: torch.nn.Module, inputs: tuple[torch.Tensor, .
     return h.hexdigest()[:16]
 
 
-def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | None, log: Log,
-                  lower_timeout: float = 1800) -> Artifacts:
-    module, inputs = build(name)
+def new_artifacts(name: str, module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], cache_root: Path) -> Artifacts:
+    """The model's cache folder, with its inputs and PyTorch eager's outputs saved there."""
     cache = cache_root / f"{name}-{_cache_key(name, module, inputs)}"
     cache.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
@@ -111,6 +110,14 @@ def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | 
     art = Artifacts(name, cache / "inputs.npz", cache / "reference.npz", [list(x.shape) for x in inputs])
     np.savez(art.inputs, **{f"in{i}": x.numpy() for i, x in enumerate(inputs)})
     np.savez(art.reference, **{f"out{i}": y.numpy() for i, y in enumerate(outs)})
+    return art
+
+
+def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | None, log: Log,
+                  lower_timeout: float = 1800) -> Artifacts:
+    module, inputs = build(name)
+    art = new_artifacts(name, module, inputs, cache_root)
+    cache = art.inputs.parent
 
     _prepare_tern(art, module, inputs, work_dir, log)
     _prepare_torch(art, module, cache)

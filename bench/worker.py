@@ -115,8 +115,14 @@ RUNTIMES = {
 }
 
 
+def base_runtime(runtime: str) -> str:
+    """The runtime that runs a file: "tern_q" (a quantized model, bench/quant.py) is tern."""
+    return runtime.removesuffix("_q")
+
+
 def preimport(runtime: str) -> None:
     """Imports the runtime's modules before the baseline is taken."""
+    runtime = base_runtime(runtime)
     if runtime == "tern":
         import tern
         import tern.runtime  # noqa: F401 - the compiled bindings
@@ -144,7 +150,7 @@ class Worker:
 
     def load(self, warmup: int, slow_ms: float) -> dict:
         a = self.args
-        loader = RUNTIMES[a.runtime]
+        loader = RUNTIMES[base_runtime(a.runtime)]
         extra = {"model": a.model_name} if a.runtime == "torch" else {}
         base = _status_kb("VmRSS")
         _reset_peak_rss()
@@ -154,7 +160,7 @@ class Worker:
         outputs = self.run()
         t2 = time.perf_counter()
         peak = _status_kb("VmHWM")
-        diff, scale = self.compare(outputs)
+        diff, scale, signal, noise = self.compare(outputs)
         warm = []
         if (t2 - t1) * 1e3 < slow_ms:  # a slow runtime's first run is its warm-up
             warm = self.timed(warmup)["ms"]
@@ -167,12 +173,15 @@ class Worker:
             "rss_growth_mb": (peak - base) / 1024,
             "max_abs_diff": diff,
             "max_abs_ref": scale,
+            # output SNR against eager (bench/quant.py): 10 log10(signal / noise)
+            "sum_sq_ref": signal,
+            "sum_sq_err": noise,
         }
 
-    def compare(self, outputs: list) -> tuple[float, float]:
+    def compare(self, outputs: list) -> tuple[float, float, float, float]:
         if len(outputs) != len(self.reference):
             raise ValueError(f"{len(outputs)} outputs, PyTorch eager gives {len(self.reference)}")
-        diff, scale = 0.0, 0.0
+        diff, scale, signal, noise = 0.0, 0.0, 0.0, 0.0
         for got, want in zip(outputs, self.reference):
             got = np.asarray(got)
             if got.shape != want.shape:
@@ -180,7 +189,9 @@ class Worker:
             d = np.abs(got.astype(np.float64) - want.astype(np.float64))
             diff = max(diff, float(np.nanmax(d)) if not np.isnan(d).any() else float("inf"))
             scale = max(scale, float(np.abs(want).max()))
-        return diff, scale
+            signal += float(np.sum(want.astype(np.float64) ** 2))
+            noise += float(np.sum(d * d))
+        return diff, scale, signal, noise
 
     def timed(self, iters: int) -> dict:
         ms = []
@@ -200,7 +211,8 @@ class Worker:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runtime", choices=sorted(RUNTIMES), required=True)
+    parser.add_argument("--runtime", choices=sorted(RUNTIMES) + [f"{r}_q" for r in ("tern", "ort", "et_xnnpack")],
+                        required=True)
     parser.add_argument("--model", required=True, help="the runtime's model file")
     parser.add_argument("--model-name", default="", help="the bench model's name (torch: to build its structure)")
     parser.add_argument("--threads", type=int, required=True)

@@ -62,22 +62,22 @@ void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ct
 
 void run_transpose_int8(const Transpose4& t, const int8_t* x, int8_t* y, RunContext& ctx) { transpose(t, x, y, ctx); }
 
-void run_quantize(const CpuOp& op, RunContext& ctx) {
-  const float* x = op.x;
+void run_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
+  const Qs8QuantizeParams p{op.qscale, op.qzero, op.qmin, op.qmax};
   int8_t* y = reinterpret_cast<int8_t*>(op.y);
-  // round(v) + zero_point clamped to [qmin, qmax] is round(v clamped to
-  // [qmin - zero_point, qmax - zero_point]) + zero_point (the bounds are
-  // integers); once clamped, adding and subtracting 1.5 * 2^23 rounds half to
-  // even, with no call to nearbyint (which baseline x86-64 has no instruction for).
-  const float lo = op.qmin - op.qzero, hi = op.qmax - op.qzero, magic = 12582912.0f;
   ctx.parallel_for(op.numel, kMinElementsPerThread, [&](RunContext&, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      float v = x[i] * op.qscale;
-      v = v < lo ? lo : v;  // NaN stays NaN ...
-      v = v > hi ? hi : v;
-      v = (v + magic) - magic + op.qzero;
-      y[i] = v == v ? static_cast<int8_t>(v) : int8_t(0);  // ... and becomes 0, as in the portable kernel
-    }
+    k.quantize(size_t(e - b), op.x + b, y + b, p);
+  });
+}
+
+void run_qbinary(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
+  const Qs8BinaryParams p{op.qa_scale, op.qa_zero, op.qb_scale, op.qb_zero, op.qscale, op.qzero, op.qmin, op.qmax,
+                          op.binary == 2};  // BinaryKind Mul, else Add
+  const int8_t* a = reinterpret_cast<const int8_t*>(op.x);
+  const int8_t* b = reinterpret_cast<const int8_t*>(op.x2);
+  int8_t* y = reinterpret_cast<int8_t*>(op.y);
+  ctx.parallel_for(op.numel, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
+    k.binary(size_t(i1 - i0), a + i0, b + i0, y + i0, p);
   });
 }
 

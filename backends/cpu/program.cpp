@@ -256,6 +256,7 @@ struct Loader {
   Error prepare_winograd_output(uint32_t oi, const fb::WinogradOutput& wo, CpuOp* op);
   Error prepare_qconv(uint32_t oi, const fb::QConv& c, CpuOp* op);
   Error prepare_quantize(uint32_t oi, const fb::Op& o, CpuOp* op);
+  Error prepare_qbinary(uint32_t oi, const fb::QBinary& q, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error link_chain(uint32_t oi, CpuOp* ops, uint32_t n);
   Error make_label(const fb::Op& o, CpuOp* op);
@@ -267,7 +268,7 @@ struct Loader {
 Error Loader::make_label(const fb::Op& o, CpuOp* op) {
   static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy", "LayerNorm",
                                        "Softmax", "MatMul", "Attention", "Concat", "Interleave", "Slice",
-                                       "WinogradInput", "WinogradOutput", "QConv", "Quantize", "Dequantize"};
+                                       "WinogradInput", "WinogradOutput", "QConv", "Quantize", "Dequantize", "QBinary"};
   const int k = static_cast<int>(o.kind_type());
   const char* kind = k > 0 && k < int(sizeof(kKinds) / sizeof(kKinds[0])) ? kKinds[k] : kKinds[0];
   const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
@@ -706,6 +707,7 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
     case fb::OpKind::QConv: return prepare_qconv(oi, *o.kind_as_QConv(), op);
     case fb::OpKind::Quantize:
     case fb::OpKind::Dequantize: return prepare_quantize(oi, o, op);
+    case fb::OpKind::QBinary: return prepare_qbinary(oi, *o.kind_as_QBinary(), op);
     default: return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   }
 }
@@ -810,6 +812,34 @@ Error Loader::prepare_quantize(uint32_t oi, const fb::Op& o, CpuOp* op) {
   op->qscale = scale;  // Quantize: the inverse already
   op->qzero = float(zero_point);
   op->x = x->data, op->y = y->data, op->numel = y->numel;
+  return Error::Ok;
+}
+
+Error Loader::prepare_qbinary(uint32_t oi, const fb::QBinary& q, CpuOp* op) {
+  const ValueInfo *a = nullptr, *b = nullptr, *y = nullptr;
+  TERN_CHECK_OK(value_of(oi, q.a(), 0, false, true, &a));
+  TERN_CHECK_OK(value_of(oi, q.b(), 0, false, true, &b));
+  TERN_CHECK_OK(value_of(oi, q.y(), 0, true, true, &y));
+  for (const ValueInfo* v : {a, b}) {
+    if (v->rank != y->rank || memcmp(v->sizes, y->sizes, sizeof(int64_t) * size_t(y->rank)) != 0) {
+      return ctx.fail(Error::InvalidProgram, "op %u (%s): operand sizes differ from the output's", oi, op->nodes);
+    }
+  }
+  const float y_scale = q.y_inv_scale();  // positive and finite like a scale
+  if ((q.kind() != fb::BinaryKind::Add && q.kind() != fb::BinaryKind::Mul) ||
+      !qparams_ok(q.a_scale(), q.a_zero_point()) || !qparams_ok(q.b_scale(), q.b_zero_point()) ||
+      !qparams_ok(y_scale, q.y_zero_point()) || q.qmin() < -128 || q.qmax() > 127 || q.qmin() > q.qmax()) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): bad kind or quantization (scales %g, %g, 1/%g; zero "
+                    "points %d, %d, %d; range [%d, %d])", oi, op->nodes, double(q.a_scale()), double(q.b_scale()),
+                    double(y_scale), q.a_zero_point(), q.b_zero_point(), q.y_zero_point(), q.qmin(), q.qmax());
+  }
+  op->kind = CpuOpKind::QBinary;
+  op->binary = uint8_t(q.kind());
+  op->qa_scale = q.a_scale(), op->qa_zero = float(q.a_zero_point());
+  op->qb_scale = q.b_scale(), op->qb_zero = float(q.b_zero_point());
+  op->qscale = y_scale, op->qzero = float(q.y_zero_point());
+  op->qmin = float(q.qmin()), op->qmax = float(q.qmax());
+  op->x = a->data, op->x2 = b->data, op->y = y->data, op->numel = y->numel;
   return Error::Ok;
 }
 
@@ -923,8 +953,9 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
         run_qs8_conv(op.qconv, *p.qs8, reinterpret_cast<const int8_t*>(op.x), op.qzeros, reinterpret_cast<int8_t*>(op.y),
                      ctx);
         break;
-      case CpuOpKind::Quantize: run_quantize(op, ctx); break;
+      case CpuOpKind::Quantize: run_quantize(op, *p.qs8, ctx); break;
       case CpuOpKind::Dequantize: run_dequantize(op, ctx); break;
+      case CpuOpKind::QBinary: run_qbinary(op, *p.qs8, ctx); break;
     }
     ctx.end_step(op.label);
   }

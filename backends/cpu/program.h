@@ -50,7 +50,7 @@ struct AttentionGeometry {
 // (run_conv_chain); the ops it covers are Chained and skipped.
 enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
                                  Concat, Interleave, Slice, WinogradInput, WinogradOutput, ConvChain, Chained,
-                                 QConv, Quantize, Dequantize };
+                                 QConv, Quantize, Dequantize, QBinary };
 
 // Concat (cpu.fbs): y as [outer, row]; input i fills columns
 // [offsets[i], offsets[i] + inners[i]) of every row.
@@ -101,8 +101,9 @@ struct CpuOp {
   bool int8;                 // Transpose: of int8 values
   Qs8Conv qconv;             // QConv
   const int8_t* qzeros;      // QConv: what padding taps read (c bytes of x_zero_point)
-  float qscale;              // Quantize: float(1 / scale); Dequantize: scale
-  float qzero, qmin, qmax;   // Quantize, Dequantize: the zero point; Quantize: the range
+  float qscale;              // Quantize: float(1 / scale); Dequantize: scale; QBinary: y's 1 / scale
+  float qzero, qmin, qmax;   // Quantize, Dequantize, QBinary (y's): the zero point; Quantize, QBinary: the range
+  float qa_scale, qa_zero, qb_scale, qb_zero;  // QBinary: a's and b's parameters (x, x2)
 };
 
 struct CpuProgram {
@@ -126,9 +127,10 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx);
 // The ops other than convolution (backends/cpu/ops.cpp).
 void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx);
 void run_transpose_int8(const Transpose4& t, const int8_t* x, int8_t* y, RunContext& ctx);
-// Quantize and Dequantize (cpu.fbs), as the portable kernels compute them.
-void run_quantize(const CpuOp& op, RunContext& ctx);
+// Quantize, Dequantize and QBinary (cpu.fbs), as the portable kernels compute them.
+void run_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
 void run_dequantize(const CpuOp& op, RunContext& ctx);
+void run_qbinary(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
 // zeros: at least c floats (an average's padding taps); per-thread scratch:
 // pool_scratch_bytes.
 void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx);

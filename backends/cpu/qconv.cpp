@@ -13,13 +13,38 @@ int64_t taps(const ConvGeometry& g) { return int64_t(g.kh) * g.kw; }
 int64_t x_pixel(const ConvGeometry& g) { return g.x_stride ? g.x_stride : g.c; }
 int64_t y_pixel(const ConvGeometry& g) { return g.y_stride ? g.y_stride : g.oc; }
 
-// The input pixel tap (ki, kj) of output pixel (b, oy, ox) reads, or zeros.
-inline const int8_t* tap(const ConvGeometry& g, const int8_t* x, const int8_t* zeros, int64_t b, int64_t oy,
-                         int64_t ox, int ki, int kj) {
-  const int64_t iy = oy * g.sh - g.ph + int64_t(ki) * g.dh;
-  const int64_t ix = ox * g.sw - g.pw + int64_t(kj) * g.dw;
-  if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) return zeros;
-  return x + ((b * g.h + iy) * g.w + ix) * x_pixel(g);
+// Where each tap of an output pixel reads, relative to its first tap's
+// input pixel: offsets[ki * kw + kj] (bytes), for pixels whose window lies
+// inside x.
+struct TapOffsets {
+  int64_t at[1024];  // kh * kw <= 1024 (program.cpp)
+
+  explicit TapOffsets(const ConvGeometry& g) {
+    for (int ki = 0; ki < g.kh; ++ki) {
+      for (int kj = 0; kj < g.kw; ++kj) at[ki * g.kw + kj] = (int64_t(ki) * g.dh * g.w + int64_t(kj) * g.dw) * x_pixel(g);
+    }
+  }
+};
+
+// out[t * stride] = what tap t of output pixel (b, oy, ox) reads: its input
+// pixel, or zeros outside x.
+inline void fill_taps(const ConvGeometry& g, const TapOffsets& offs, const int8_t* x, const int8_t* zeros, int64_t b,
+                      int64_t oy, int64_t ox, const int8_t** out, int64_t stride) {
+  const int64_t iy0 = oy * g.sh - g.ph, ix0 = ox * g.sw - g.pw;
+  const int64_t ks = int64_t(g.kh) * g.kw;
+  if (iy0 >= 0 && ix0 >= 0 && iy0 + int64_t(g.kh - 1) * g.dh < g.h && ix0 + int64_t(g.kw - 1) * g.dw < g.w) {
+    const int8_t* base = x + ((b * g.h + iy0) * g.w + ix0) * x_pixel(g);  // the whole window inside x
+    for (int64_t t = 0; t < ks; ++t) out[t * stride] = base + offs.at[t];
+    return;
+  }
+  for (int ki = 0; ki < g.kh; ++ki) {
+    const int64_t iy = iy0 + int64_t(ki) * g.dh;
+    for (int kj = 0; kj < g.kw; ++kj) {
+      const int64_t ix = ix0 + int64_t(kj) * g.dw;
+      const bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
+      out[(ki * g.kw + kj) * stride] = inside ? x + ((b * g.h + iy) * g.w + ix) * x_pixel(g) : zeros;
+    }
+  }
 }
 
 }  // namespace
@@ -85,17 +110,14 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
                   RunContext& ctx) {
   const ConvGeometry& g = q.g;
   const int64_t ks = taps(g), yp = y_pixel(g);
+  const TapOffsets offs(g);
   if (g.depthwise) {
     const Qs8Requant rq{q.init, q.scale, q.offset, q.qmin, q.qmax};
     ctx.parallel_for(g.n * g.oh, grain_for(1 << 14, {g.ow, ks, g.c}), [&](RunContext& t, int64_t r0, int64_t r1) {
       const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t b = r / g.oh, oy = r % g.oh;
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          for (int ki = 0; ki < g.kh; ++ki) {
-            for (int kj = 0; kj < g.kw; ++kj) ptrs[ox * ks + ki * g.kw + kj] = tap(g, x, zeros, b, oy, ox, ki, kj);
-          }
-        }
+        for (int64_t ox = 0; ox < g.ow; ++ox) fill_taps(g, offs, x, zeros, b, oy, ox, ptrs + ox * ks, 1);
         k.dwconv(size_t(g.c), size_t(g.ow), size_t(ks), ptrs, q.packed, y + r * g.ow * yp, size_t(yp), rq);
       }
     });
@@ -111,15 +133,16 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
       for (int64_t i = 0; i < mr; ++i) {
         const int64_t p = p0 + (i < rows ? i : rows - 1);  // rows past the last repeat it
         const int64_t b = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
-        for (int ki = 0; ki < g.kh; ++ki) {
-          for (int kj = 0; kj < g.kw; ++kj) ptrs[(ki * g.kw + kj) * mr + i] = tap(g, x, zeros, b, oy, ox, ki, kj);
-        }
+        fill_taps(g, offs, x, zeros, b, oy, ox, ptrs + i, mr);
       }
-      for (int64_t p = 0; p < np; ++p) {
-        const int64_t nc = g.oc - p * 16 < 16 ? g.oc - p * 16 : 16;
+      // nr / 16 panels a call; a last lone panel through igemm16
+      const int64_t step = k.nr / 16;
+      for (int64_t p = 0; p < np; p += step) {
+        const bool lone = p + step > np;
+        const int64_t nc = g.oc - p * 16 < k.nr ? g.oc - p * 16 : k.nr;
         const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, q.qmin, q.qmax};
-        k.igemm(size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs, q.packed + p * panel_bytes,
-                y + p0 * yp + p * 16, size_t(yp), rq);
+        (lone ? k.igemm16 : k.igemm)(size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs,
+                                     q.packed + p * panel_bytes, y + p0 * yp + p * 16, size_t(yp), rq);
       }
     }
   });

@@ -106,7 +106,9 @@ CpuFeatures detect_features() {
   __builtin_cpu_init();
   f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   f.avx512f = __builtin_cpu_supports("avx512f") && f.avx2_fma;
-  f.avx512_vnni = f.avx512f && __builtin_cpu_supports("avx512vnni");
+  // with BW and VL (byte masks on xmm), which every CPU with VNNI has
+  f.avx512_vnni = f.avx512f && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl");
 #elif defined(__aarch64__)
   f.neon = true;
 #if defined(__linux__)

@@ -17,7 +17,7 @@ int physical_core_count();
 struct CpuFeatures {
   bool avx2_fma = false;  // x86: AVX2 and FMA3
   bool avx512f = false;   // x86: AVX-512 Foundation (zmm registers, masks)
-  bool avx512_vnni = false;
+  bool avx512_vnni = false;  // x86: AVX-512 VNNI, with BW and VL
   bool neon = false;      // aarch64: Advanced SIMD (always there on aarch64)
   bool neon_dot = false;  // aarch64: SDOT/UDOT
 };

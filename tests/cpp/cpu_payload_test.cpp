@@ -261,6 +261,34 @@ TEST_F(CpuCrafted, test_a_qconv_is_refused_unless_weights_parameters_and_dtypes_
       << last_error_message();
 }
 
+// A QBinary over int8 a, b, y [4] (in the workspace): runs; refused with b
+// of other sizes, a Sub (only Add and Mul are), or a zero scale.
+TEST_F(CpuCrafted, test_a_qbinary_is_refused_unless_sizes_kind_and_parameters_fit) {
+  auto file = [&](std::vector<int64_t> b_sizes, cpufb::BinaryKind kind, float a_scale) {
+    return cpu_file_with_workspace(one_op_payload(
+        {{{4}, cpufb::Storage::Workspace, cpufb::DType::Int8},
+         {b_sizes, cpufb::Storage::Workspace, cpufb::DType::Int8},
+         {{4}, cpufb::Storage::Workspace, cpufb::DType::Int8}},
+        0, [&](flatbuffers::FlatBufferBuilder& b) {
+          const auto q = cpufb::CreateQBinary(b, 2, 3, 4, kind, a_scale, 1, 0.5f, -2, 4.0f, 3);
+          return cpufb::CreateOpDirect(b, cpufb::OpKind::QBinary, q.Union(), "qbinary");
+        }, 64));
+  };
+  EXPECT_EQ(load_and_run(file({4}, cpufb::BinaryKind::Add, 0.25f)), Error::Ok) << last_error_message();
+  EXPECT_EQ(load_and_run(file({4}, cpufb::BinaryKind::Mul, 0.25f)), Error::Ok) << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file({2, 2}, cpufb::BinaryKind::Add, 0.25f)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("operand sizes differ"), std::string::npos) << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file({4}, cpufb::BinaryKind::Sub, 0.25f)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("bad kind or quantization"), std::string::npos)
+      << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file({4}, cpufb::BinaryKind::Add, 0.0f)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("bad kind or quantization"), std::string::npos)
+      << last_error_message();
+}
+
 INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 

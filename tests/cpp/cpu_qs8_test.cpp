@@ -158,6 +158,43 @@ TEST(CpuQs8, test_every_kernel_set_is_within_one_step_and_writes_the_scalar_byte
   }
 }
 
+// Quantize and the add / mul of two int8 tensors: every kernel set writes the
+// scalar kernel's bytes (halfway values, both clamps, a NaN, every tail
+// length); and the scalar kernel is what PyTorch computes (spelled out here).
+TEST(CpuQs8, test_quantize_and_binary_kernels_agree_with_the_float_formula_on_every_set) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  const Qs8QuantizeParams qp{1.0f / 0.0125f, 3.0f, -128.0f, 120.0f};
+  for (bool mul : {false, true}) {
+    const Qs8BinaryParams bp{0.02f, -5.0f, 0.03f, 7.0f, 1.0f / (mul ? 0.01f : 0.04f), -2.0f, -2.0f, 127.0f, mul};
+    for (size_t n : {size_t(1), size_t(7), size_t(8), size_t(15), size_t(16), size_t(17), size_t(100)}) {
+      std::vector<float> x(n);
+      std::vector<int8_t> a(n), b(n);
+      for (size_t i = 0; i < n; ++i) {
+        x[i] = i % 5 == 0 ? (float(int(i) - 50) + 0.5f) * 0.0125f : u(rng);  // every 5th a halfway value
+        a[i] = int8_t(byte(rng)), b[i] = int8_t(byte(rng));
+      }
+      if (n > 3) x[3] = __builtin_nanf("");
+      std::vector<int8_t> q_want(n), b_want(n);
+      for (size_t i = 0; i < n; ++i) {
+        const float v = x[i] * qp.inv_scale;
+        q_want[i] = v != v ? int8_t(qp.qmin) : int8_t(std::fmin(std::fmax(std::nearbyint(v) + qp.zero_point, qp.qmin), qp.qmax));
+        const float fa = (float(a[i]) - bp.a_zero) * bp.a_scale, fb = (float(b[i]) - bp.b_zero) * bp.b_scale;
+        const float w = (mul ? fa * fb : fa + fb) * bp.y_inv_scale;
+        b_want[i] = int8_t(std::fmin(std::fmax(std::nearbyint(w) + bp.y_zero, bp.qmin), bp.qmax));
+      }
+      for (const Qs8Kernels* k : kernel_sets()) {
+        std::vector<int8_t> q(n, 0x55), y(n, 0x55);
+        k->quantize(n, x.data(), q.data(), qp);
+        k->binary(n, a.data(), b.data(), y.data(), bp);
+        ASSERT_EQ(q, q_want) << k->name << " quantize, n " << n;
+        ASSERT_EQ(y, b_want) << k->name << (mul ? " mul" : " add") << ", n " << n;
+      }
+    }
+  }
+}
+
 TEST(CpuQs8, test_a_forced_isa_picks_its_int8_kernels) {
   setenv("TERN_CPU_ISA", "scalar", 1);
   const Qs8Kernels* k = select_qs8_kernels();

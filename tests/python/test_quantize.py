@@ -346,19 +346,24 @@ def _payload_kinds(path: Path) -> list[str]:
 class QuantLayers(nn.Module):
     """Every kind of QConv: general (stride 2, padding, relu), depthwise (relu6),
     pointwise, dilated, and a linear layer over a 3-d input (a reshape before it;
-    over a non-contiguous one, torch decomposes linear into bmm, which stays float)."""
+    over a non-contiguous one, torch decomposes linear into bmm, which stays
+    float); and a QBinary add (+ relu) and mul."""
 
     def __init__(self) -> None:
         super().__init__()
         self.stem = nn.Conv2d(3, 24, 3, stride=2, padding=1)
         self.dw = nn.Conv2d(24, 24, 3, padding=1, groups=24)
         self.pw = nn.Conv2d(24, 40, 1)
+        self.pw2 = nn.Conv2d(40, 40, 1)
+        self.gate = nn.Conv2d(40, 40, 1)
         self.dil = nn.Conv2d(40, 17, 3, padding=2, dilation=2)
         self.fc = nn.Linear(17, 33)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.stem(x))
         x = self.pw(nn.functional.relu6(self.dw(x)))
+        x = torch.relu(x + self.pw2(x))
+        x = x * self.gate(x)
         x = self.dil(x)
         return self.fc(x.flatten(2).transpose(1, 2).contiguous())
 
@@ -376,7 +381,7 @@ def test_the_cpu_backend_runs_quantized_convolutions_and_linear_layers_on_intege
     program.save(path)
     assert [op for op, _ in program.op_counts if op != "backend:cpu"] == []  # all of it in the backend
     kinds = _payload_kinds(path)
-    assert kinds.count("QConv") == 5 and "Conv" not in kinds, kinds
+    assert kinds.count("QConv") == 7 and kinds.count("QBinary") == 2 and "Conv" not in kinds, kinds
     from test_cpu_backend import load_on_isa
 
     got = torch.as_tensor(load_on_isa(path, isa, monkeypatch)(*args)[0])

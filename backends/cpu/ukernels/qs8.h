@@ -34,7 +34,8 @@ struct Qs8Requant {
 };
 
 // C[i][j] = requant(init[j] + sum_{t < ks} sum_{c < kc} A[t][i][c] * W[t][c][j])
-//   i < mr <= MR rows, j < nc <= 16 columns (one panel)
+//   i < mr <= MR rows, j < nc <= NR columns (NR / 16 panels, the next at
+//   w + ks * kc4 * 16; rq's arrays hold NR columns)
 //   a: ks * MR row pointers, a[t * MR + i] -> kc int8; rows mr..MR-1 must point
 //      somewhere readable too (callers repeat the last row)
 //   c: row i at c + i * c_stride (bytes)
@@ -47,12 +48,31 @@ using Qs8IgemmUkernel = void (*)(size_t mr, size_t nc, size_t kc, size_t ks, con
 using Qs8DwconvUkernel = void (*)(size_t channels, size_t pixels, size_t ks, const int8_t* const* in,
                                   const int8_t* w, int8_t* out, size_t out_stride, const Qs8Requant& rq);
 
+// Elementwise int8 ops, computed as PyTorch's reference computes them, in
+// float32 (round half to even; a NaN becomes qmin):
+//   quantize: y[i] = clamp(round(x[i] * inv_scale) + zero_point, qmin, qmax)
+//   binary:   fa = (a[i] - a_zero) * a_scale, fb likewise,
+//             y[i] = clamp(round((fa + fb, or fa * fb) * y_inv_scale) + y_zero, qmin, qmax)
+struct Qs8QuantizeParams {
+  float inv_scale, zero_point, qmin, qmax;
+};
+struct Qs8BinaryParams {
+  float a_scale, a_zero, b_scale, b_zero, y_inv_scale, y_zero, qmin, qmax;
+  bool mul;  // else add
+};
+using Qs8QuantizeUkernel = void (*)(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p);
+using Qs8BinaryUkernel = void (*)(size_t n, const int8_t* a, const int8_t* b, int8_t* y, const Qs8BinaryParams& p);
+
 struct Qs8Kernels {
   const char* name;
   Qs8IgemmUkernel igemm;
   int mr;           // rows per igemm call
+  int nr;           // columns per igemm call: 16 or 32
+  Qs8IgemmUkernel igemm16;  // the same rows, 16 columns: for a last lone panel
   bool unsigned_a;  // igemm reads a + 128 as uint8 (init must carry -128 * weight sums)
   Qs8DwconvUkernel dwconv;
+  Qs8QuantizeUkernel quantize;
+  Qs8BinaryUkernel binary;
 };
 
 // The one scalar requantization (the vector ones compute the same).
@@ -73,6 +93,17 @@ void qs8_dwconv_ukernel__avx2(size_t, size_t, size_t, const int8_t* const*, cons
                               const Qs8Requant&);
 void qs8_igemm_ukernel__avx512vnni_8x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
                                         int8_t*, size_t, const Qs8Requant&);
+void qs8_igemm_ukernel__avx512vnni_8x32(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
+                                        int8_t*, size_t, const Qs8Requant&);
+void qs8_dwconv_ukernel__avx512vnni(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
+                                    const Qs8Requant&);
+
+void qs8_quantize_ukernel__scalar(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
+void qs8_binary_ukernel__scalar(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
+void qs8_quantize_ukernel__avx2(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
+void qs8_binary_ukernel__avx2(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
+void qs8_quantize_ukernel__avx512(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
+void qs8_binary_ukernel__avx512(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
 
 // The kernel sets this build has and this CPU runs, best first (scalar last).
 int supported_qs8_kernels(const Qs8Kernels** out, int max);

@@ -27,50 +27,68 @@ inline int32_t load_tail(const int8_t* p, size_t n) {
   return int32_t(v);
 }
 
-}  // namespace
-
-void qs8_igemm_ukernel__avx512vnni_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
-                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+// kPanels panels (16 columns each) of kMr rows: the weights of panel p at
+// w + p * ks * kc4 * 16, rq's arrays over all kPanels * 16 columns.
+template <int kPanels>
+void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, const int8_t* w, int8_t* c,
+           size_t c_stride, const Qs8Requant& rq) {
   constexpr size_t kMr = 8;
-  const __m512i init = _mm512_loadu_si512(rq.init);
-  __m512i acc[kMr];
-  for (size_t i = 0; i < kMr; ++i) acc[i] = init;
-  const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
   const size_t kc4 = (kc + 3) & ~size_t(3);
+  const size_t panel = ks * kc4 * 16;
+  __m512i acc[kPanels][kMr];
+  for (int p = 0; p < kPanels; ++p) {
+    const __m512i init = _mm512_loadu_si512(rq.init + 16 * p);
+    for (size_t i = 0; i < kMr; ++i) acc[p][i] = init;
+  }
+  const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
   const size_t kc_full = kc & ~size_t(3);
   for (size_t t = 0; t < ks; ++t) {
     const int8_t* const* x = a + t * kMr;
     const int8_t* wt = w + t * kc4 * 16;
     size_t k = 0;
     for (; k < kc_full; k += 4, wt += 64) {
-      const __m512i wv = _mm512_loadu_si512(wt);
+      __m512i wv[kPanels];
+      for (int p = 0; p < kPanels; ++p) wv[p] = _mm512_loadu_si512(wt + p * panel);
       for (size_t i = 0; i < kMr; ++i) {
         int32_t v;
         memcpy(&v, x[i] + k, 4);
-        acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_xor_si512(_mm512_set1_epi32(v), flip), wv);
+        const __m512i xv = _mm512_xor_si512(_mm512_set1_epi32(v), flip);
+        for (int p = 0; p < kPanels; ++p) acc[p][i] = _mm512_dpbusd_epi32(acc[p][i], xv, wv[p]);
       }
     }
     if (k < kc) {  // the last 1-3 inputs; the weights past kc are zero
-      const __m512i wv = _mm512_loadu_si512(wt);
+      __m512i wv[kPanels];
+      for (int p = 0; p < kPanels; ++p) wv[p] = _mm512_loadu_si512(wt + p * panel);
       for (size_t i = 0; i < kMr; ++i) {
-        acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_xor_si512(_mm512_set1_epi32(load_tail(x[i] + k, kc - k)), flip), wv);
+        const __m512i xv = _mm512_xor_si512(_mm512_set1_epi32(load_tail(x[i] + k, kc - k)), flip);
+        for (int p = 0; p < kPanels; ++p) acc[p][i] = _mm512_dpbusd_epi32(acc[p][i], xv, wv[p]);
       }
     }
   }
-  const __m512 scale = _mm512_loadu_ps(rq.scale), offset = _mm512_loadu_ps(rq.offset);
   const __m512 qmin = _mm512_set1_ps(rq.qmin), qmax = _mm512_set1_ps(rq.qmax);
-  for (size_t i = 0; i < mr; ++i) {
-    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i]), scale, offset);
-    v = _mm512_min_ps(_mm512_max_ps(v, qmin), qmax);
-    const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));  // round half to even
-    if (nc == 16) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(c + i * c_stride), b);
-    } else {
-      alignas(16) int8_t tmp[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-      memcpy(c + i * c_stride, tmp, nc);
+  for (int p = 0; p < kPanels; ++p) {
+    const size_t n = nc > size_t(16 * p) ? (nc - 16 * p < 16 ? nc - 16 * p : 16) : 0;
+    if (n == 0) break;
+    const __m512 scale = _mm512_loadu_ps(rq.scale + 16 * p), offset = _mm512_loadu_ps(rq.offset + 16 * p);
+    for (size_t i = 0; i < mr; ++i) {
+      __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[p][i]), scale, offset);
+      v = _mm512_min_ps(_mm512_max_ps(v, qmin), qmax);
+      const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));  // round half to even
+      _mm_mask_storeu_epi8(c + i * c_stride + 16 * p, __mmask16((1u << n) - 1), b);
     }
   }
+}
+
+}  // namespace
+
+void qs8_igemm_ukernel__avx512vnni_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<1>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_ukernel__avx512vnni_8x32(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<2>(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
 }  // namespace cpu

@@ -518,12 +518,15 @@ class _Compiler:
     # ops
 
     def _call(self, node: Any) -> None:
-        from tern.backends.cpu.quantized import DQ, Q, qconv_of, qparams
+        from tern.backends.cpu.quantized import DQ, Q, qbinary_of, qconv_of, qparams
 
         name = op_name(node.target)
         pattern = qconv_of(node) if name in ("aten::convolution", "aten::addmm", "aten::mm") else None
+        qbinary = qbinary_of(node) if name in ("aten::add.Tensor", "aten::mul.Tensor") else None
         if pattern is not None:
             self._qconv(pattern)
+        elif qbinary is not None:
+            self._qbinary(qbinary)
         elif name == DQ:
             p = qparams(node)
             self.lazy_dq[node] = (node.args[0], p.scale, p.zero_point)
@@ -618,6 +621,20 @@ class _Compiler:
         self._op("QConv", fields, covered, [xv, wv, sv] + ([bv] if bv >= 0 else []), [y])
         self.done.update(covered)
         self.env[pat.q] = out
+
+    def _qbinary(self, pat: Any) -> None:
+        """An int8 add or mul (quantized.py), one QBinary, in a's layout."""
+        av, layout = self._get(pat.a_q)
+        bv = self._nhwc(pat.b_q) if layout == NHWC else self._plain(pat.b_q)
+        y = self._workspace(self.p.values[av].sizes, "Int8")
+        fields = {"a": av, "b": bv, "y": y, "kind": pat.kind, "a_scale": pat.a.scale, "a_zero_point": pat.a.zero_point,
+                  "b_scale": pat.b.scale, "b_zero_point": pat.b.zero_point,
+                  "y_inv_scale": float(np.float32(1.0 / pat.y.scale)), "y_zero_point": pat.y.zero_point,
+                  "qmin": pat.y.qmin, "qmax": pat.y.qmax}
+        covered = [pat.node] + pat.covered
+        self._op("QBinary", fields, covered, [av, bv], [y])
+        self.done.update(covered)
+        self.env[pat.q] = (y, layout)
 
     def _epilogue(self, act: tuple[str, float, float]) -> dict[str, Any]:
         return {"activation": act[0], "min": act[1], "max": act[2]}

@@ -90,7 +90,7 @@ def _op_table(b: Any, op: Op) -> tuple[int, int]:
         elif key == "activation":
             add(b, getattr(Activation, "None_" if value == "None" else value))
         elif key == "kind":
-            add(b, getattr(PoolKind if op.kind == "Pool" else BinaryKind, value))
+            add(b, getattr(PoolKind if op.kind == "Pool" else BinaryKind, value))  # Binary, QBinary: BinaryKind
         else:
             add(b, value)
     return module.End(b), getattr(OpKind, op.kind)

@@ -5,7 +5,8 @@ converted PT2E graph (docs/quantization.md):
     dequantize_per_channel(w_int8) -+-> convolution / linear -> [relu, relu6, clamp] -> quantize_per_tensor
 
 becomes one QConv (backends/cpu/schema/cpu.fbs) on int8 activations, with the
-weights packed for the qs8 microkernels (pack.py). The partitioner claims the
+weights packed for the qs8 microkernels (pack.py); an add or mul of two
+dequantized tensors, quantized after, one QBinary. The partitioner claims the
 pattern's nodes, and quantize / dequantize on their own (Quantize and
 Dequantize ops; a dequantize only where a float op reads it).
 """
@@ -214,6 +215,41 @@ def _linear(node: Any) -> QConvPattern | None:
     return QConvPattern("linear", node, xi[0], xi[1], wi[0], wi[1], b, yp, q, [wt, wt.args[0], *between, q, *xi[2]])
 
 
+@dataclass
+class QBinaryPattern:
+    """A quantized add or mul: dequantize(a) op dequantize(b) -> [relu] -> quantize."""
+    node: Any
+    kind: str  # "Add" or "Mul"
+    a_q: Any
+    a: QParams
+    b_q: Any
+    b: QParams
+    y: QParams
+    q: Any
+    covered: list[Any] = field(default_factory=list)
+
+
+def qbinary_of(node: Any) -> QBinaryPattern | None:
+    """The pattern around an add.Tensor / mul.Tensor node of two dequantized
+    int8 tensors of its own shape, else None."""
+    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
+    if name not in ("aten::add.Tensor", "aten::mul.Tensor") or len(node.args) != 2 \
+            or node.kwargs.get("alpha", 1) != 1:
+        return None
+    a, b = node.args
+    pa, pb = qparams(a), qparams(b)
+    if pa is None or pb is None or op_name(a.target) != DQ or op_name(b.target) != DQ:
+        return None
+    if _shape(a) != _shape(node) or _shape(b) != _shape(node):
+        return None
+    out = _output(node)
+    if out is None:
+        return None
+    q, yp, between = out
+    kind = "Add" if name == "aten::add.Tensor" else "Mul"
+    return QBinaryPattern(node, kind, a.args[0], pa, b.args[0], pb, yp, q, [*between, q])
+
+
 def claims(node: Any) -> bool | None:
     """Whether the cpu backend claims `node` as part of a quantized operator
     (or a quantize / dequantize of its own); None for nodes this module does
@@ -226,6 +262,8 @@ def claims(node: Any) -> bool | None:
     if name == "aten::permute" and op_name(getattr(node.args[0], "target", None)) == DQC:
         return claims(node.args[0])
     if name in ("aten::convolution", "aten::addmm", "aten::mm") and qconv_of(node) is not None:
+        return True
+    if name in ("aten::add.Tensor", "aten::mul.Tensor") and qbinary_of(node) is not None:
         return True
     return None
 

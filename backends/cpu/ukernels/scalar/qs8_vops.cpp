@@ -1,0 +1,34 @@
+// qs8_quantize_ukernel__scalar and qs8_binary_ukernel__scalar (ukernels/qs8.h).
+#include "backends/cpu/ukernels/qs8.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+// round(v) + zero clamped to [qmin, qmax], as round(v clamped to [qmin -
+// zero, qmax - zero]) + zero (the bounds are integers): once clamped, adding
+// and subtracting 1.5 * 2^23 rounds half to even without a call to
+// nearbyint (baseline x86-64 has no instruction for it). NaN -> qmin.
+inline int8_t to_int8(float v, float zero, float qmin, float qmax) {
+  const float lo = qmin - zero, hi = qmax - zero, magic = 12582912.0f;
+  v = v > lo ? v : lo;
+  v = v < hi ? v : hi;
+  return static_cast<int8_t>((v + magic) - magic + zero);
+}
+
+}  // namespace
+
+void qs8_quantize_ukernel__scalar(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p) {
+  for (size_t i = 0; i < n; ++i) y[i] = to_int8(x[i] * p.inv_scale, p.zero_point, p.qmin, p.qmax);
+}
+
+void qs8_binary_ukernel__scalar(size_t n, const int8_t* a, const int8_t* b, int8_t* y, const Qs8BinaryParams& p) {
+  for (size_t i = 0; i < n; ++i) {
+    const float fa = (static_cast<float>(a[i]) - p.a_zero) * p.a_scale;
+    const float fb = (static_cast<float>(b[i]) - p.b_zero) * p.b_scale;
+    y[i] = to_int8((p.mul ? fa * fb : fa + fb) * p.y_inv_scale, p.y_zero, p.qmin, p.qmax);
+  }
+}
+
+}  // namespace cpu
+}  // namespace tern
