@@ -81,6 +81,47 @@ void run_qbinary(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
   });
 }
 
+void run_dynamic_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
+  // choose_qparams.tensor, as the portable kernel computes it (op_quantize.cpp)
+  const float* x = op.x;
+  float lo = x[0], hi = x[0];
+  for (int64_t i = 1; i < op.numel; ++i) {  // NaNs are skipped
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  const float min_neg = lo < 0.0f ? lo : 0.0f, max_pos = hi > 0.0f ? hi : 0.0f;
+  float scale = (max_pos - min_neg) / static_cast<float>(static_cast<double>(op.qmax - op.qmin));
+  scale = scale > op.qeps ? scale : op.qeps;
+  const float shift = __builtin_nearbyintf(min_neg / scale);
+  float zero = op.qmin - (shift == shift ? shift : 0.0f);
+  zero = zero < op.qmin ? op.qmin : zero > op.qmax ? op.qmax : zero;
+  op.qparams[0] = scale, op.qparams[1] = zero;
+  // quantize_per_tensor.tensor: x * float(1 / double(scale))
+  const Qs8QuantizeParams p{static_cast<float>(1.0 / static_cast<double>(scale)), zero, op.qmin, op.qmax};
+  int8_t* y = reinterpret_cast<int8_t*>(op.y);
+  ctx.parallel_for(op.numel, kMinElementsPerThread, [&](RunContext&, int64_t b, int64_t e) {
+    k.quantize(size_t(e - b), x + b, y + b, p);
+  });
+}
+
+void run_qlinear(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
+  const float x_scale = op.qparams[0];
+  // a DynamicQuantize's zero point is an integer in int8's range; clamped all
+  // the same (a NaN too), so that whatever a crafted file left there converts
+  const float z = op.qparams[1];
+  const int32_t x_zero = static_cast<int32_t>(z > -128.0f ? (z < 127.0f ? z : 127.0f) : -128.0f);
+  const int64_t n = qs8_channels(op.qconv.g);
+  int32_t* init = reinterpret_cast<int32_t*>(op.params);
+  float* scale = op.params + n;
+  for (int64_t j = 0; j < n; ++j) {
+    init[j] = -(x_zero + (k.unsigned_a ? 128 : 0)) * op.wsums[j];
+    scale[j] = x_scale * op.w_scales[j];  // float32, as PyTorch's dequantized operands multiply
+  }
+  Qs8Conv q = op.qconv;
+  q.init = init, q.scale = scale;
+  run_qs8_linear_f32(q, k, reinterpret_cast<const int8_t*>(op.x), op.y, ctx);
+}
+
 void run_dequantize(const CpuOp& op, RunContext& ctx) {
   const int8_t* x = reinterpret_cast<const int8_t*>(op.x);
   float* y = op.y;

@@ -257,6 +257,8 @@ struct Loader {
   Error prepare_qconv(uint32_t oi, const fb::QConv& c, CpuOp* op);
   Error prepare_quantize(uint32_t oi, const fb::Op& o, CpuOp* op);
   Error prepare_qbinary(uint32_t oi, const fb::QBinary& q, CpuOp* op);
+  Error prepare_dynamic_quantize(uint32_t oi, const fb::DynamicQuantize& d, CpuOp* op);
+  Error prepare_qlinear(uint32_t oi, const fb::QLinear& l, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error link_chain(uint32_t oi, CpuOp* ops, uint32_t n);
   Error make_label(const fb::Op& o, CpuOp* op);
@@ -268,7 +270,8 @@ struct Loader {
 Error Loader::make_label(const fb::Op& o, CpuOp* op) {
   static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy", "LayerNorm",
                                        "Softmax", "MatMul", "Attention", "Concat", "Interleave", "Slice",
-                                       "WinogradInput", "WinogradOutput", "QConv", "Quantize", "Dequantize", "QBinary"};
+                                       "WinogradInput", "WinogradOutput", "QConv", "Quantize", "Dequantize", "QBinary",
+                                       "DynamicQuantize", "QLinear"};
   const int k = static_cast<int>(o.kind_type());
   const char* kind = k > 0 && k < int(sizeof(kKinds) / sizeof(kKinds[0])) ? kKinds[k] : kKinds[0];
   const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
@@ -708,6 +711,8 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
     case fb::OpKind::Quantize:
     case fb::OpKind::Dequantize: return prepare_quantize(oi, o, op);
     case fb::OpKind::QBinary: return prepare_qbinary(oi, *o.kind_as_QBinary(), op);
+    case fb::OpKind::DynamicQuantize: return prepare_dynamic_quantize(oi, *o.kind_as_DynamicQuantize(), op);
+    case fb::OpKind::QLinear: return prepare_qlinear(oi, *o.kind_as_QLinear(), op);
     default: return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   }
 }
@@ -843,6 +848,72 @@ Error Loader::prepare_qbinary(uint32_t oi, const fb::QBinary& q, CpuOp* op) {
   return Error::Ok;
 }
 
+Error Loader::prepare_dynamic_quantize(uint32_t oi, const fb::DynamicQuantize& d, CpuOp* op) {
+  const ValueInfo *x = nullptr, *y = nullptr, *qp = nullptr;
+  TERN_CHECK_OK(value_of(oi, d.x(), 0, false, false, &x));
+  TERN_CHECK_OK(value_of(oi, d.y(), 0, true, true, &y));
+  TERN_CHECK_OK(value_of(oi, d.qparams(), 1, true, false, &qp));
+  if (x->numel != y->numel || x->numel < 1 || qp->numel != 2 || d.qmin() < -128 || d.qmax() > 127 ||
+      d.qmin() > d.qmax() || !(d.eps() > 0.0f) || !std::isfinite(d.eps())) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): x and y of %lld and %lld elements (at least 1), qparams of "
+                    "2, range [%d, %d] within int8, eps %g > 0 do not hold", oi, op->nodes, (long long)x->numel,
+                    (long long)y->numel, d.qmin(), d.qmax(), double(d.eps()));
+  }
+  op->kind = CpuOpKind::DynamicQuantize;
+  op->qmin = float(d.qmin()), op->qmax = float(d.qmax()), op->qeps = d.eps();
+  op->qparams = qp->data;
+  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  return Error::Ok;
+}
+
+Error Loader::prepare_qlinear(uint32_t oi, const fb::QLinear& l, CpuOp* op) {
+  const ValueInfo *x = nullptr, *qp = nullptr, *w = nullptr, *ws = nullptr, *b = nullptr, *y = nullptr, *pr = nullptr;
+  TERN_CHECK_OK(value_of(oi, l.x(), 2, false, true, &x));
+  TERN_CHECK_OK(value(oi, l.x_qparams(), 1, false, &qp));
+  TERN_CHECK_OK(value_of(oi, l.weights(), 1, false, true, &w));
+  TERN_CHECK_OK(value(oi, l.w_scales(), 1, false, &ws));
+  if (l.bias() >= 0) TERN_CHECK_OK(value(oi, l.bias(), 1, false, &b));
+  TERN_CHECK_OK(value(oi, l.y(), 2, true, &y));
+  TERN_CHECK_OK(value(oi, l.params(), 1, true, &pr));
+  ConvGeometry& g = op->qconv.g;
+  g = ConvGeometry{};
+  g.n = x->sizes[0], g.c = x->sizes[1], g.oc = y->sizes[1];
+  g.h = g.w = g.oh = g.ow = 1, g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
+  // (qparams: written by a DynamicQuantize before this op runs; any values are
+  // safe: the scale only scales, the zero point is clamped to int8's range
+  // (run_qlinear) and multiplies weight sums of at most 2^15 * 127)
+  if (qp->numel != 2 || y->sizes[0] != g.n || g.n < 1 || g.c < 1 || g.oc < 1 || g.c > (1 << 24) ||
+      g.oc > (1 << 24) || (g.c + 3) / 4 * 4 > (1 << 15) || uint64_t(w->numel) != qs8_packed_bytes(g) ||
+      ws->numel != g.oc || (b != nullptr && b->numel != g.oc) || pr->numel != 2 * qs8_channels(g)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): int8 linear [%lld, %lld] -> %lld: its weights (%lld "
+                    "packed bytes), scales, bias, qparams or params do not fit", oi, op->nodes, (long long)g.n,
+                    (long long)g.c, (long long)g.oc, (long long)w->numel);
+  }
+  const size_t nch = size_t(qs8_channels(g));
+  int32_t* sums = static_cast<int32_t*>(ctx.allocate(sizeof(int32_t) * nch));
+  float* scales = static_cast<float*>(ctx.allocate(sizeof(float) * nch));
+  float* offset = static_cast<float*>(ctx.allocate(sizeof(float) * nch));
+  if (sums == nullptr || scales == nullptr || offset == nullptr) return Error::OutOfMemory;
+  const int8_t* packed = reinterpret_cast<const int8_t*>(w->data);
+  qs8_weight_sums(g, packed, sums);
+  for (size_t j = 0; j < nch; ++j) {
+    const bool real = int64_t(j) < g.oc;
+    scales[j] = real ? ws->data[j] : 0.0f;
+    offset[j] = real && b != nullptr ? b->data[j] : 0.0f;
+    if (!std::isfinite(scales[j]) || !std::isfinite(offset[j])) {
+      return ctx.fail(Error::InvalidProgram, "op %u: w_scales or bias %zu is not finite", oi, j);
+    }
+  }
+  op->kind = CpuOpKind::QLinear;
+  op->qconv.packed = packed, op->qconv.offset = offset;
+  op->wsums = sums, op->w_scales = scales;
+  op->qparams = qp->data, op->params = pr->data;
+  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  const size_t s = sizeof(const int8_t*) * size_t(qs8.mr);
+  if (s > scratch) scratch = s;
+  return Error::Ok;
+}
+
 // A pointwise convolution a chain may run: 1x1, stride 1, no padding,
 // whole dense x and y.
 bool chain_pointwise(const ConvGeometry& g) {
@@ -956,6 +1027,8 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::Quantize: run_quantize(op, *p.qs8, ctx); break;
       case CpuOpKind::Dequantize: run_dequantize(op, ctx); break;
       case CpuOpKind::QBinary: run_qbinary(op, *p.qs8, ctx); break;
+      case CpuOpKind::DynamicQuantize: run_dynamic_quantize(op, *p.qs8, ctx); break;
+      case CpuOpKind::QLinear: run_qlinear(op, *p.qs8, ctx); break;
     }
     ctx.end_step(op.label);
   }

@@ -50,7 +50,7 @@ struct AttentionGeometry {
 // (run_conv_chain); the ops it covers are Chained and skipped.
 enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
                                  Concat, Interleave, Slice, WinogradInput, WinogradOutput, ConvChain, Chained,
-                                 QConv, Quantize, Dequantize, QBinary };
+                                 QConv, Quantize, Dequantize, QBinary, DynamicQuantize, QLinear };
 
 // Concat (cpu.fbs): y as [outer, row]; input i fills columns
 // [offsets[i], offsets[i] + inners[i]) of every row.
@@ -104,6 +104,11 @@ struct CpuOp {
   float qscale;              // Quantize: float(1 / scale); Dequantize: scale; QBinary: y's 1 / scale
   float qzero, qmin, qmax;   // Quantize, Dequantize, QBinary (y's): the zero point; Quantize, QBinary: the range
   float qa_scale, qa_zero, qb_scale, qb_zero;  // QBinary: a's and b's parameters (x, x2)
+  float* qparams;            // DynamicQuantize (written), QLinear (read): scale, zero point
+  float qeps;                // DynamicQuantize
+  const int32_t* wsums;      // QLinear: the weight sum of each output channel
+  const float* w_scales;     // QLinear: per output channel
+  float* params;             // QLinear: init (as int32) and scale, each qs8_channels, filled at each call
 };
 
 struct CpuProgram {
@@ -131,6 +136,8 @@ void run_transpose_int8(const Transpose4& t, const int8_t* x, int8_t* y, RunCont
 void run_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
 void run_dequantize(const CpuOp& op, RunContext& ctx);
 void run_qbinary(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
+void run_dynamic_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
+void run_qlinear(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
 // zeros: at least c floats (an average's padding taps); per-thread scratch:
 // pool_scratch_bytes.
 void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx);

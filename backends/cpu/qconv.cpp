@@ -76,6 +76,41 @@ void pack_qs8_weights(const ConvGeometry& g, const int8_t* weight, int8_t* packe
   }
 }
 
+void qs8_weight_sums(const ConvGeometry& g, const int8_t* packed, int32_t* sums) {
+  const int64_t ks = taps(g), n = qs8_channels(g), kc4 = round_up4(g.c);
+  for (int64_t j = 0; j < n; ++j) {
+    int32_t sum = 0;
+    if (j < g.oc) {
+      const int8_t* panel = packed + (j / 16) * ks * kc4 * 16;
+      for (int64_t t = 0; t < ks; ++t) {
+        for (int64_t ci = 0; ci < kc4; ++ci) sum += panel[t * kc4 * 16 + (ci / 4) * 64 + (j % 16) * 4 + ci % 4];
+      }
+    }
+    sums[j] = sum;
+  }
+}
+
+void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, float* y, RunContext& ctx) {
+  const ConvGeometry& g = q.g;
+  const int64_t m = g.n, mr = k.mr, tiles = (m + mr - 1) / mr, np = panels(g.oc);
+  const size_t panel_bytes = size_t(round_up4(g.c) * 16);
+  ctx.parallel_for(tiles, grain_for(1 << 14, {mr, g.c, g.oc}), [&](RunContext& t, int64_t t0, int64_t t1) {
+    const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
+    for (int64_t tile = t0; tile < t1; ++tile) {
+      const int64_t r0 = tile * mr, rows = m - r0 < mr ? m - r0 : mr;
+      for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (r0 + (i < rows ? i : rows - 1)) * g.c;
+      const int64_t step = k.nr / 16;
+      for (int64_t p = 0; p < np; p += step) {
+        const bool lone = p + step > np;
+        const int64_t nc = g.oc - p * 16 < k.nr ? g.oc - p * 16 : k.nr;
+        const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, 0.0f, 0.0f};
+        (lone ? k.igemm16_f32 : k.igemm_f32)(size_t(rows), size_t(nc), size_t(g.c), 1, ptrs,
+                                             q.packed + p * panel_bytes, y + r0 * g.oc + p * 16, size_t(g.oc), rq);
+      }
+    }
+  });
+}
+
 void qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int32_t x_zero_point,
                  const float* w_scales, const float* bias, float y_scale, int32_t y_zero_point, const Qs8Kernels& k,
                  int32_t* init, float* scale, float* offset) {

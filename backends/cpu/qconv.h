@@ -56,6 +56,16 @@ void qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int
 // Per-thread scratch run_qs8_conv needs (tap pointers).
 size_t qs8_conv_scratch_bytes(const ConvGeometry& g, const Qs8Kernels& k);
 
+// The weight sum of each output channel (qs8_channels(g) of them, zeros past
+// oc), from the packed weights: a dynamic linear layer's start of the
+// accumulators, -x_zero_point * sum, changes with every call.
+void qs8_weight_sums(const ConvGeometry& g, const int8_t* packed, int32_t* sums);
+
+// y (float32 [m, n]) = fma(acc, scale[j], offset[j]) of an int8 linear
+// layer over x [m, k] (g: [m, 1, 1, k] -> [m, 1, 1, n], 1x1); q's init,
+// scale and offset as Qs8Requant's (qmin, qmax unused).
+void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, float* y, RunContext& ctx);
+
 // y = requantized conv(x). zeros: at least c bytes of x_zero_point.
 void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const int8_t* zeros, int8_t* y,
                   RunContext& ctx);

@@ -156,15 +156,15 @@ AlignedBytes cpu_file_of(std::vector<uint8_t> payload) {
   return pb.build();
 }
 
-// The same delegate (x, y [4] float32) with a 64-byte workspace, for
+// The same delegate (x, y [4] float32) with a 512-byte workspace, for
 // payloads whose values live there (int8 ones: the delegate's x and y are float32).
 AlignedBytes cpu_file_with_workspace(std::vector<uint8_t> payload) {
   ProgramBuilder pb;
   MethodBuilder& m = pb.method("forward");
-  const uint32_t arena = m.arena(192);
+  const uint32_t arena = m.arena(128 + 512);
   const uint32_t x = m.planned(ScalarType::Float32, {4}, 0, arena);
   const uint32_t y = m.planned(ScalarType::Float32, {4}, 64, arena);
-  const uint32_t ws = m.planned(ScalarType::UInt8, {64}, 128, arena);
+  const uint32_t ws = m.planned(ScalarType::UInt8, {512}, 128, arena);
   m.backend_call("cpu", std::move(payload), {x}, {y, ws});
   m.inputs = {x};
   m.outputs = {y};
@@ -286,6 +286,37 @@ TEST_F(CpuCrafted, test_a_qbinary_is_refused_unless_sizes_kind_and_parameters_fi
   clear_last_error();
   EXPECT_EQ(load_and_run(file({4}, cpufb::BinaryKind::Add, 0.0f)), Error::InvalidProgram);
   EXPECT_NE(std::string(last_error_message()).find("bad kind or quantization"), std::string::npos)
+      << last_error_message();
+}
+
+// DynamicQuantize of the delegate's float x [4] into int8 [4] with qparams
+// [2], then QLinear of it as [1, 4] -> float y [1, 4] ... (here [1, 4] weights
+// 64 bytes, 4 scales, params 2 * 16 floats): runs; refused with params one
+// float short, or eps 0.
+TEST_F(CpuCrafted, test_dynamic_quantize_and_qlinear_are_refused_unless_their_values_fit) {
+  auto file = [&](int64_t params, float eps) {
+    return cpu_file_with_workspace(one_op_payload(
+        {{{4}, cpufb::Storage::Workspace, cpufb::DType::Int8},      // 2: x quantized
+         {{2}, cpufb::Storage::Workspace},                          // 3: qparams
+         {{64}, cpufb::Storage::Weights, cpufb::DType::Int8},       // 4: packed weights
+         {{4}, cpufb::Storage::Weights},                            // 5: w_scales
+         {{1, 4}, cpufb::Storage::Workspace, cpufb::DType::Int8},   // 6: x as [1, 4]
+         {{1, 4}, cpufb::Storage::Output},                          // 7: y
+         {{params}, cpufb::Storage::Workspace}},                    // 8: params
+        64, [&](flatbuffers::FlatBufferBuilder& b) {
+          return eps == 0.0f ? cpufb::CreateOpDirect(b, cpufb::OpKind::DynamicQuantize,
+                                                     cpufb::CreateDynamicQuantize(b, 0, 2, 3, -128, 127, eps).Union(), "dq")
+                             : cpufb::CreateOpDirect(b, cpufb::OpKind::QLinear,
+                                                     cpufb::CreateQLinear(b, 6, 3, 4, 5, -1, 7, 8).Union(), "qlinear");
+        }, 512));
+  };
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(32, 1.0f)), Error::Ok) << last_error_message();
+  EXPECT_EQ(load_and_run(file(31, 1.0f)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("do not fit"), std::string::npos) << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(32, 0.0f)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("eps 0 > 0 do not hold"), std::string::npos)
       << last_error_message();
 }
 

@@ -392,3 +392,38 @@ def test_the_cpu_backend_runs_quantized_convolutions_and_linear_layers_on_intege
     assert int((err > step / 2).sum()) * 100 <= err.numel(), "more than 1% of outputs a step off"
     for threads in (1, 3):  # the same bytes whatever the thread count
         np.testing.assert_array_equal(tern.load(str(path), threads=threads)(*args)[0], got.numpy())
+
+
+class DynamicLayers(nn.Module):
+    """Two linear layers reading one input (one DynamicQuantize for both), a
+    3-d input (reshapes around each), and one after a float op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(64, 96), nn.Linear(64, 96), nn.Linear(96, 33, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(torch.relu(self.a(x) + self.b(x)))
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_the_cpu_backend_runs_dynamically_quantized_linear_layers_on_integers(
+        isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_cpu_backend import load_on_isa
+
+    torch.manual_seed(0)
+    model = DynamicLayers().eval()
+    args = (torch.randn(2, 7, 64) * 3,)
+    qmodel = tern.quantize(model, args, scheme="int8-dynamic", progress=False)
+    path = tmp_path / "q.tern"
+    program = tern.export(qmodel, args)
+    program.save(path)
+    assert [op for op, _ in program.op_counts if op != "backend:cpu"] == []
+    kinds = _payload_kinds(path)
+    assert kinds.count("DynamicQuantize") == 2 and kinds.count("QLinear") == 3, kinds
+    got = load_on_isa(path, isa, monkeypatch)(*args)[0]
+    want = _eager(qmodel, args)[0].numpy()
+    # integer products summed exactly, then scaled: float rounding only
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * float(np.abs(want).max()))
+    for threads in (1, 3):
+        np.testing.assert_array_equal(tern.load(str(path), threads=threads)(*args)[0], got)

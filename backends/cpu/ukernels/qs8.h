@@ -42,6 +42,11 @@ struct Qs8Requant {
 using Qs8IgemmUkernel = void (*)(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                  const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq);
 
+// The same GEMM with float32 output, for a dynamically quantized linear layer:
+// C[i][j] = fma(float(acc), scale[j], offset[j]) (offset: the bias), no clamp.
+using Qs8IgemmF32Ukernel = void (*)(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                    const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq);
+
 // Depthwise: out[p][j] = requant(init[j] + sum_{t < ks} in[p * ks + t][j] * w[t][j])
 // for `pixels` pixels and all `channels` channels; w: packed depthwise
 // weights; rq's arrays cover every channel; out: pixel p at out + p * out_stride.
@@ -73,6 +78,8 @@ struct Qs8Kernels {
   Qs8DwconvUkernel dwconv;
   Qs8QuantizeUkernel quantize;
   Qs8BinaryUkernel binary;
+  Qs8IgemmF32Ukernel igemm_f32;    // nr columns, like igemm
+  Qs8IgemmF32Ukernel igemm16_f32;  // 16 columns
 };
 
 // The one scalar requantization (the vector ones compute the same).
@@ -98,6 +105,14 @@ void qs8_igemm_ukernel__avx512vnni_8x32(size_t, size_t, size_t, size_t, const in
 void qs8_dwconv_ukernel__avx512vnni(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
                                     const Qs8Requant&);
 
+void qs8_igemm_f32_ukernel__scalar_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
+                                        size_t, const Qs8Requant&);
+void qs8_igemm_f32_ukernel__avx2_3x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
+                                      size_t, const Qs8Requant&);
+void qs8_igemm_f32_ukernel__avx512vnni_8x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
+                                            float*, size_t, const Qs8Requant&);
+void qs8_igemm_f32_ukernel__avx512vnni_8x32(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
+                                            float*, size_t, const Qs8Requant&);
 void qs8_quantize_ukernel__scalar(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
 void qs8_binary_ukernel__scalar(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
 void qs8_quantize_ukernel__avx2(size_t, const float*, int8_t*, const Qs8QuantizeParams&);

@@ -50,10 +50,22 @@ inline void store_n(int8_t* dst, __m128i v, size_t n) {
   }
 }
 
-}  // namespace
+inline void store_f32(float* dst, __m256 lo, __m256 hi, size_t n) {
+  if (n == 16) {
+    _mm256_storeu_ps(dst, lo);
+    _mm256_storeu_ps(dst + 8, hi);
+  } else {
+    alignas(32) float tmp[16];
+    _mm256_store_ps(tmp, lo);
+    _mm256_store_ps(tmp + 8, hi);
+    memcpy(dst, tmp, n * sizeof(float));
+  }
+}
 
-void qs8_igemm_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
-                                  const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+// int8 output (requantized) or float32 (scaled, biased)
+template <typename Out>
+void igemm_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, const int8_t* w, Out* c,
+                size_t c_stride, const Qs8Requant& rq) {
   constexpr size_t kMr = 3;
   // acc[i][q]: row i, columns 4q..4q+3, two partial sums each
   __m256i acc[kMr][4];
@@ -83,10 +95,31 @@ void qs8_igemm_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, co
     // hadd pairs the partial sums: [c0 c1 c4 c5 | c2 c3 c6 c7] -> in order
     __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
     __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][2], acc[i][3]), 0xD8);
-    lo = requant8(_mm256_add_epi32(lo, init_lo), rq.scale, rq.offset, qmin, qmax);
-    hi = requant8(_mm256_add_epi32(hi, init_hi), rq.scale + 8, rq.offset + 8, qmin, qmax);
-    store_n(c + i * c_stride, pack16(lo, hi), nc);
+    lo = _mm256_add_epi32(lo, init_lo);
+    hi = _mm256_add_epi32(hi, init_hi);
+    if constexpr (sizeof(Out) == 1) {
+      lo = requant8(lo, rq.scale, rq.offset, qmin, qmax);
+      hi = requant8(hi, rq.scale + 8, rq.offset + 8, qmin, qmax);
+      store_n(c + i * c_stride, pack16(lo, hi), nc);
+    } else {
+      store_f32(c + i * c_stride,
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_loadu_ps(rq.scale), _mm256_loadu_ps(rq.offset)),
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_loadu_ps(rq.scale + 8), _mm256_loadu_ps(rq.offset + 8)),
+                nc);
+    }
   }
+}
+
+}  // namespace
+
+void qs8_igemm_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                  const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm_3x16(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                      const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm_3x16(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
 void qs8_dwconv_ukernel__avx2(size_t channels, size_t pixels, size_t ks, const int8_t* const* in, const int8_t* w,

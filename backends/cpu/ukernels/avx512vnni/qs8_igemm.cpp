@@ -29,8 +29,9 @@ inline int32_t load_tail(const int8_t* p, size_t n) {
 
 // kPanels panels (16 columns each) of kMr rows: the weights of panel p at
 // w + p * ks * kc4 * 16, rq's arrays over all kPanels * 16 columns.
-template <int kPanels>
-void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, const int8_t* w, int8_t* c,
+// Out: int8 (requantized) or float (scaled and biased: fma(acc, scale, offset)).
+template <int kPanels, typename Out>
+void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, const int8_t* w, Out* c,
            size_t c_stride, const Qs8Requant& rq) {
   constexpr size_t kMr = 8;
   const size_t kc4 = (kc + 3) & ~size_t(3);
@@ -72,9 +73,13 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
     const __m512 scale = _mm512_loadu_ps(rq.scale + 16 * p), offset = _mm512_loadu_ps(rq.offset + 16 * p);
     for (size_t i = 0; i < mr; ++i) {
       __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[p][i]), scale, offset);
-      v = _mm512_min_ps(_mm512_max_ps(v, qmin), qmax);
-      const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));  // round half to even
-      _mm_mask_storeu_epi8(c + i * c_stride + 16 * p, __mmask16((1u << n) - 1), b);
+      if constexpr (sizeof(Out) == 1) {
+        v = _mm512_min_ps(_mm512_max_ps(v, qmin), qmax);
+        const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));  // round half to even
+        _mm_mask_storeu_epi8(c + i * c_stride + 16 * p, __mmask16((1u << n) - 1), b);
+      } else {
+        _mm512_mask_storeu_ps(c + i * c_stride + 16 * p, __mmask16((1u << n) - 1), v);
+      }
     }
   }
 }
@@ -83,12 +88,22 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
 
 void qs8_igemm_ukernel__avx512vnni_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                         const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
-  igemm<1>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+  igemm<1, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel__avx512vnni_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<1, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel__avx512vnni_8x32(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<2, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
 void qs8_igemm_ukernel__avx512vnni_8x32(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                         const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
-  igemm<2>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+  igemm<2, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
 }  // namespace cpu

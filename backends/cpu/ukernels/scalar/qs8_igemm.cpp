@@ -6,8 +6,12 @@
 namespace tern {
 namespace cpu {
 
-void qs8_igemm_ukernel__scalar_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
-                                    const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+namespace {
+
+// int8 output (requantized) or float32 (scaled, biased)
+template <typename Out>
+void igemm_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, const int8_t* w, Out* c,
+                size_t c_stride, const Qs8Requant& rq) {
   constexpr size_t kMr = 4;
   const size_t kc4 = (kc + 3) & ~size_t(3);
   for (size_t i = 0; i < mr; ++i) {
@@ -23,9 +27,25 @@ void qs8_igemm_ukernel__scalar_4x16(size_t mr, size_t nc, size_t kc, size_t ks, 
       }
     }
     for (size_t j = 0; j < nc; ++j) {
-      c[i * c_stride + j] = qs8_requant(acc[j], rq.scale[j], rq.offset[j], rq.qmin, rq.qmax);
+      if constexpr (sizeof(Out) == 1) {
+        c[i * c_stride + j] = qs8_requant(acc[j], rq.scale[j], rq.offset[j], rq.qmin, rq.qmax);
+      } else {
+        c[i * c_stride + j] = __builtin_fmaf(static_cast<float>(acc[j]), rq.scale[j], rq.offset[j]);
+      }
     }
   }
+}
+
+}  // namespace
+
+void qs8_igemm_ukernel__scalar_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                    const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel__scalar_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                        const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
 void qs8_dwconv_ukernel__scalar(size_t channels, size_t pixels, size_t ks, const int8_t* const* in, const int8_t* w,

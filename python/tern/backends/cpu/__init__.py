@@ -42,8 +42,12 @@ class CpuPartitioner(Partitioner):
 
     def supports(self, node: "torch.fx.Node") -> bool:
         from tern.backends.cpu.compile import activation_of
+        from tern.backends.cpu.quantized import claims
         from tern.ops import op_name
 
+        quantized = claims(node)  # int8 convolutions, linear layers, add, mul; quantize, dequantize
+        if quantized is not None:
+            return quantized
         if node.target is operator.getitem:
             from tern.backends.cpu.compile import split_of
 
@@ -55,11 +59,6 @@ class CpuPartitioner(Partitioner):
             from tern.backends.cpu.compile import attention_of
 
             return attention_of(node) is not None
-        from tern.backends.cpu.quantized import claims
-
-        quantized = claims(node)  # int8 convolutions and linear layers, quantize, dequantize
-        if quantized is not None:
-            return quantized
         if not _all_float32(node):
             return False
         name = op_name(node.target)

@@ -376,12 +376,14 @@ class _Compiler:
         # dequantize nodes: (int8 node, scale, zero point), materialized as a
         # Dequantize op only when a float op reads them (_get)
         self.lazy_dq: dict[Any, tuple[Any, float, int]] = {}
+        # dynamic dequantize nodes -> (their DynamicQuantize's int8 value, its qparams value)
+        self.dynamic: dict[Any, tuple[int, int]] = {}
 
     def run(self) -> Program:
-        from tern.backends.cpu.quantized import qconv_of
+        from tern.backends.cpu.quantized import qconv_of, qlinear_dynamic_of
 
         for node in self.gm.graph.nodes:  # quantized operators cover reshapes before them, run with them
-            pattern = qconv_of(node) if node.op == "call_function" else None
+            pattern = (qconv_of(node) or qlinear_dynamic_of(node)) if node.op == "call_function" else None
             if pattern is not None:
                 self.done.update(n for n in pattern.covered if op_name(getattr(n, "target", None)) in _VIEWS
                                  and n.graph is node.graph and _before(n, node))
@@ -518,13 +520,18 @@ class _Compiler:
     # ops
 
     def _call(self, node: Any) -> None:
-        from tern.backends.cpu.quantized import DQ, Q, qbinary_of, qconv_of, qparams
+        from tern.backends.cpu.quantized import CHOOSE, DQ, Q, qbinary_of, qconv_of, qlinear_dynamic_of, qparams
 
         name = op_name(node.target)
         pattern = qconv_of(node) if name in ("aten::convolution", "aten::addmm", "aten::mm") else None
         qbinary = qbinary_of(node) if name in ("aten::add.Tensor", "aten::mul.Tensor") else None
+        qlinear = qlinear_dynamic_of(node) if name in ("aten::addmm", "aten::mm") and pattern is None else None
         if pattern is not None:
             self._qconv(pattern)
+        elif qlinear is not None:
+            self._qlinear(qlinear)
+        elif name == CHOOSE:
+            self._dynamic_quantize(node)
         elif qbinary is not None:
             self._qbinary(qbinary)
         elif name == DQ:
@@ -621,6 +628,41 @@ class _Compiler:
         self._op("QConv", fields, covered, [xv, wv, sv] + ([bv] if bv >= 0 else []), [y])
         self.done.update(covered)
         self.env[pat.q] = out
+
+    def _dynamic_quantize(self, choose: Any) -> None:
+        """choose_qparams -> quantize -> dequantize (the dequantize read only by
+        QLinears, quantized.py): one DynamicQuantize."""
+        from tern.backends.cpu.quantized import dynamic_of
+
+        dq = next(u for item in choose.users for u in item.users if dynamic_of(u) is not None)
+        dyn = dynamic_of(dq)
+        xv = self._plain(dyn.x)
+        y = self._workspace(self.p.values[xv].sizes, "Int8")
+        qp = self._workspace((2,))
+        fields = {"x": xv, "y": y, "qparams": qp, "qmin": dyn.qmin, "qmax": dyn.qmax, "eps": dyn.eps}
+        covered = [choose, *dyn.items, dyn.q, dyn.dq]
+        self._op("DynamicQuantize", fields, covered, [xv], [y, qp])
+        self.done.update(covered)
+        self.dynamic[dq] = (y, qp)
+
+    def _qlinear(self, pat: Any) -> None:
+        """A dynamically quantized linear layer (quantized.py), one QLinear."""
+        node = pat.node
+        y8, qp = self.dynamic[pat.dyn.dq]
+        m, k = _shape(node.args[1] if op_name(node.target) == "aten::addmm" else node.args[0])
+        weight = getattr(self.gm, pat.weight.target).detach().numpy()
+        n = weight.shape[0]
+        xv = self._alias(y8, (m, k))
+        wv = self._weights_int8(pack.pack_qs8_conv(weight.reshape(n, k, 1, 1)))
+        sv = self._weights(self._const(pat.w_scales).reshape(-1))
+        bv = self._weights(self._const(pat.bias).reshape(-1)) if pat.bias is not None else -1
+        y = self._workspace((m, n))
+        params = self._workspace((2 * ((n + 15) // 16 * 16),))
+        fields = {"x": xv, "x_qparams": qp, "weights": wv, "w_scales": sv, "bias": bv, "y": y, "params": params}
+        covered = [node] + [c for c in pat.covered if c.op == "call_function"]
+        self._op("QLinear", fields, covered, [xv, qp, wv, sv] + ([bv] if bv >= 0 else []), [y, params])
+        self.done.update(covered)
+        self.env[node] = (y, PLAIN)
 
     def _qbinary(self, pat: Any) -> None:
         """An int8 add or mul (quantized.py), one QBinary, in a's layout."""

@@ -250,13 +250,114 @@ def qbinary_of(node: Any) -> QBinaryPattern | None:
     return QBinaryPattern(node, kind, a.args[0], pa, b.args[0], pb, yp, q, [*between, q])
 
 
+CHOOSE = "quantized_decomposed::choose_qparams.tensor"
+QT = "quantized_decomposed::quantize_per_tensor.tensor"
+DQT = "quantized_decomposed::dequantize_per_tensor.tensor"
+
+
+@dataclass
+class DynamicQuant:
+    """choose_qparams.tensor(x) -> (scale, zero point) -> quantize.tensor -> dequantize.tensor:
+    an activation quantized at every call (the "int8-dynamic" scheme)."""
+    x: Any
+    choose: Any
+    items: list[Any]
+    q: Any
+    dq: Any
+    qmin: int
+    qmax: int
+    eps: float
+
+
+def dynamic_of(dq: Any) -> DynamicQuant | None:
+    """The dynamic quantization chain ending at a dequantize_per_tensor.tensor node, else None."""
+    import operator
+
+    import torch
+
+    if getattr(dq, "op", None) != "call_function" or op_name(dq.target) != DQT or len(dq.args) < 6:
+        return None
+    q, s, zp, qmin, qmax, dtype = dq.args[:6]
+    if getattr(q, "op", None) != "call_function" or op_name(q.target) != QT or len(q.args) < 6 \
+            or tuple(q.args[1:6]) != (s, zp, qmin, qmax, dtype) or dtype != torch.int8 or len(q.users) != 1:
+        return None
+    if not (getattr(s, "target", None) is operator.getitem and getattr(zp, "target", None) is operator.getitem
+            and s.args[0] is zp.args[0] and (s.args[1], zp.args[1]) == (0, 1)):
+        return None
+    choose = s.args[0]
+    if op_name(getattr(choose, "target", None)) != CHOOSE or len(choose.args) < 5:
+        return None
+    x, cmin, cmax, eps, cdtype = choose.args[:5]
+    if x is not q.args[0] or (cmin, cmax, cdtype) != (qmin, qmax, dtype) or not isinstance(eps, (int, float)) \
+            or not (eps > 0) or not (-128 <= qmin <= qmax <= 127) or len(choose.users) != 2 \
+            or any(u not in (q, dq) for item in (s, zp) for u in item.users):
+        return None
+    if x.meta["val"].dtype != torch.float32:
+        return None
+    return DynamicQuant(x, choose, [s, zp], q, dq, qmin, qmax, float(eps))
+
+
+@dataclass
+class QLinearPattern:
+    """A dynamically quantized linear layer: dequantize.tensor(dynamic x) -> [reshapes] ->
+    addmm / mm with dequantize_per_channel(int8 weights): one QLinear."""
+    node: Any
+    dyn: DynamicQuant
+    weight: Any
+    w_scales: Any
+    bias: Any
+    covered: list[Any] = field(default_factory=list)  # the reshapes before it, permute, dequantize of weights
+
+
+def qlinear_dynamic_of(node: Any, check_siblings: bool = True) -> QLinearPattern | None:
+    """The pattern around an addmm / mm node, else None. With check_siblings,
+    also requires every other reader of the dequantized x to be such a
+    pattern (they share one DynamicQuantize)."""
+    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
+    if name == "aten::addmm":
+        b, x, wt = node.args[:3]
+        beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
+        alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
+        if beta != 1 or alpha != 1 or getattr(b, "op", None) != "get_attr" or len(_shape(b)) != 1:
+            return None
+    elif name == "aten::mm":
+        (x, wt), b = node.args[:2], None
+    else:
+        return None
+    if getattr(wt, "op", None) != "call_function" or op_name(wt.target) != "aten::permute" \
+            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1 or len(_shape(x)) != 2:
+        return None
+    views = []
+    while getattr(x, "op", None) == "call_function" and op_name(x.target) in _VIEWS and len(x.users) == 1:
+        views.append(x)
+        x = x.args[0]
+    dyn, wi = dynamic_of(x), weight_of(wt.args[0])
+    if dyn is None or wi is None or (_shape(wi[0])[1] + 3) // 4 * 4 > MAX_PRODUCTS:
+        return None
+    if check_siblings and not all(_dynamic_linear_use(u) for u in dyn.dq.users):
+        return None
+    return QLinearPattern(node, dyn, wi[0], wi[1], b, [*views, wt, wt.args[0]])
+
+
+def _dynamic_linear_use(u: Any) -> bool:
+    """u (a reader of a dynamic dequantize) is, past reshapes, a QLinear pattern."""
+    while getattr(u, "op", None) == "call_function" and op_name(u.target) in _VIEWS and len(u.users) == 1:
+        u = next(iter(u.users))
+    return qlinear_dynamic_of(u, check_siblings=False) is not None
+
+
 def claims(node: Any) -> bool | None:
     """Whether the cpu backend claims `node` as part of a quantized operator
     (or a quantize / dequantize of its own); None for nodes this module does
     not decide."""
+    import operator
+
     name = op_name(node.target) if node.op == "call_function" else ""
     if name in (Q, DQ):
         return qparams(node) is not None
+    if name in (CHOOSE, QT, DQT) or (node.target is operator.getitem
+                                     and op_name(getattr(node.args[0], "target", None)) == CHOOSE):
+        return _dynamic_claimed(node)
     if name == DQC:
         return bool(node.users) and all(_weight_use(u) for u in node.users)
     if name == "aten::permute" and op_name(getattr(node.args[0], "target", None)) == DQC:
@@ -265,7 +366,27 @@ def claims(node: Any) -> bool | None:
         return True
     if name in ("aten::add.Tensor", "aten::mul.Tensor") and qbinary_of(node) is not None:
         return True
+    if name in ("aten::addmm", "aten::mm") and qlinear_dynamic_of(node) is not None:
+        return True
     return None
+
+
+def _dynamic_claimed(node: Any) -> bool:
+    """A node of a dynamic quantization chain is claimed when every reader of
+    its dequantized value is a QLinear pattern."""
+    import operator
+
+    name = op_name(node.target)
+    if name == DQT:
+        dq = node
+    elif name == QT:
+        dq = next(iter(node.users), None)
+    else:
+        choose = node.args[0] if node.target is operator.getitem else node
+        qs = [u for item in choose.users for u in item.users if op_name(u.target) == QT]
+        dq = next(iter(qs[0].users), None) if qs else None
+    dyn = dynamic_of(dq) if dq is not None else None
+    return dyn is not None and bool(dq.users) and all(_dynamic_linear_use(u) for u in dq.users)
 
 
 def _weight_use(u: Any) -> bool:
@@ -274,5 +395,6 @@ def _weight_use(u: Any) -> bool:
     if name == "aten::convolution":
         return qconv_of(u) is not None
     if name == "aten::permute":
-        return len(u.users) == 1 and qconv_of(next(iter(u.users))) is not None
+        user = next(iter(u.users)) if len(u.users) == 1 else None
+        return user is not None and (qconv_of(user) is not None or qlinear_dynamic_of(user) is not None)
     return False
