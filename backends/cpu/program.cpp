@@ -259,6 +259,7 @@ struct Loader {
   Error prepare_qbinary(uint32_t oi, const fb::QBinary& q, CpuOp* op);
   Error prepare_dynamic_quantize(uint32_t oi, const fb::DynamicQuantize& d, CpuOp* op);
   Error prepare_qlinear(uint32_t oi, const fb::QLinear& l, CpuOp* op);
+  Error prepare_wlinear(uint32_t oi, const fb::WLinear& l, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error link_chain(uint32_t oi, CpuOp* ops, uint32_t n);
   Error make_label(const fb::Op& o, CpuOp* op);
@@ -271,7 +272,7 @@ Error Loader::make_label(const fb::Op& o, CpuOp* op) {
   static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy", "LayerNorm",
                                        "Softmax", "MatMul", "Attention", "Concat", "Interleave", "Slice",
                                        "WinogradInput", "WinogradOutput", "QConv", "Quantize", "Dequantize", "QBinary",
-                                       "DynamicQuantize", "QLinear"};
+                                       "DynamicQuantize", "QLinear", "WLinear"};
   const int k = static_cast<int>(o.kind_type());
   const char* kind = k > 0 && k < int(sizeof(kKinds) / sizeof(kKinds[0])) ? kKinds[k] : kKinds[0];
   const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
@@ -713,6 +714,7 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
     case fb::OpKind::QBinary: return prepare_qbinary(oi, *o.kind_as_QBinary(), op);
     case fb::OpKind::DynamicQuantize: return prepare_dynamic_quantize(oi, *o.kind_as_DynamicQuantize(), op);
     case fb::OpKind::QLinear: return prepare_qlinear(oi, *o.kind_as_QLinear(), op);
+    case fb::OpKind::WLinear: return prepare_wlinear(oi, *o.kind_as_WLinear(), op);
     default: return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   }
 }
@@ -911,6 +913,64 @@ Error Loader::prepare_qlinear(uint32_t oi, const fb::QLinear& l, CpuOp* op) {
   op->x = x->data, op->y = y->data, op->numel = y->numel;
   const size_t s = sizeof(const int8_t*) * size_t(qs8.mr);
   if (s > scratch) scratch = s;
+  return Error::Ok;
+}
+
+Error Loader::prepare_wlinear(uint32_t oi, const fb::WLinear& l, CpuOp* op) {
+  const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *sc = nullptr, *zp = nullptr, *b = nullptr;
+  const bool int4 = l.bits() == 4;
+  TERN_CHECK_OK(value(oi, l.x(), 2, false, &x));
+  TERN_CHECK_OK(value(oi, l.y(), 2, true, &y));
+  TERN_CHECK_OK(value_of(oi, l.weights(), 2, false, true, &w));  // int4: uint8 bytes, read as int8 values' bytes
+  TERN_CHECK_OK(value(oi, l.scales(), 0, false, &sc));
+  if (l.zero_points() >= 0) TERN_CHECK_OK(value(oi, l.zero_points(), 0, false, &zp));
+  if (l.bias() >= 0) TERN_CHECK_OK(value(oi, l.bias(), 1, false, &b));
+  const int64_t m = x->sizes[0], k = x->sizes[1], n = y->sizes[1];
+  const int64_t group = int4 ? l.group() : k;
+  const int64_t groups = group > 0 && k % group == 0 ? k / group : -1;
+  if ((l.bits() != 4 && l.bits() != 8) || m < 1 || k < 1 || n < 1 || k > (1 << 24) || n > (1 << 24) ||
+      y->sizes[0] != m || w->sizes[0] != n || w->sizes[1] != (int4 ? k / 2 : k) || (int4 && k % 2 != 0) ||
+      groups < 1 || sc->numel != n * groups || (zp != nullptr && zp->numel != n * groups) ||
+      (b != nullptr && b->numel != n) || l.qmin() < (int4 ? -8 : -128) || l.qmin() > (int4 ? 15 : 127)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): weight-only linear [%lld, %lld] -> %lld (%d bits, group "
+                    "%lld): its weights, scales, zero points or bias do not fit", oi, op->nodes, (long long)m,
+                    (long long)k, (long long)n, l.bits(), (long long)l.group());
+  }
+  ConvGeometry& g = op->conv;
+  g = ConvGeometry{};
+  g.n = m, g.h = g.w = g.oh = g.ow = 1, g.c = k, g.oc = n;
+  g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
+  // dequantized straight into the packed float panels (pack_conv_weights' layout)
+  float* packed = static_cast<float*>(ctx.allocate(conv_packed_floats(g) * sizeof(float)));
+  if (packed == nullptr) return Error::OutOfMemory;
+  memset(packed, 0, conv_packed_floats(g) * sizeof(float));
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(w->data);
+  const bool is_signed = l.qmin() < 0;
+  const size_t panel_floats = size_t(kPanel) * (1 + size_t(k));
+  for (int64_t o = 0; o < n; ++o) {
+    float* panel = packed + (o / kPanel) * panel_floats;
+    const int64_t lane = o % kPanel;
+    panel[lane] = b ? b->data[o] : 0.f;
+    for (int64_t c = 0; c < k; ++c) {
+      float q;
+      if (int4) {
+        const uint8_t byte = bytes[o * (k / 2) + c / 2];
+        const int nib = (c & 1) ? (byte >> 4) : (byte & 0xF);
+        q = float(is_signed && nib >= 8 ? nib - 16 : nib);
+      } else {
+        q = float(int8_t(bytes[o * k + c]));
+      }
+      const int64_t p = o * groups + c / group;
+      panel[kPanel * (1 + c) + lane] = (q - (zp ? zp->data[p] : 0.f)) * sc->data[p];
+    }
+  }
+  op->kind = CpuOpKind::Conv;
+  op->x = x->data, op->x2 = nullptr, op->weights = packed, op->y = y->data, op->numel = y->numel;
+  op->ep = Epilogue{};
+  const size_t s = conv_scratch_bytes(g, isa);
+  if (s > scratch) scratch = s;
+  const int64_t zeros = int64_t(conv_zero_floats(g));
+  if (zeros > zero_floats) zero_floats = zeros;
   return Error::Ok;
 }
 

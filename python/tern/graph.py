@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tern.errors import ExportError
 
@@ -172,3 +172,31 @@ def user_frame(node: "torch.fx.Node") -> Frame | None:
     stack = frames(node.meta.get("stack_trace"))
     outside = [f for f in stack if not f.file.startswith(torch_dir) and not f.file.startswith("<")]
     return (outside or stack or [None])[-1]
+
+
+def call_function(g: "torch.fx.Graph", target: Any, args: tuple[Any, ...],
+                  kwargs: dict[str, Any] | None = None) -> "torch.fx.Node":
+    """A new call_function node with meta["val"] computed from its arguments' values."""
+    import torch
+    from torch._guards import detect_fake_mode
+
+    node = g.call_function(target, args, kwargs or {})
+
+    def value(a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            return a.meta["val"]
+        if isinstance(a, (list, tuple)):
+            return type(a)(value(b) for b in a)
+        return a
+
+    vals = value(args)
+    fake = detect_fake_mode([v for v in torch.utils._pytree.tree_leaves(vals) if isinstance(v, torch.Tensor)])
+    if fake is None:
+        node.meta["val"] = target(*vals, **(kwargs or {}))
+    else:
+        vals = torch.utils._pytree.tree_map(
+            lambda v: fake.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) and not isinstance(
+                v, torch._subclasses.fake_tensor.FakeTensor) else v, vals)
+        with fake:
+            node.meta["val"] = target(*vals, **(kwargs or {}))
+    return node

@@ -320,6 +320,26 @@ TEST_F(CpuCrafted, test_dynamic_quantize_and_qlinear_are_refused_unless_their_va
       << last_error_message();
 }
 
+// WLinear over the delegate's x as [1, 4] -> y [1, 4], int4 weights [4, 2]
+// bytes in groups of 2 with 8 scales: runs; refused with 3 bits, or groups
+// of 3 (which do not divide 4 inputs).
+TEST_F(CpuCrafted, test_a_wlinear_is_refused_unless_bits_and_groups_fit) {
+  auto file = [&](int32_t bits, int64_t group) {
+    return cpu_file_of(one_op_payload(
+        {{{1, 4}, cpufb::Storage::Input}, {{1, 4}, cpufb::Storage::Output},
+         {{4, 2}, cpufb::Storage::Weights, cpufb::DType::Int8}, {{8}, cpufb::Storage::Weights}},
+        64, [&](flatbuffers::FlatBufferBuilder& b) {
+          const auto w = cpufb::CreateWLinear(b, 2, 3, 4, 5, -1, -1, bits, group, -8);
+          return cpufb::CreateOpDirect(b, cpufb::OpKind::WLinear, w.Union(), "wlinear");
+        }));
+  };
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(4, 2)), Error::Ok) << last_error_message();
+  EXPECT_EQ(load_and_run(file(3, 2)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("do not fit"), std::string::npos) << last_error_message();
+  EXPECT_EQ(load_and_run(file(4, 3)), Error::InvalidProgram);
+}
+
 INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 

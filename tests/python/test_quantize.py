@@ -427,3 +427,37 @@ def test_the_cpu_backend_runs_dynamically_quantized_linear_layers_on_integers(
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * float(np.abs(want).max()))
     for threads in (1, 3):
         np.testing.assert_array_equal(tern.load(str(path), threads=threads)(*args)[0], got)
+
+
+@pytest.mark.parametrize("scheme", ["int8-weight", "int4-weight"])
+def test_weight_only_linear_layers_run_in_the_cpu_backend_and_embeddings_gather_before_dequantizing(
+        scheme: str, tmp_path: Path) -> None:
+    model, args, calibration = _mlp()
+    qmodel = tern.quantize(model, args, calibration=calibration, scheme=scheme, progress=False)
+    path = tmp_path / "w.tern"
+    program = tern.export(qmodel, args)
+    program.save(path)
+    kinds = _payload_kinds(path)
+    # fc1, fc2 and, in int8, fc3 quantized: each a WLinear (dequantized at load); in int4,
+    # fc3's 24 inputs are no multiple of the group: a float linear layer (Conv)
+    expected = (3, 0) if scheme == "int8-weight" else (2, 1)
+    assert (kinds.count("WLinear"), kinds.count("Conv")) == expected, kinds
+    ops = dict(program.op_counts)
+    # the embedding gathers the quantized rows and their scales, then dequantizes 3 x 7 rows, not 50
+    assert ops["aten::embedding"] == 2
+    got = tern.load(str(path))(*args)[0]
+    want = _eager(qmodel, args)[0].numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * float(np.abs(want).max()))
+
+
+def test_an_int4_embedding_of_one_group_per_row_is_gathered_too(tmp_path: Path) -> None:
+    # rows of exactly group_size: torchao keeps one scale per row, in a shape of its own
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(16, 32), nn.Flatten(), nn.Linear(5 * 32, 8)).eval()
+    ids = (torch.randint(0, 16, (1, 5)),)
+    qmodel = tern.quantize(model, ids, scheme="int4-weight", progress=False)
+    program = tern.export(qmodel, ids)
+    assert dict(program.op_counts)["aten::embedding"] == 2
+    path = tmp_path / "e.tern"
+    program.save(path)
+    np.testing.assert_allclose(tern.load(str(path))(*ids)[0], _eager(qmodel, ids)[0].numpy(), rtol=1e-4, atol=1e-5)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable
 from tern.passes.eliminate_dead_code import eliminate_dead_code
 from tern.passes.fold_batch_norm import fold_batch_norm
 from tern.passes.fold_constants import fold_constants
+from tern.passes.gather_quantized_embeddings import gather_quantized_embeddings
 from tern.passes.lower_clamp import lower_clamp
 from tern.passes.lower_fft import lower_fft
 from tern.passes.lower_full_reductions import lower_full_reductions
@@ -26,12 +27,14 @@ if TYPE_CHECKING:
 
 Pass = Callable[["torch.fx.GraphModule"], "torch.fx.GraphModule"]
 
-# In order: drop what has no effect, pack int4 weights, fold batch norm, lower to ops the runtime
+# In order: drop what has no effect, pack int4 weights, gather quantized embedding rows before
+# dequantizing them, fold batch norm, lower to ops the runtime
 # has, compute what depends only on constants, drop what is left unused.
 DEFAULT_PASSES: tuple[Pass, ...] = (
     remove_asserts,
     remove_noops,
     pack_int4_weights,
+    gather_quantized_embeddings,
     fold_batch_norm,
     lower_clamp,
     lower_full_reductions,
@@ -57,6 +60,7 @@ __all__ = [
     "eliminate_dead_code",
     "fold_batch_norm",
     "fold_constants",
+    "gather_quantized_embeddings",
     "lower_clamp",
     "lower_fft",
     "lower_full_reductions",

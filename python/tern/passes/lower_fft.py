@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from tern.graph import add_constant
+from tern.graph import add_constant, call_function
 from tern.ops import op_name
 
 if TYPE_CHECKING:
@@ -97,12 +97,12 @@ def _lower(gm: "torch.fx.GraphModule", fft: "torch.fx.Node") -> None:
     g = gm.graph
     with g.inserting_before(fft):
         w = add_constant(gm, f"{fft.name}_dft_basis", basis.contiguous())
-        flat = _call(g, aten.view.default, (x, [rows, n]))
-        both = _call(g, aten.mm.default, (flat, w))
+        flat = call_function(g, aten.view.default, (x, [rows, n]))
+        both = call_function(g, aten.mm.default, (flat, w))
         halves = []
         for start in (0, k):
-            part = _call(g, aten.slice.Tensor, (both, 1, start, start + k))
-            halves.append(_call(g, aten.view.default, (part, out_shape)))
+            part = call_function(g, aten.slice.Tensor, (both, 1, start, start + k))
+            halves.append(call_function(g, aten.view.default, (part, out_shape)))
     _replace(gm, fft, (halves[0], halves[1]))
 
 
@@ -118,16 +118,16 @@ def _replace(gm: "torch.fx.GraphModule", node: "torch.fx.Node", pair: tuple["tor
         with g.inserting_before(user):
             if name in _SHAPE_OPS:
                 rest = tuple(user.args[1:])
-                new_pair = (_call(g, user.target, (re, *rest), dict(user.kwargs)),
-                            _call(g, user.target, (im, *rest), dict(user.kwargs)))
+                new_pair = (call_function(g, user.target, (re, *rest), dict(user.kwargs)),
+                            call_function(g, user.target, (im, *rest), dict(user.kwargs)))
                 _replace(gm, user, new_pair)
                 continue
             if name == "aten::abs":
-                re2, im2 = _call(g, aten.mul.Tensor, (re, re)), _call(g, aten.mul.Tensor, (im, im))
-                new = _call(g, aten.sqrt.default, (_call(g, aten.add.Tensor, (re2, im2)),))
+                re2, im2 = call_function(g, aten.mul.Tensor, (re, re)), call_function(g, aten.mul.Tensor, (im, im))
+                new = call_function(g, aten.sqrt.default, (call_function(g, aten.add.Tensor, (re2, im2)),))
             elif name == "aten::view_as_real":
-                new = _call(g, aten.cat.default, ([_call(g, aten.unsqueeze.default, (re, -1)),
-                                                    _call(g, aten.unsqueeze.default, (im, -1))], -1))
+                new = call_function(g, aten.cat.default, ([call_function(g, aten.unsqueeze.default, (re, -1)),
+                                                    call_function(g, aten.unsqueeze.default, (im, -1))], -1))
             else:  # real, imag
                 new = re if name == "aten::real" else im
         for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
@@ -136,34 +136,6 @@ def _replace(gm: "torch.fx.GraphModule", node: "torch.fx.Node", pair: tuple["tor
         user.replace_all_uses_with(new)
         g.erase_node(user)
     g.erase_node(node)
-
-
-def _call(g: "torch.fx.Graph", target: Any, args: tuple[Any, ...],
-          kwargs: dict[str, Any] | None = None) -> "torch.fx.Node":
-    """A new call_function node with meta["val"] computed from its arguments' values."""
-    import torch
-    from torch._guards import detect_fake_mode
-
-    node = g.call_function(target, args, kwargs or {})
-
-    def value(a: Any) -> Any:
-        if isinstance(a, torch.fx.Node):
-            return a.meta["val"]
-        if isinstance(a, (list, tuple)):
-            return type(a)(value(b) for b in a)
-        return a
-
-    vals = value(args)
-    fake = detect_fake_mode([v for v in torch.utils._pytree.tree_leaves(vals) if isinstance(v, torch.Tensor)])
-    if fake is None:
-        node.meta["val"] = target(*vals, **(kwargs or {}))
-    else:
-        vals = torch.utils._pytree.tree_map(
-            lambda v: fake.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) and not isinstance(
-                v, torch._subclasses.fake_tensor.FakeTensor) else v, vals)
-        with fake:
-            node.meta["val"] = target(*vals, **(kwargs or {}))
-    return node
 
 
 __all__ = ["lower_fft"]

@@ -520,16 +520,29 @@ class _Compiler:
     # ops
 
     def _call(self, node: Any) -> None:
-        from tern.backends.cpu.quantized import CHOOSE, DQ, Q, qbinary_of, qconv_of, qlinear_dynamic_of, qparams
+        from tern.backends.cpu.quantized import (
+            CHOOSE,
+            DQ,
+            INT4,
+            Q,
+            qbinary_of,
+            qconv_of,
+            qlinear_dynamic_of,
+            qparams,
+            wlinear_of,
+        )
 
         name = op_name(node.target)
         pattern = qconv_of(node) if name in ("aten::convolution", "aten::addmm", "aten::mm") else None
         qbinary = qbinary_of(node) if name in ("aten::add.Tensor", "aten::mul.Tensor") else None
         qlinear = qlinear_dynamic_of(node) if name in ("aten::addmm", "aten::mm") and pattern is None else None
+        wlinear = wlinear_of(node) if name in ("aten::addmm", "aten::mm") and not (pattern or qlinear) else None
         if pattern is not None:
             self._qconv(pattern)
         elif qlinear is not None:
             self._qlinear(qlinear)
+        elif wlinear is not None:
+            self._wlinear(wlinear)
         elif name == CHOOSE:
             self._dynamic_quantize(node)
         elif qbinary is not None:
@@ -539,10 +552,10 @@ class _Compiler:
             self.lazy_dq[node] = (node.args[0], p.scale, p.zero_point)
         elif name == Q:
             self._quantize(node, qparams(node))
-        elif name in ("quantized_decomposed::dequantize_per_channel",) or (
+        elif name in ("quantized_decomposed::dequantize_per_channel", INT4) or (
                 name == "aten::permute" and op_name(getattr(node.args[0], "target", None))
-                == "quantized_decomposed::dequantize_per_channel"):
-            pass  # the weights of a QConv, which reads the constants
+                in ("quantized_decomposed::dequantize_per_channel", INT4)):
+            pass  # the weights of a QConv, QLinear or WLinear, which reads the constants
         elif node.target is operator.getitem and split_of(node.args[0]) is not None:
             self._slice(node)
         elif node.target is operator.getitem:
@@ -661,6 +674,26 @@ class _Compiler:
         fields = {"x": xv, "x_qparams": qp, "weights": wv, "w_scales": sv, "bias": bv, "y": y, "params": params}
         covered = [node] + [c for c in pat.covered if c.op == "call_function"]
         self._op("QLinear", fields, covered, [xv, qp, wv, sv] + ([bv] if bv >= 0 else []), [y, params])
+        self.done.update(covered)
+        self.env[node] = (y, PLAIN)
+
+    def _wlinear(self, pat: Any) -> None:
+        """A weight-only quantized linear layer (quantized.py), one WLinear."""
+        node = pat.node
+        x = node.args[1] if op_name(node.target) == "aten::addmm" else node.args[0]
+        m, k = _shape(x)
+        q = getattr(self.gm, pat.weight.target).detach().contiguous().numpy()
+        n = q.shape[0]
+        wv = self._alias(self._weights_int8(q.view(np.int8).reshape(-1)), tuple(q.shape))
+        sv = self._weights(self._const(pat.scales).reshape(-1))
+        zv = self._weights(self._const(pat.zero_points).reshape(-1)) if pat.zero_points is not None else -1
+        bv = self._weights(self._const(pat.bias).reshape(-1)) if pat.bias is not None else -1
+        xv = self._plain(x)
+        y = self._workspace((m, n))
+        fields = {"x": xv, "y": y, "weights": wv, "scales": sv, "zero_points": zv, "bias": bv, "bits": pat.bits,
+                  "group": pat.group, "qmin": pat.qmin}
+        covered = [node] + [c for c in pat.covered if c.op == "call_function"]
+        self._op("WLinear", fields, covered, [xv, wv, sv] + [v for v in (zv, bv) if v >= 0], [y])
         self.done.update(covered)
         self.env[node] = (y, PLAIN)
 

@@ -346,6 +346,74 @@ def _dynamic_linear_use(u: Any) -> bool:
     return qlinear_dynamic_of(u, check_siblings=False) is not None
 
 
+INT4 = "tern::dequantize_affine_int4"
+
+
+@dataclass
+class WLinearPattern:
+    """A linear layer of weight-only quantized weights: float x, addmm / mm with
+    dequantize_per_channel(int8) or dequantize_affine_int4(packed) weights:
+    one WLinear (its weights dequantized at load)."""
+    node: Any
+    bits: int
+    weight: Any  # get_attr: int8 [n, k] or uint8 [n, k / 2]
+    scales: Any
+    zero_points: Any  # get_attr or None
+    bias: Any
+    group: int
+    qmin: int
+    covered: list[Any] = field(default_factory=list)
+
+
+def _int4_weight(node: Any) -> tuple[Any, Any, Any, int, int] | None:
+    """(packed, scales, zero points or None, group, quant_min) of a
+    dequantize_affine_int4 of constants in groups [1, g] along a 2-d weight's rows."""
+    import torch
+
+    if getattr(node, "op", None) != "call_function" or op_name(node.target) != INT4 or len(node.args) < 6:
+        return None
+    packed, block, scale, zp, qmin, _qmax = node.args[:6]
+    if getattr(packed, "op", None) != "get_attr" or getattr(scale, "op", None) != "get_attr" \
+            or (zp is not None and getattr(zp, "op", None) != "get_attr"):
+        return None
+    if packed.meta["val"].dtype != torch.uint8 or len(_shape(packed)) != 2 or len(block) != 2 or block[0] != 1:
+        return None
+    if scale.meta["val"].dtype != torch.float32 or (zp is not None and zp.meta["val"].dtype != torch.float32):
+        return None
+    return packed, scale, zp, int(block[1]), int(qmin)
+
+
+def wlinear_of(node: Any) -> WLinearPattern | None:
+    """The weight-only quantized linear layer at an addmm / mm node, else None."""
+    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
+    if name == "aten::addmm":
+        b, x, wt = node.args[:3]
+        beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
+        alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
+        if beta != 1 or alpha != 1 or getattr(b, "op", None) != "get_attr" or len(_shape(b)) != 1:
+            return None
+    elif name == "aten::mm":
+        (x, wt), b = node.args[:2], None
+    else:
+        return None
+    if getattr(wt, "op", None) != "call_function" or op_name(wt.target) != "aten::permute" \
+            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1 or len(_shape(x)) != 2:
+        return None
+    import torch
+
+    if x.meta["val"].dtype != torch.float32 or op_name(getattr(x, "target", None)) in (DQ, DQT):
+        return None  # a quantized activation: QConv / QLinear's
+    w = wt.args[0]
+    per_channel = weight_of(w)
+    if per_channel is not None:
+        return WLinearPattern(node, 8, per_channel[0], per_channel[1], None, b, 0, -128, [wt, w])
+    int4 = _int4_weight(w)
+    if int4 is not None:
+        packed, scale, zp, group, qmin = int4
+        return WLinearPattern(node, 4, packed, scale, zp, b, group, qmin, [wt, w])
+    return None
+
+
 def claims(node: Any) -> bool | None:
     """Whether the cpu backend claims `node` as part of a quantized operator
     (or a quantize / dequantize of its own); None for nodes this module does
@@ -366,8 +434,12 @@ def claims(node: Any) -> bool | None:
         return True
     if name in ("aten::add.Tensor", "aten::mul.Tensor") and qbinary_of(node) is not None:
         return True
-    if name in ("aten::addmm", "aten::mm") and qlinear_dynamic_of(node) is not None:
+    if name in ("aten::addmm", "aten::mm") and (qlinear_dynamic_of(node) is not None or wlinear_of(node) is not None):
         return True
+    if name == INT4:
+        return bool(node.users) and all(_weight_use(u) for u in node.users)
+    if name == "aten::permute" and op_name(getattr(node.args[0], "target", None)) == INT4:
+        return claims(node.args[0])
     return None
 
 
@@ -396,5 +468,6 @@ def _weight_use(u: Any) -> bool:
         return qconv_of(u) is not None
     if name == "aten::permute":
         user = next(iter(u.users)) if len(u.users) == 1 else None
-        return user is not None and (qconv_of(user) is not None or qlinear_dynamic_of(user) is not None)
+        return user is not None and (qconv_of(user) is not None or qlinear_dynamic_of(user) is not None
+                                     or wlinear_of(user) is not None)
     return False
