@@ -273,7 +273,10 @@ def test_int4_weight_leaves_layers_that_groups_do_not_divide_in_float_and_says_s
     torch.testing.assert_close(got[0], _eager(qmodel, args)[0], rtol=1e-4, atol=1e-5)
 
 
-def test_files_shrink_about_4x_for_int8_and_more_for_int4(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_files_shrink_about_4x_for_int8_and_more_for_int4(backend: str, tmp_path: Path) -> None:
+    # on the cpu backend too: its payload keeps the integers (a weights value
+    # and its views share their bytes in the payload's blob)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 512)).eval()
     x = torch.randn(2, 512)
@@ -281,7 +284,7 @@ def test_files_shrink_about_4x_for_int8_and_more_for_int4(tmp_path: Path) -> Non
     for scheme in ("fp32", "int8-weight", "int4-weight"):
         m = model if scheme == "fp32" else tern.quantize(model, (x,), scheme=scheme, group_size=128, progress=False)
         path = tmp_path / f"{scheme}.tern"
-        tern.export(m, (x,), partitioners=()).save(path)
+        tern.export(m, (x,), partitioners=BACKENDS[backend]).save(path)
         sizes[scheme] = path.stat().st_size
     assert sizes["fp32"] / sizes["int8-weight"] > 3.8
     assert sizes["fp32"] / sizes["int4-weight"] > 7.0

@@ -1112,13 +1112,16 @@ class _Compiler:
                  for op in self.p.ops]
         mem = plan(lifetimes(dict(enumerate(self.buffers)), steps, [], []))
         blob = bytearray()
+        placed: dict[int, int] = {}  # id of a weights array -> its offset: a value and its views (_alias) share it
         for v in self.p.values:
             if v.storage == "Workspace":
                 v.offset = mem.offsets.get(v.buffer, 0) + v.within
             elif v.storage == "Weights" and v.data is not None:
-                blob.extend(b"\0" * (align(len(blob)) - len(blob)))
-                v.offset = len(blob)
-                blob.extend(v.data.tobytes())
+                if id(v.data) not in placed:
+                    blob.extend(b"\0" * (align(len(blob)) - len(blob)))
+                    placed[id(v.data)] = len(blob)
+                    blob.extend(v.data.tobytes())
+                v.offset = placed[id(v.data)]
         self.p.workspace_bytes = mem.planned_bytes
         self.p.weights = bytes(blob)
 
