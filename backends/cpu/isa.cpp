@@ -95,17 +95,20 @@ const Isa* select_isa() {
 
 namespace {
 
-const Qs8Kernels kQs8Scalar = {"scalar", qs8_igemm_ukernel__scalar_4x16, 4, 16, qs8_igemm_ukernel__scalar_4x16, false,
-                               qs8_dwconv_ukernel__scalar, qs8_quantize_ukernel__scalar, qs8_binary_ukernel__scalar,
-                               qs8_igemm_f32_ukernel__scalar_4x16, qs8_igemm_f32_ukernel__scalar_4x16};
+const Qs8Kernels kQs8Scalar = {"scalar", 4, 1, {qs8_igemm_ukernel__scalar_4x16}, {qs8_igemm_f32_ukernel__scalar_4x16},
+                               false, qs8_dwconv_ukernel__scalar, qs8_quantize_ukernel__scalar,
+                               qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar};
 #if defined(__x86_64__)
-const Qs8Kernels kQs8Avx2 = {"avx2", qs8_igemm_ukernel__avx2_3x16, 3, 16, qs8_igemm_ukernel__avx2_3x16, false,
+const Qs8Kernels kQs8Avx2 = {"avx2", 3, 1, {qs8_igemm_ukernel__avx2_3x16}, {qs8_igemm_f32_ukernel__avx2_3x16}, false,
                              qs8_dwconv_ukernel__avx2, qs8_quantize_ukernel__avx2, qs8_binary_ukernel__avx2,
-                             qs8_igemm_f32_ukernel__avx2_3x16, qs8_igemm_f32_ukernel__avx2_3x16};
-const Qs8Kernels kQs8Vnni = {"avx512vnni", qs8_igemm_ukernel__avx512vnni_8x32, 8, 32,
-                             qs8_igemm_ukernel__avx512vnni_8x16, true, qs8_dwconv_ukernel__avx512vnni,
-                             qs8_quantize_ukernel__avx512, qs8_binary_ukernel__avx512,
-                             qs8_igemm_f32_ukernel__avx512vnni_8x32, qs8_igemm_f32_ukernel__avx512vnni_8x16};
+                             f32_minmax_ukernel__avx2};
+const Qs8Kernels kQs8Vnni = {"avx512vnni", 6, 4,
+                             {qs8_igemm_ukernel__avx512vnni_6x16, qs8_igemm_ukernel__avx512vnni_6x32,
+                              qs8_igemm_ukernel__avx512vnni_6x48, qs8_igemm_ukernel__avx512vnni_6x64},
+                             {qs8_igemm_f32_ukernel__avx512vnni_6x16, qs8_igemm_f32_ukernel__avx512vnni_6x32,
+                              qs8_igemm_f32_ukernel__avx512vnni_6x48, qs8_igemm_f32_ukernel__avx512vnni_6x64},
+                             true, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
+                             qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512};
 #endif
 
 }  // namespace

@@ -84,11 +84,8 @@ void run_qbinary(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
 void run_dynamic_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
   // choose_qparams.tensor, as the portable kernel computes it (op_quantize.cpp)
   const float* x = op.x;
-  float lo = x[0], hi = x[0];
-  for (int64_t i = 1; i < op.numel; ++i) {  // NaNs are skipped
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
-  }
+  float lo, hi;
+  k.minmax(size_t(op.numel), x, &lo, &hi);  // NaNs are skipped
   const float min_neg = lo < 0.0f ? lo : 0.0f, max_pos = hi > 0.0f ? hi : 0.0f;
   float scale = (max_pos - min_neg) / static_cast<float>(static_cast<double>(op.qmax - op.qmin));
   scale = scale > op.qeps ? scale : op.qeps;

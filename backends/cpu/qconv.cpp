@@ -99,13 +99,12 @@ void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, 
     for (int64_t tile = t0; tile < t1; ++tile) {
       const int64_t r0 = tile * mr, rows = m - r0 < mr ? m - r0 : mr;
       for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (r0 + (i < rows ? i : rows - 1)) * g.c;
-      const int64_t step = k.nr / 16;
-      for (int64_t p = 0; p < np; p += step) {
-        const bool lone = p + step > np;
-        const int64_t nc = g.oc - p * 16 < k.nr ? g.oc - p * 16 : k.nr;
+      for (int64_t p = 0; p < np; p += k.panels) {  // k.panels panels a call, fewer at the end
+        const int64_t count = np - p < k.panels ? np - p : k.panels;
+        const int64_t nc = g.oc - p * 16 < count * 16 ? g.oc - p * 16 : count * 16;
         const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, 0.0f, 0.0f};
-        (lone ? k.igemm16_f32 : k.igemm_f32)(size_t(rows), size_t(nc), size_t(g.c), 1, ptrs,
-                                             q.packed + p * panel_bytes, y + r0 * g.oc + p * 16, size_t(g.oc), rq);
+        k.igemm_f32[count - 1](size_t(rows), size_t(nc), size_t(g.c), 1, ptrs, q.packed + p * panel_bytes,
+                               y + r0 * g.oc + p * 16, size_t(g.oc), rq);
       }
     }
   });
@@ -170,14 +169,12 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
         const int64_t b = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
         fill_taps(g, offs, x, zeros, b, oy, ox, ptrs + i, mr);
       }
-      // nr / 16 panels a call; a last lone panel through igemm16
-      const int64_t step = k.nr / 16;
-      for (int64_t p = 0; p < np; p += step) {
-        const bool lone = p + step > np;
-        const int64_t nc = g.oc - p * 16 < k.nr ? g.oc - p * 16 : k.nr;
+      for (int64_t p = 0; p < np; p += k.panels) {  // k.panels panels a call, fewer at the end
+        const int64_t count = np - p < k.panels ? np - p : k.panels;
+        const int64_t nc = g.oc - p * 16 < count * 16 ? g.oc - p * 16 : count * 16;
         const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, q.qmin, q.qmax};
-        (lone ? k.igemm16 : k.igemm)(size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs,
-                                     q.packed + p * panel_bytes, y + p0 * yp + p * 16, size_t(yp), rq);
+        k.igemm[count - 1](size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs, q.packed + p * panel_bytes,
+                           y + p0 * yp + p * 16, size_t(yp), rq);
       }
     }
   });

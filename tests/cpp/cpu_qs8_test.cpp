@@ -195,6 +195,26 @@ TEST(CpuQs8, test_quantize_and_binary_kernels_agree_with_the_float_formula_on_ev
   }
 }
 
+TEST(CpuQs8, test_every_minmax_kernel_finds_the_range_skipping_nans) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-5.0f, 5.0f);
+  for (size_t n : {size_t(1), size_t(5), size_t(16), size_t(17), size_t(100), size_t(1000)}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = u(rng);
+    if (n > 2) x[n / 2] = __builtin_nanf("");
+    float want_lo = x[0], want_hi = x[0];
+    for (float v : x) {
+      if (v == v) want_lo = std::fmin(want_lo, v), want_hi = std::fmax(want_hi, v);
+    }
+    for (const Qs8Kernels* k : kernel_sets()) {
+      float lo = 0, hi = 0;
+      k->minmax(n, x.data(), &lo, &hi);
+      EXPECT_EQ(lo, want_lo) << k->name << " n " << n;
+      EXPECT_EQ(hi, want_hi) << k->name << " n " << n;
+    }
+  }
+}
+
 TEST(CpuQs8, test_a_forced_isa_picks_its_int8_kernels) {
   setenv("TERN_CPU_ISA", "scalar", 1);
   const Qs8Kernels* k = select_qs8_kernels();

@@ -67,19 +67,21 @@ struct Qs8BinaryParams {
 };
 using Qs8QuantizeUkernel = void (*)(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p);
 using Qs8BinaryUkernel = void (*)(size_t n, const int8_t* a, const int8_t* b, int8_t* y, const Qs8BinaryParams& p);
+// The least and greatest of n >= 1 floats, NaNs skipped (a dynamic
+// quantization's range): *lo and *hi start as x[0].
+using F32MinMaxUkernel = void (*)(size_t n, const float* x, float* lo, float* hi);
 
 struct Qs8Kernels {
   const char* name;
-  Qs8IgemmUkernel igemm;
-  int mr;           // rows per igemm call
-  int nr;           // columns per igemm call: 16 or 32
-  Qs8IgemmUkernel igemm16;  // the same rows, 16 columns: for a last lone panel
+  int mr;                         // rows per igemm call
+  int panels;                     // the most panels (16 columns each) one igemm call takes: 1 to 4
+  Qs8IgemmUkernel igemm[4];       // igemm[p - 1] takes p panels (p <= panels; the rest nullptr)
+  Qs8IgemmF32Ukernel igemm_f32[4];
   bool unsigned_a;  // igemm reads a + 128 as uint8 (init must carry -128 * weight sums)
   Qs8DwconvUkernel dwconv;
   Qs8QuantizeUkernel quantize;
   Qs8BinaryUkernel binary;
-  Qs8IgemmF32Ukernel igemm_f32;    // nr columns, like igemm
-  Qs8IgemmF32Ukernel igemm16_f32;  // 16 columns
+  F32MinMaxUkernel minmax;
 };
 
 // The one scalar requantization (the vector ones compute the same).
@@ -98,10 +100,16 @@ void qs8_igemm_ukernel__avx2_3x16(size_t, size_t, size_t, size_t, const int8_t* 
                                   size_t, const Qs8Requant&);
 void qs8_dwconv_ukernel__avx2(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
                               const Qs8Requant&);
-void qs8_igemm_ukernel__avx512vnni_8x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
-                                        int8_t*, size_t, const Qs8Requant&);
-void qs8_igemm_ukernel__avx512vnni_8x32(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
-                                        int8_t*, size_t, const Qs8Requant&);
+#define TERN_QS8_VNNI(cols)                                                                                 \
+  void qs8_igemm_ukernel__avx512vnni_6x##cols(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, \
+                                              int8_t*, size_t, const Qs8Requant&);                                 \
+  void qs8_igemm_f32_ukernel__avx512vnni_6x##cols(size_t, size_t, size_t, size_t, const int8_t* const*,           \
+                                                  const int8_t*, float*, size_t, const Qs8Requant&);
+TERN_QS8_VNNI(16)
+TERN_QS8_VNNI(32)
+TERN_QS8_VNNI(48)
+TERN_QS8_VNNI(64)
+#undef TERN_QS8_VNNI
 void qs8_dwconv_ukernel__avx512vnni(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
                                     const Qs8Requant&);
 
@@ -109,10 +117,9 @@ void qs8_igemm_f32_ukernel__scalar_4x16(size_t, size_t, size_t, size_t, const in
                                         size_t, const Qs8Requant&);
 void qs8_igemm_f32_ukernel__avx2_3x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
                                       size_t, const Qs8Requant&);
-void qs8_igemm_f32_ukernel__avx512vnni_8x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
-                                            float*, size_t, const Qs8Requant&);
-void qs8_igemm_f32_ukernel__avx512vnni_8x32(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,
-                                            float*, size_t, const Qs8Requant&);
+void f32_minmax_ukernel__scalar(size_t, const float*, float*, float*);
+void f32_minmax_ukernel__avx2(size_t, const float*, float*, float*);
+void f32_minmax_ukernel__avx512(size_t, const float*, float*, float*);
 void qs8_quantize_ukernel__scalar(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
 void qs8_binary_ukernel__scalar(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
 void qs8_quantize_ukernel__avx2(size_t, const float*, int8_t*, const Qs8QuantizeParams&);

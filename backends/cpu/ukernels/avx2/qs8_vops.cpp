@@ -23,6 +23,24 @@ inline __m256 load8(const int8_t* p) {
 
 }  // namespace
 
+void f32_minmax_ukernel__avx2(size_t n, const float* x, float* lo, float* hi) {
+  // min(v, acc) returns acc where v is NaN: NaNs are skipped, as in the scalar kernel
+  __m256 l = _mm256_set1_ps(x[0]), h = l;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    l = _mm256_min_ps(v, l);
+    h = _mm256_max_ps(v, h);
+  }
+  alignas(32) float ls[8], hs[8];
+  _mm256_store_ps(ls, l);
+  _mm256_store_ps(hs, h);
+  float a = ls[0], b = hs[0];
+  for (int j = 1; j < 8; ++j) a = ls[j] < a ? ls[j] : a, b = hs[j] > b ? hs[j] : b;
+  for (; i < n; ++i) a = x[i] < a ? x[i] : a, b = x[i] > b ? x[i] : b;
+  *lo = a, *hi = b;
+}
+
 void qs8_quantize_ukernel__avx2(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p) {
   const __m256 s = _mm256_set1_ps(p.inv_scale);
   const __m256 lo = _mm256_set1_ps(p.qmin - p.zero_point), hi = _mm256_set1_ps(p.qmax - p.zero_point);

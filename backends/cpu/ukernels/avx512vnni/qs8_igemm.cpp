@@ -1,4 +1,4 @@
-// qs8_igemm_ukernel__avx512vnni_8x16 (ukernels/qs8.h): VNNI's vpdpbusd adds
+// qs8_igemm_ukernel__avx512vnni_6x{16,32,48,64} (ukernels/qs8.h): VNNI's vpdpbusd adds
 // four products of an unsigned and a signed byte to each int32 lane. The
 // activations are signed, so each is read as a + 128 (a xor 0x80) and the
 // caller's init carries -128 * the column's weight sum (Qs8Kernels::unsigned_a).
@@ -30,10 +30,12 @@ inline int32_t load_tail(const int8_t* p, size_t n) {
 // kPanels panels (16 columns each) of kMr rows: the weights of panel p at
 // w + p * ks * kc4 * 16, rq's arrays over all kPanels * 16 columns.
 // Out: int8 (requantized) or float (scaled and biased: fma(acc, scale, offset)).
+// 6 rows: with 4 panels, 24 accumulators, 4 weight registers and the row's
+// broadcast input fit the 32 zmm registers.
 template <int kPanels, typename Out>
 void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, const int8_t* w, Out* c,
            size_t c_stride, const Qs8Requant& rq) {
-  constexpr size_t kMr = 8;
+  constexpr size_t kMr = 6;
   const size_t kc4 = (kc + 3) & ~size_t(3);
   const size_t panel = ks * kc4 * 16;
   __m512i acc[kPanels][kMr];
@@ -86,25 +88,21 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
 
 }  // namespace
 
-void qs8_igemm_ukernel__avx512vnni_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
-                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
-  igemm<1, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
-}
-
-void qs8_igemm_f32_ukernel__avx512vnni_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
-                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
-  igemm<1, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
-}
-
-void qs8_igemm_f32_ukernel__avx512vnni_8x32(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
-                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
-  igemm<2, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
-}
-
-void qs8_igemm_ukernel__avx512vnni_8x32(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
-                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
-  igemm<2, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
-}
+#define TERN_QS8_VNNI(panels, cols)                                                                          \
+  void qs8_igemm_ukernel__avx512vnni_6x##cols(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, \
+                                              const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) { \
+    igemm<panels, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);                                                  \
+  }                                                                                                                \
+  void qs8_igemm_f32_ukernel__avx512vnni_6x##cols(size_t mr, size_t nc, size_t kc, size_t ks,                     \
+                                                  const int8_t* const* a, const int8_t* w, float* c,              \
+                                                  size_t c_stride, const Qs8Requant& rq) {                        \
+    igemm<panels, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);                                                   \
+  }
+TERN_QS8_VNNI(1, 16)
+TERN_QS8_VNNI(2, 32)
+TERN_QS8_VNNI(3, 48)
+TERN_QS8_VNNI(4, 64)
+#undef TERN_QS8_VNNI
 
 }  // namespace cpu
 }  // namespace tern

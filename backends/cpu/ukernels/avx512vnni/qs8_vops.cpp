@@ -8,6 +8,7 @@
 // GCC 12 warns inside its own AVX-512 headers (the unmasked forms pass an
 // undefined source); a false positive, as in ukernels/avx512/f32_igemm.cpp.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"  // the same, in _mm512_reduce_min_ps
 
 namespace tern {
 namespace cpu {
@@ -24,6 +25,18 @@ inline __m512 load16(const int8_t* p, __mmask16 m) {
 }
 
 }  // namespace
+
+void f32_minmax_ukernel__avx512(size_t n, const float* x, float* lo, float* hi) {
+  // min(v, acc) returns acc where v is NaN (or masked off): skipped, as in the scalar kernel
+  __m512 l = _mm512_set1_ps(x[0]), h = l;
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512 v = _mm512_mask_loadu_ps(l, m, x + i);  // lanes past n: l itself
+    l = _mm512_min_ps(v, l);
+    h = _mm512_max_ps(_mm512_mask_mov_ps(h, m, v), h);
+  }
+  *lo = _mm512_reduce_min_ps(l), *hi = _mm512_reduce_max_ps(h);
+}
 
 void qs8_quantize_ukernel__avx512(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p) {
   const __m512 s = _mm512_set1_ps(p.inv_scale);

@@ -18,6 +18,15 @@ inline int8_t to_int8(float v, float zero, float qmin, float qmax) {
 
 }  // namespace
 
+void f32_minmax_ukernel__scalar(size_t n, const float* x, float* lo, float* hi) {
+  float l = x[0], h = x[0];
+  for (size_t i = 1; i < n; ++i) {  // a NaN compares false: skipped
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+  }
+  *lo = l, *hi = h;
+}
+
 void qs8_quantize_ukernel__scalar(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p) {
   for (size_t i = 0; i < n; ++i) y[i] = to_int8(x[i] * p.inv_scale, p.zero_point, p.qmin, p.qmax);
 }
