@@ -110,6 +110,11 @@ const Qs8Kernels kQs8Vnni = {"avx512vnni", 6, 4,
                              true, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
                              qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512};
 #endif
+#if defined(__aarch64__)
+const Qs8Kernels kQs8NeonDot = {"neondot", 4, 1, {qs8_igemm_ukernel__neondot_4x16},
+                                {qs8_igemm_f32_ukernel__neondot_4x16}, false, qs8_dwconv_ukernel__scalar,
+                                qs8_quantize_ukernel__scalar, qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar};
+#endif
 
 }  // namespace
 
@@ -123,6 +128,9 @@ int supported_qs8_kernels(const Qs8Kernels** out, int max) {
   if (f.avx512_vnni) add(&kQs8Vnni);
   if (f.avx2_fma) add(&kQs8Avx2);
 #endif
+#if defined(__aarch64__)
+  if (f.neon_dot) add(&kQs8NeonDot);
+#endif
   (void)f;
   add(&kQs8Scalar);
   return n;
@@ -135,14 +143,15 @@ const Qs8Kernels* select_qs8_kernels() {
   if (forced == nullptr || forced[0] == '\0') return sets[0];
   // TERN_CPU_ISA names the float ISA; its int8 counterpart: avx512 -> VNNI
   // (or AVX2 on AVX-512 CPUs without VNNI), neon -> scalar for now.
-  const char* want = strcmp(forced, "avx512") == 0 ? "avx512vnni" : strcmp(forced, "neon") == 0 ? "scalar" : forced;
+  const char* want = strcmp(forced, "avx512") == 0 ? "avx512vnni" : strcmp(forced, "neon") == 0 ? "neondot" : forced;
   if (find_isa(forced) == nullptr) return nullptr;
   for (int i = 0; i < n; ++i) {
     if (strcmp(sets[i]->name, want) == 0) return sets[i];
   }
-  if (strcmp(want, "avx512vnni") == 0) {
+  if (strcmp(want, "avx512vnni") == 0 || strcmp(want, "neondot") == 0) {  // the CPU lacks the dot product
+    const char* fallback = strcmp(want, "neondot") == 0 ? "scalar" : "avx2";
     for (int i = 0; i < n; ++i) {
-      if (strcmp(sets[i]->name, "avx2") == 0) return sets[i];
+      if (strcmp(sets[i]->name, fallback) == 0) return sets[i];
     }
   }
   return nullptr;

@@ -1,7 +1,8 @@
 // The cpu backend's int8 microkernels (qs8: signed 8-bit activations and
 // weights, int32 accumulators, requantized to int8 in the same call), one
 // file per ISA like the float ones (ukernels.h): scalar (always built, the
-// reference), avx2, avx512vnni (AVX-512 with VNNI's 4-way byte dot product).
+// reference), avx2, avx512vnni (AVX-512 with VNNI's 4-way byte dot product),
+// neondot (Armv8.2 SDOT; the igemm only, the rest from scalar).
 //
 // Packed weights, in one layout for every ISA (backends/cpu/qconv.cpp packs):
 //   GEMM / convolution, N outputs, ks taps of kc inputs:
@@ -117,6 +118,10 @@ void qs8_igemm_f32_ukernel__scalar_4x16(size_t, size_t, size_t, size_t, const in
                                         size_t, const Qs8Requant&);
 void qs8_igemm_f32_ukernel__avx2_3x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
                                       size_t, const Qs8Requant&);
+void qs8_igemm_ukernel__neondot_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*,
+                                     size_t, const Qs8Requant&);
+void qs8_igemm_f32_ukernel__neondot_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
+                                         size_t, const Qs8Requant&);
 void f32_minmax_ukernel__scalar(size_t, const float*, float*, float*);
 void f32_minmax_ukernel__avx2(size_t, const float*, float*, float*);
 void f32_minmax_ukernel__avx512(size_t, const float*, float*, float*);
@@ -129,8 +134,9 @@ void qs8_binary_ukernel__avx512(size_t, const int8_t*, const int8_t*, int8_t*, c
 
 // The kernel sets this build has and this CPU runs, best first (scalar last).
 int supported_qs8_kernels(const Qs8Kernels** out, int max);
-// TERN_CPU_ISA's choice (avx512 -> avx512vnni, avx2, scalar, neon -> scalar
-// for now), else the best supported; nullptr when the forced one cannot run.
+// TERN_CPU_ISA's choice (avx512 -> avx512vnni, avx2, scalar, neon -> neondot
+// when the CPU has the dot product, else scalar), else the best supported;
+// nullptr when the forced one cannot run.
 const Qs8Kernels* select_qs8_kernels();
 
 }  // namespace cpu
