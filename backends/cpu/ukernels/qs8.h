@@ -85,6 +85,21 @@ struct Qs8Kernels {
   F32MinMaxUkernel minmax;
 };
 
+// Inputs k..k+3 of a row of kc int8 as one int32 (4 bytes, little-endian),
+// zeros past kc: the igemm kernels broadcast it to every lane. The last 1 to
+// 3 inputs are read byte by byte (no memcpy of a variable size, no read past kc).
+inline int32_t qs8_load4(const int8_t* x, size_t k, size_t kc) {
+  if (k + 4 <= kc) {
+    int32_t v;
+    __builtin_memcpy(&v, x + k, 4);
+    return v;
+  }
+  uint32_t u = uint8_t(x[k]);
+  if (k + 1 < kc) u |= uint32_t(uint8_t(x[k + 1])) << 8;
+  if (k + 2 < kc) u |= uint32_t(uint8_t(x[k + 2])) << 16;
+  return int32_t(u);
+}
+
 // The one scalar requantization (the vector ones compute the same).
 inline int8_t qs8_requant(int32_t acc, float scale, float offset, float qmin, float qmax) {
   float v = __builtin_nearbyintf(__builtin_fmaf(static_cast<float>(acc), scale, offset));

@@ -15,16 +15,7 @@ namespace {
 
 // Inputs k..k+3 of a row (zeros past kc) as int16, four times over.
 inline __m256i load_x4(const int8_t* x, size_t k, size_t kc) {
-  int32_t v;
-  if (k + 4 <= kc) {
-    memcpy(&v, x + k, 4);
-  } else {  // the last 1 to 3 inputs, zeros above them (no memcpy of a variable size)
-    uint32_t u = uint8_t(x[k]);
-    if (k + 1 < kc) u |= uint32_t(uint8_t(x[k + 1])) << 8;
-    if (k + 2 < kc) u |= uint32_t(uint8_t(x[k + 2])) << 16;
-    v = int32_t(u);
-  }
-  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(v)));
+  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(qs8_load4(x, k, kc))));
 }
 
 // 8 int32 accumulators -> requantized, clamped floats converted back to int32.

@@ -18,18 +18,6 @@ namespace tern {
 namespace cpu {
 namespace {
 
-// The last n (1 to 3) bytes of a row, zeros above them: without a call to
-// memcpy of a variable size.
-inline int32_t load_tail(const int8_t* p, size_t n) {
-  uint32_t v = uint8_t(p[0]);
-  if (n > 1) v |= uint32_t(uint8_t(p[1])) << 8;
-  if (n > 2) v |= uint32_t(uint8_t(p[2])) << 16;
-  return int32_t(v);
-}
-
-// kPanels panels (16 columns each) of kMr rows: the weights of panel p at
-// w + p * ks * kc4 * 16, rq's arrays over all kPanels * 16 columns.
-// Out: int8 (requantized) or float (scaled and biased: fma(acc, scale, offset)).
 // 6 rows: with 4 panels, 24 accumulators, 4 weight registers and the row's
 // broadcast input fit the 32 zmm registers.
 template <int kPanels, typename Out>
@@ -63,7 +51,7 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
       __m512i wv[kPanels];
       for (int p = 0; p < kPanels; ++p) wv[p] = _mm512_loadu_si512(wt + p * panel);
       for (size_t i = 0; i < kMr; ++i) {
-        const __m512i xv = _mm512_xor_si512(_mm512_set1_epi32(load_tail(x[i] + k, kc - k)), flip);
+        const __m512i xv = _mm512_xor_si512(_mm512_set1_epi32(qs8_load4(x[i], k, kc)), flip);
         for (int p = 0; p < kPanels; ++p) acc[p][i] = _mm512_dpbusd_epi32(acc[p][i], xv, wv[p]);
       }
     }

@@ -16,16 +16,7 @@ namespace {
 
 // Inputs k..k+3 of a row (zeros past kc), in every lane.
 inline int8x16_t load_x4(const int8_t* x, size_t k, size_t kc) {
-  int32_t v = 0;
-  if (k + 4 <= kc) {
-    memcpy(&v, x + k, 4);
-  } else {  // the last 1 to 3 inputs
-    uint32_t u = uint8_t(x[k]);
-    if (k + 1 < kc) u |= uint32_t(uint8_t(x[k + 1])) << 8;
-    if (k + 2 < kc) u |= uint32_t(uint8_t(x[k + 2])) << 16;
-    v = int32_t(u);
-  }
-  return vreinterpretq_s8_s32(vdupq_n_s32(v));
+  return vreinterpretq_s8_s32(vdupq_n_s32(qs8_load4(x, k, kc)));
 }
 
 template <typename Out>

@@ -193,20 +193,34 @@ def _conv(node: Any) -> QConvPattern | None:
     return QConvPattern("conv", node, xi[0], xi[1], wi[0], wi[1], b, yp, q, [w, *between, q, *xi[2]])
 
 
-def _linear(node: Any) -> QConvPattern | None:
-    if op_name(node.target) == "aten::addmm":
+def _linear_operands(node: Any) -> tuple[Any, Any, Any] | None:
+    """(x, the permute of the weight, the bias get_attr or None) of a linear
+    layer as decomposed: addmm(bias, x [m, k], permute(w, [1, 0])) with beta
+    and alpha 1, or mm(x, permute(w, [1, 0])); else None."""
+    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
+    if name == "aten::addmm":
         b, x, wt = node.args[:3]
         beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
         alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
         if beta != 1 or alpha != 1 or getattr(b, "op", None) != "get_attr" or len(_shape(b)) != 1:
             return None
-    else:
+    elif name == "aten::mm":
         (x, wt), b = node.args[:2], None
-    if getattr(wt, "op", None) != "call_function" or op_name(wt.target) != "aten::permute" \
-            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1:
+    else:
         return None
+    if getattr(wt, "op", None) != "call_function" or op_name(wt.target) != "aten::permute" \
+            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1 or len(_shape(x)) != 2:
+        return None
+    return x, wt, b
+
+
+def _linear(node: Any) -> QConvPattern | None:
+    parts = _linear_operands(node)
+    if parts is None:
+        return None
+    x, wt, b = parts
     xi, wi, out = _x_input(x), weight_of(wt.args[0]), _output(node, views=True)
-    if xi is None or wi is None or out is None or len(_shape(x)) != 2:
+    if xi is None or wi is None or out is None:
         return None
     n, k = _shape(wi[0])
     if (k + 3) // 4 * 4 > MAX_PRODUCTS:
@@ -313,20 +327,10 @@ def qlinear_dynamic_of(node: Any, check_siblings: bool = True) -> QLinearPattern
     """The pattern around an addmm / mm node, else None. With check_siblings,
     also requires every other reader of the dequantized x to be such a
     pattern (they share one DynamicQuantize)."""
-    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
-    if name == "aten::addmm":
-        b, x, wt = node.args[:3]
-        beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
-        alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
-        if beta != 1 or alpha != 1 or getattr(b, "op", None) != "get_attr" or len(_shape(b)) != 1:
-            return None
-    elif name == "aten::mm":
-        (x, wt), b = node.args[:2], None
-    else:
+    parts = _linear_operands(node)
+    if parts is None:
         return None
-    if getattr(wt, "op", None) != "call_function" or op_name(wt.target) != "aten::permute" \
-            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1 or len(_shape(x)) != 2:
-        return None
+    x, wt, b = parts
     views = []
     while getattr(x, "op", None) == "call_function" and op_name(x.target) in _VIEWS and len(x.users) == 1:
         views.append(x)
@@ -385,20 +389,10 @@ def _int4_weight(node: Any) -> tuple[Any, Any, Any, int, int] | None:
 
 def wlinear_of(node: Any) -> WLinearPattern | None:
     """The weight-only quantized linear layer at an addmm / mm node, else None."""
-    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
-    if name == "aten::addmm":
-        b, x, wt = node.args[:3]
-        beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
-        alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
-        if beta != 1 or alpha != 1 or getattr(b, "op", None) != "get_attr" or len(_shape(b)) != 1:
-            return None
-    elif name == "aten::mm":
-        (x, wt), b = node.args[:2], None
-    else:
+    parts = _linear_operands(node)
+    if parts is None:
         return None
-    if getattr(wt, "op", None) != "call_function" or op_name(wt.target) != "aten::permute" \
-            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1 or len(_shape(x)) != 2:
-        return None
+    x, wt, b = parts
     import torch
 
     if x.meta["val"].dtype != torch.float32 or op_name(getattr(x, "target", None)) in (DQ, DQT):
