@@ -97,23 +97,25 @@ namespace {
 
 const Qs8Kernels kQs8Scalar = {"scalar", 4, 1, {qs8_igemm_ukernel__scalar_4x16}, {qs8_igemm_f32_ukernel__scalar_4x16},
                                false, qs8_dwconv_ukernel__scalar, qs8_quantize_ukernel__scalar,
-                               qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar};
+                               qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar, qs8_pool_ukernel__scalar};
 #if defined(__x86_64__)
 const Qs8Kernels kQs8Avx2 = {"avx2", 3, 1, {qs8_igemm_ukernel__avx2_3x16}, {qs8_igemm_f32_ukernel__avx2_3x16}, false,
                              qs8_dwconv_ukernel__avx2, qs8_quantize_ukernel__avx2, qs8_binary_ukernel__avx2,
-                             f32_minmax_ukernel__avx2};
+                             f32_minmax_ukernel__avx2, qs8_pool_ukernel__avx2};
 const Qs8Kernels kQs8Vnni = {"avx512vnni", 6, 4,
                              {qs8_igemm_ukernel__avx512vnni_6x16, qs8_igemm_ukernel__avx512vnni_6x32,
                               qs8_igemm_ukernel__avx512vnni_6x48, qs8_igemm_ukernel__avx512vnni_6x64},
                              {qs8_igemm_f32_ukernel__avx512vnni_6x16, qs8_igemm_f32_ukernel__avx512vnni_6x32,
                               qs8_igemm_f32_ukernel__avx512vnni_6x48, qs8_igemm_f32_ukernel__avx512vnni_6x64},
                              true, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
-                             qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512};
+                             qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512,
+                             qs8_pool_ukernel__avx2};
 #endif
 #if defined(__aarch64__)
 const Qs8Kernels kQs8NeonDot = {"neondot", 4, 1, {qs8_igemm_ukernel__neondot_4x16},
-                                {qs8_igemm_f32_ukernel__neondot_4x16}, false, qs8_dwconv_ukernel__scalar,
-                                qs8_quantize_ukernel__scalar, qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar};
+                                {qs8_igemm_f32_ukernel__neondot_4x16}, false, qs8_dwconv_ukernel__neondot,
+                                qs8_quantize_ukernel__neon, qs8_binary_ukernel__neon, f32_minmax_ukernel__neon,
+                                qs8_pool_ukernel__neon};
 #endif
 
 }  // namespace
@@ -142,7 +144,7 @@ const Qs8Kernels* select_qs8_kernels() {
   const char* forced = getenv("TERN_CPU_ISA");
   if (forced == nullptr || forced[0] == '\0') return sets[0];
   // TERN_CPU_ISA names the float ISA; its int8 counterpart: avx512 -> VNNI
-  // (or AVX2 on AVX-512 CPUs without VNNI), neon -> scalar for now.
+  // (or AVX2 on AVX-512 CPUs without VNNI), neon -> neondot (or scalar without the dot product).
   const char* want = strcmp(forced, "avx512") == 0 ? "avx512vnni" : strcmp(forced, "neon") == 0 ? "neondot" : forced;
   if (find_isa(forced) == nullptr) return nullptr;
   for (int i = 0; i < n; ++i) {

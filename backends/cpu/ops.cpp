@@ -157,16 +157,17 @@ void pool_pixel_wide(const PoolGeometry& g, const float* x, int64_t b, int64_t o
   }
 }
 
-// Tap pointers (ptrs, taps a pixel) and average scales of output pixels
-// [ox0, ox0 + count) of row (b, oy). Padding taps: a max reads one of the
-// window's own taps again (every window has one: 2 * pad <= kernel, checked
-// at load), an average zeros.
-void pool_pointers(const PoolGeometry& g, const float* x, const float* zeros, int64_t b, int64_t oy, int64_t ox0,
-                   int64_t count, const float** ptrs, float* scale) {
+// Tap pointers (ptrs, taps a pixel, in window order) and the averages'
+// divisors of output pixels [ox0, ox0 + count) of row (b, oy), over float32
+// or int8 x. Padding taps: a max reads one of the window's own taps again
+// (every window has one: 2 * pad <= kernel, checked at load), an average zeros.
+template <typename T>
+void pool_pointers(const PoolGeometry& g, const T* x, const T* zeros, int64_t b, int64_t oy, int64_t ox0,
+                   int64_t count, const T** ptrs, float* divisor) {
   const int64_t taps = int64_t(g.kh) * g.kw;
   for (int64_t i = 0; i < count; ++i) {
-    const float** tp = ptrs + i * taps;
-    const float* first = nullptr;
+    const T** tp = ptrs + i * taps;
+    const T* first = nullptr;
     int64_t inside = 0;
     for (int64_t ki = 0; ki < g.kh; ++ki) {
       for (int64_t kj = 0; kj < g.kw; ++kj) {
@@ -179,8 +180,39 @@ void pool_pointers(const PoolGeometry& g, const float* x, const float* zeros, in
     for (int64_t k = 0; k < taps; ++k) {
       if (tp[k] == nullptr) tp[k] = g.max ? first : zeros;
     }
-    scale[i] = 1.f / float(g.count_padding ? taps : (inside ? inside : 1));
+    divisor[i] = float(g.count_padding ? taps : (inside ? inside : 1));
   }
+}
+
+// Every output row of a pool over threads, `step` output pixels at a time:
+// call(tap pointers, divisors, count, out) with pool_pointers' results for
+// pixels [ox0, ox0 + count) of the row (scratch: step * taps pointers, then
+// step floats).
+template <typename T, typename Call>
+void pool_rows(const PoolGeometry& g, const T* x, const T* zeros, T* y, int64_t step, RunContext& ctx, Call call) {
+  const int64_t taps = int64_t(g.kh) * g.kw;
+  ctx.parallel_for(g.n * g.oh, grain_for(kMinElementsPerThread, {g.ow, g.c, taps}),
+                   [&](RunContext& t, int64_t r0, int64_t r1) {
+    const T** ptrs = static_cast<const T**>(t.scratch());
+    float* divisor = reinterpret_cast<float*>(ptrs + step * taps);
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t ox0 = 0; ox0 < g.ow; ox0 += step) {
+        const int64_t count = g.ow - ox0 < step ? g.ow - ox0 : step;
+        pool_pointers(g, x, zeros, r / g.oh, r % g.oh, ox0, count, ptrs, divisor);
+        call(ptrs, divisor, count, y + (r * g.ow + ox0) * g.c);
+      }
+    }
+  });
+}
+
+// int8: one call of the pool microkernel takes up to kPoolPixels pixels of
+// at most kQPoolPointers taps in all (one pixel of a wider window: at most
+// 65536 taps, checked at load).
+constexpr int64_t kQPoolPointers = kPoolPixels * kPoolMaxTaps;
+
+int64_t qpool_pixels(const PoolGeometry& g) {
+  const int64_t taps = int64_t(g.kh) * g.kw, fit = kQPoolPointers / taps;
+  return fit < 1 ? 1 : fit > kPoolPixels ? kPoolPixels : fit;
 }
 
 }  // namespace
@@ -191,24 +223,33 @@ size_t pool_scratch_bytes(const PoolGeometry& g) {
 }
 
 void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx) {
-  const int64_t rows = g.n * g.oh, taps = int64_t(g.kh) * g.kw;
-  ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {g.ow, g.c, taps}), [&](RunContext& t, int64_t r0, int64_t r1) {
-    const float** ptrs = static_cast<const float**>(t.scratch());
-    float* scale = reinterpret_cast<float*>(ptrs + kPoolPixels * taps);
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = r / g.oh, oy = r % g.oh;
-      float* out = y + r * g.ow * g.c;
-      if (taps > kPoolMaxTaps) {
-        for (int64_t ox = 0; ox < g.ow; ++ox) pool_pixel_wide(g, x, b, oy, ox, out + ox * g.c);
-        continue;
+  const size_t taps = size_t(g.kh) * size_t(g.kw);
+  if (int64_t(taps) > kPoolMaxTaps) {
+    ctx.parallel_for(g.n * g.oh, grain_for(kMinElementsPerThread, {g.ow, g.c, int64_t(taps)}),
+                     [&](RunContext&, int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t ox = 0; ox < g.ow; ++ox) pool_pixel_wide(g, x, r / g.oh, r % g.oh, ox, y + (r * g.ow + ox) * g.c);
       }
-      for (int64_t ox0 = 0; ox0 < g.ow; ox0 += kPoolPixels) {
-        const int64_t count = g.ow - ox0 < kPoolPixels ? g.ow - ox0 : kPoolPixels;
-        pool_pointers(g, x, zeros, b, oy, ox0, count, ptrs, scale);
-        isa.pool(size_t(g.c), size_t(count), size_t(taps), ptrs, g.max ? nullptr : scale, out + ox0 * g.c,
-                 size_t(g.c));
-      }
-    }
+    });
+    return;
+  }
+  pool_rows(g, x, zeros, y, kPoolPixels, ctx, [&](const float** ptrs, float* divisor, int64_t count, float* out) {
+    for (int64_t i = 0; i < count; ++i) divisor[i] = 1.f / divisor[i];  // the float kernel multiplies
+    isa.pool(size_t(g.c), size_t(count), taps, ptrs, g.max ? nullptr : divisor, out, size_t(g.c));
+  });
+}
+
+size_t qpool_scratch_bytes(const PoolGeometry& g) {
+  const int64_t taps = int64_t(g.kh) * g.kw, pixels = qpool_pixels(g);
+  return size_t(pixels) * (size_t(taps) * sizeof(int8_t*) + sizeof(float));
+}
+
+void run_qpool(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
+  const PoolGeometry& g = op.pool;
+  const Qs8PoolParams p{op.qa_scale, op.qa_zero, op.qscale, op.qzero, op.qmin, op.qmax};
+  pool_rows(g, reinterpret_cast<const int8_t*>(op.x), op.qzeros, reinterpret_cast<int8_t*>(op.y), qpool_pixels(g), ctx,
+            [&](const int8_t** ptrs, float* divisor, int64_t count, int8_t* out) {
+    k.pool(size_t(g.c), size_t(count), size_t(g.kh) * size_t(g.kw), ptrs, g.max ? nullptr : divisor, out, size_t(g.c), p);
   });
 }
 

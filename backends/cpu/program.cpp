@@ -243,6 +243,8 @@ struct Loader {
   }
 
   Error prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op);
+  template <typename Table>
+  Error pool_window(uint32_t oi, const Table& p, const ValueInfo& x, const ValueInfo& y, CpuOp* op);
   Error prepare_pool(uint32_t oi, const fb::Pool& p, CpuOp* op);
   Error prepare_transpose(uint32_t oi, const fb::Transpose& t, CpuOp* op);
   Error prepare_elementwise(uint32_t oi, const fb::Op& o, CpuOp* op);
@@ -260,6 +262,7 @@ struct Loader {
   Error prepare_dynamic_quantize(uint32_t oi, const fb::DynamicQuantize& d, CpuOp* op);
   Error prepare_qlinear(uint32_t oi, const fb::QLinear& l, CpuOp* op);
   Error prepare_wlinear(uint32_t oi, const fb::WLinear& l, CpuOp* op);
+  Error prepare_qpool(uint32_t oi, const fb::QPool& q, CpuOp* op);
   Error prepare_op(uint32_t oi, CpuOp* op);
   Error link_chain(uint32_t oi, CpuOp* ops, uint32_t n);
   Error make_label(const fb::Op& o, CpuOp* op);
@@ -272,7 +275,7 @@ Error Loader::make_label(const fb::Op& o, CpuOp* op) {
   static const char* const kKinds[] = {"op", "Conv", "Transpose", "Pool", "Binary", "Unary", "Copy", "LayerNorm",
                                        "Softmax", "MatMul", "Attention", "Concat", "Interleave", "Slice",
                                        "WinogradInput", "WinogradOutput", "QConv", "Quantize", "Dequantize", "QBinary",
-                                       "DynamicQuantize", "QLinear", "WLinear"};
+                                       "DynamicQuantize", "QLinear", "WLinear", "QPool"};
   const int k = static_cast<int>(o.kind_type());
   const char* kind = k > 0 && k < int(sizeof(kKinds) / sizeof(kKinds[0])) ? kKinds[k] : kKinds[0];
   const size_t n = strlen(kind) + 2 + strlen(op->nodes) + 1;
@@ -344,23 +347,31 @@ Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   return Error::Ok;
 }
 
-Error Loader::prepare_pool(uint32_t oi, const fb::Pool& p, CpuOp* op) {
-  const ValueInfo *x = nullptr, *y = nullptr;
-  TERN_CHECK_OK(value(oi, p.x(), 4, false, &x));
-  TERN_CHECK_OK(value(oi, p.y(), 4, true, &y));
+// A Pool's or QPool's window over x -> y, checked.
+template <typename Table>
+Error Loader::pool_window(uint32_t oi, const Table& p, const ValueInfo& x, const ValueInfo& y, CpuOp* op) {
   PoolGeometry& g = op->pool;
   TERN_CHECK_OK(pair(oi, p.kernel(), "kernel", 1, &g.kh, &g.kw));
   TERN_CHECK_OK(pair(oi, p.stride(), "stride", 1, &g.sh, &g.sw));
   TERN_CHECK_OK(pair(oi, p.padding(), "padding", 0, &g.ph, &g.pw));
-  g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3];
-  g.oh = y->sizes[1], g.ow = y->sizes[2];
+  g.n = x.sizes[0], g.h = x.sizes[1], g.w = x.sizes[2], g.c = x.sizes[3];
+  g.oh = y.sizes[1], g.ow = y.sizes[2];
   g.max = p.kind() == fb::PoolKind::Max;
   g.count_padding = p.count_padding();
-  if (int(p.kind()) < 0 || p.kind() > fb::PoolKind::Average || y->sizes[0] != g.n || y->sizes[3] != g.c ||
+  if (int(p.kind()) < 0 || p.kind() > fb::PoolKind::Average || y.sizes[0] != g.n || y.sizes[3] != g.c ||
       g.oh != window_out(g.h, g.kh, g.sh, g.ph, 1) || g.ow != window_out(g.w, g.kw, g.sw, g.pw, 1) ||
       2 * g.ph > g.kh || 2 * g.pw > g.kw) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): pool sizes do not fit", oi, op->nodes);
   }
+  return Error::Ok;
+}
+
+Error Loader::prepare_pool(uint32_t oi, const fb::Pool& p, CpuOp* op) {
+  const ValueInfo *x = nullptr, *y = nullptr;
+  TERN_CHECK_OK(value(oi, p.x(), 4, false, &x));
+  TERN_CHECK_OK(value(oi, p.y(), 4, true, &y));
+  TERN_CHECK_OK(pool_window(oi, p, *x, *y, op));
+  const PoolGeometry& g = op->pool;
   op->kind = CpuOpKind::Pool;
   op->x = x->data, op->y = y->data, op->numel = y->numel;
   const size_t s = pool_scratch_bytes(g);
@@ -715,6 +726,7 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
     case fb::OpKind::DynamicQuantize: return prepare_dynamic_quantize(oi, *o.kind_as_DynamicQuantize(), op);
     case fb::OpKind::QLinear: return prepare_qlinear(oi, *o.kind_as_QLinear(), op);
     case fb::OpKind::WLinear: return prepare_wlinear(oi, *o.kind_as_WLinear(), op);
+    case fb::OpKind::QPool: return prepare_qpool(oi, *o.kind_as_QPool(), op);
     default: return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   }
 }
@@ -847,6 +859,38 @@ Error Loader::prepare_qbinary(uint32_t oi, const fb::QBinary& q, CpuOp* op) {
   op->qscale = y_scale, op->qzero = float(q.y_zero_point());
   op->qmin = float(q.qmin()), op->qmax = float(q.qmax());
   op->x = a->data, op->x2 = b->data, op->y = y->data, op->numel = y->numel;
+  return Error::Ok;
+}
+
+Error Loader::prepare_qpool(uint32_t oi, const fb::QPool& q, CpuOp* op) {
+  const ValueInfo *x = nullptr, *y = nullptr;
+  TERN_CHECK_OK(value_of(oi, q.x(), 4, false, true, &x));
+  TERN_CHECK_OK(value_of(oi, q.y(), 4, true, true, &y));
+  TERN_CHECK_OK(pool_window(oi, q, *x, *y, op));
+  PoolGeometry& g = op->pool;
+  // int32 sums of 65536 bytes cannot overflow, and are exact in float32
+  if (int64_t(g.kh) * g.kw > 65536 || g.c < 1) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): int8 pool of %d x %d taps over %lld channels (at most 65536 "
+                    "taps, at least 1 channel)", oi, op->nodes, g.kh, g.kw, (long long)g.c);
+  }
+  if (!qparams_ok(q.x_scale(), q.x_zero_point()) || !qparams_ok(q.y_inv_scale(), q.y_zero_point()) ||
+      q.qmin() < -128 || q.qmax() > 127 || q.qmin() > q.qmax()) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): bad quantization (scales %g, 1/%g; zero points %d, %d; "
+                    "range [%d, %d])", oi, op->nodes, double(q.x_scale()), double(q.y_inv_scale()), q.x_zero_point(),
+                    q.y_zero_point(), q.qmin(), q.qmax());
+  }
+  int8_t* zeros = static_cast<int8_t*>(ctx.allocate(size_t(g.c)));
+  if (zeros == nullptr) return Error::OutOfMemory;
+  memset(zeros, q.x_zero_point(), size_t(g.c));
+  op->kind = CpuOpKind::QPool;
+  op->int8 = true;
+  op->qzeros = zeros;
+  op->qa_scale = q.x_scale(), op->qa_zero = float(q.x_zero_point());
+  op->qscale = q.y_inv_scale(), op->qzero = float(q.y_zero_point());
+  op->qmin = float(q.qmin()), op->qmax = float(q.qmax());
+  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  const size_t s = qpool_scratch_bytes(g);
+  if (s > scratch) scratch = s;
   return Error::Ok;
 }
 
@@ -1089,6 +1133,7 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::QBinary: run_qbinary(op, *p.qs8, ctx); break;
       case CpuOpKind::DynamicQuantize: run_dynamic_quantize(op, *p.qs8, ctx); break;
       case CpuOpKind::QLinear: run_qlinear(op, *p.qs8, ctx); break;
+      case CpuOpKind::QPool: run_qpool(op, *p.qs8, ctx); break;
     }
     ctx.end_step(op.label);
   }

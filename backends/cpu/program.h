@@ -50,7 +50,7 @@ struct AttentionGeometry {
 // (run_conv_chain); the ops it covers are Chained and skipped.
 enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
                                  Concat, Interleave, Slice, WinogradInput, WinogradOutput, ConvChain, Chained,
-                                 QConv, Quantize, Dequantize, QBinary, DynamicQuantize, QLinear };
+                                 QConv, Quantize, Dequantize, QBinary, DynamicQuantize, QLinear, QPool };
 
 // Concat (cpu.fbs): y as [outer, row]; input i fills columns
 // [offsets[i], offsets[i] + inners[i]) of every row.
@@ -96,14 +96,14 @@ struct CpuOp {
   AttentionGeometry attention;
   ConcatParts concat;
   InterleaveParts interleave;
-  // int8 (cpu.fbs version 3): x and y point at int8 values for QConv (both),
-  // Quantize (y), Dequantize (x) and an int8 Transpose (both).
+  // int8 (cpu.fbs version 3): x and y point at int8 values for QConv, QBinary
+  // and QPool (both), Quantize (y), Dequantize (x), an int8 Transpose (both).
   bool int8;                 // Transpose: of int8 values
   Qs8Conv qconv;             // QConv
-  const int8_t* qzeros;      // QConv: what padding taps read (c bytes of x_zero_point)
-  float qscale;              // Quantize: float(1 / scale); Dequantize: scale; QBinary: y's 1 / scale
-  float qzero, qmin, qmax;   // Quantize, Dequantize, QBinary (y's): the zero point; Quantize, QBinary: the range
-  float qa_scale, qa_zero, qb_scale, qb_zero;  // QBinary: a's and b's parameters (x, x2)
+  const int8_t* qzeros;      // QConv, QPool: what padding taps read (c bytes of x_zero_point)
+  float qscale;              // Quantize: float(1 / scale); Dequantize: scale; QBinary, QPool: y's 1 / scale
+  float qzero, qmin, qmax;   // Quantize, Dequantize, QBinary, QPool (y's): the zero point; the range
+  float qa_scale, qa_zero, qb_scale, qb_zero;  // QBinary: a's and b's parameters (x, x2); QPool: x's (qa_)
   float* qparams;            // DynamicQuantize (written), QLinear (read): scale, zero point
   float qeps;                // DynamicQuantize
   const int32_t* wsums;      // QLinear: the weight sum of each output channel
@@ -138,6 +138,9 @@ void run_dequantize(const CpuOp& op, RunContext& ctx);
 void run_qbinary(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
 void run_dynamic_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
 void run_qlinear(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
+// QPool: op.pool's window over int8 x (cpu.fbs); scratch: qpool_scratch_bytes.
+void run_qpool(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
+size_t qpool_scratch_bytes(const PoolGeometry& g);
 // zeros: at least c floats (an average's padding taps); per-thread scratch:
 // pool_scratch_bytes.
 void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx);

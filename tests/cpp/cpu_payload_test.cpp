@@ -289,6 +289,43 @@ TEST_F(CpuCrafted, test_a_qbinary_is_refused_unless_sizes_kind_and_parameters_fi
       << last_error_message();
 }
 
+// A QPool over int8 x [1, 4, 4, 2] -> y [1, 2, 2, 2] (in the workspace),
+// 3 x 3 taps, stride 2, padding 1: runs, max and average; refused with a
+// float32 x, a zero scale, a window the sizes do not give, or more than
+// 65536 taps (an int32 sum could overflow).
+TEST_F(CpuCrafted, test_a_qpool_is_refused_unless_dtypes_window_and_parameters_fit) {
+  auto file = [&](cpufb::DType x_dtype, cpufb::PoolKind kind, std::vector<int32_t> kernel, float x_scale,
+                  std::vector<int64_t> x_sizes = {1, 4, 4, 2}) {
+    const std::vector<int32_t> stride = {2, 2}, padding = {1, 1};
+    const int64_t x_bytes = x_sizes[1] * x_sizes[2] * x_sizes[3] * (x_dtype == cpufb::DType::Int8 ? 1 : 4);
+    return cpu_file_with_workspace(one_op_payload(
+        {{x_sizes, cpufb::Storage::Weights, x_dtype}, {{1, 2, 2, 2}, cpufb::Storage::Workspace, cpufb::DType::Int8}},
+        size_t(x_bytes + 3) / 4, [&](flatbuffers::FlatBufferBuilder& b) {
+          const auto q = cpufb::CreateQPoolDirect(b, 2, 3, kind, &kernel, &stride, &padding, false, x_scale, 3, 8.0f,
+                                                  -1);
+          return cpufb::CreateOpDirect(b, cpufb::OpKind::QPool, q.Union(), "qpool");
+        }, 256));
+  };
+  for (cpufb::PoolKind kind : {cpufb::PoolKind::Max, cpufb::PoolKind::Average}) {
+    EXPECT_EQ(load_and_run(file(cpufb::DType::Int8, kind, {3, 3}, 0.25f)), Error::Ok) << last_error_message();
+  }
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(cpufb::DType::Float32, cpufb::PoolKind::Max, {3, 3}, 0.25f)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 2 is float32, the op takes int8"), std::string::npos)
+      << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(cpufb::DType::Int8, cpufb::PoolKind::Max, {3, 3}, 0.0f)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("bad quantization"), std::string::npos) << last_error_message();
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(cpufb::DType::Int8, cpufb::PoolKind::Max, {2, 2}, 0.25f)), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("pool sizes do not fit"), std::string::npos) << last_error_message();
+  // 257 x 257 taps over x [1, 257, 257, 2]: the window fits (y 2 x 2), the tap count does not
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(cpufb::DType::Int8, cpufb::PoolKind::Average, {257, 257}, 0.25f, {1, 257, 257, 2})),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("at most 65536 taps"), std::string::npos) << last_error_message();
+}
+
 // DynamicQuantize of the delegate's float x [4] into int8 [4] with qparams
 // [2], then QLinear of it as [1, 4] -> float y [1, 4] ... (here [1, 4] weights
 // 64 bytes, 4 scales, params 2 * 16 floats): runs; refused with params one

@@ -8,6 +8,7 @@
 // reference (rounding of the float requantization).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -211,6 +212,54 @@ TEST(CpuQs8, test_every_minmax_kernel_finds_the_range_skipping_nans) {
       k->minmax(n, x.data(), &lo, &hi);
       EXPECT_EQ(lo, want_lo) << k->name << " n " << n;
       EXPECT_EQ(hi, want_hi) << k->name << " n " << n;
+    }
+  }
+}
+
+// Max and average pooling of int8 pixels: every kernel set writes the bytes
+// of PyTorch's dequantize -> pool -> quantize, spelled out here in float32
+// (avg_pool2d's CPU kernel sums the window's values in order, then divides),
+// for channel counts around every vector width, windows of 1 to 49 taps, and
+// windows of 2 and 4 with the same scale in and out (exact halfway averages).
+TEST(CpuQs8, test_every_pool_kernel_writes_pytorchs_bytes) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  for (const Qs8PoolParams& p : {Qs8PoolParams{0.05f, -7.0f, 1.0f / 0.04f, 3.0f, -100.0f, 127.0f},
+                                 Qs8PoolParams{0.0173f, 5.0f, float(1.0 / double(0.0173f)), 5.0f, -128.0f, 127.0f}}) {
+    for (size_t channels : {1, 7, 8, 9, 15, 16, 17, 31, 33, 64}) {
+      for (size_t ks : {1, 2, 4, 9, 49}) {
+        const size_t pixels = 3;
+        std::vector<std::vector<int8_t>> rows(pixels * ks, std::vector<int8_t>(channels));
+        std::vector<const int8_t*> in;
+        for (auto& r : rows) {
+          for (int8_t& v : r) v = int8_t(byte(rng));
+          in.push_back(r.data());
+        }
+        std::vector<float> count(pixels);
+        for (size_t px = 0; px < pixels; ++px) count[px] = float(ks - (px == 1 && ks > 1));  // a padding tap left out
+        std::vector<int8_t> want_max(pixels * channels), want_avg(pixels * channels);
+        auto quantize = [&](float v) {
+          return int8_t(std::fmin(std::fmax(std::nearbyint(v * p.y_inv_scale) + p.y_zero, p.qmin), p.qmax));
+        };
+        for (size_t px = 0; px < pixels; ++px) {
+          for (size_t j = 0; j < channels; ++j) {
+            float m = -INFINITY, sum = 0.0f;
+            for (size_t t = 0; t < ks; ++t) {
+              const float f = (float(in[px * ks + t][j]) - p.x_zero) * p.x_scale;
+              m = std::fmax(m, f), sum += f;
+            }
+            want_max[px * channels + j] = quantize(m);
+            want_avg[px * channels + j] = quantize(sum / count[px]);
+          }
+        }
+        for (const Qs8Kernels* k : kernel_sets()) {
+          std::vector<int8_t> got_max(pixels * channels, 0x55), got_avg(pixels * channels, 0x55);
+          k->pool(channels, pixels, ks, in.data(), nullptr, got_max.data(), channels, p);
+          k->pool(channels, pixels, ks, in.data(), count.data(), got_avg.data(), channels, p);
+          ASSERT_EQ(got_max, want_max) << k->name << " max, " << channels << " channels, " << ks << " taps";
+          ASSERT_EQ(got_avg, want_avg) << k->name << " average, " << channels << " channels, " << ks << " taps";
+        }
+      }
     }
   }
 }

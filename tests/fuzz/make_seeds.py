@@ -3,7 +3,7 @@ that together use every part of the format the harnesses should reach
 (the frozen files in tests/data/v1*/ are seeds too). Kept small, since each
 execution of a harness loads and runs one.
 
-    .venv/bin/python tests/fuzz/make_seeds.py
+    .venv/bin/python tests/fuzz/make_seeds.py [NAME ...]   (all, or the seeds named)
 
 - embed_attn: int64 token ids into an embedding, attention (kernels),
   layer norm, gather by index: inputs the fuzzer turns into out-of-range ids.
@@ -16,12 +16,14 @@ execution of a harness loads and runs one.
 - dyn_mlp: an MLP with a dynamic batch (format 1.3 size expressions).
 - loop: torch.while_loop and torch.cond with state (format 1.2).
 - quant_int8: tern.quantize "int8": quantize/dequantize around conv, add,
-  pooling and linear (scales and zero points as op arguments).
+  pooling and linear (scales and zero points as op arguments; the cpu
+  payload's QConv, QBinary and QPool).
 - quant_dynamic: "int8-dynamic": choose_qparams and the .tensor overloads,
   per-channel int8 weights.
 - quant_int4: "int4-weight": packed int4 groups of an embedding and a linear.
 """
 
+import sys
 from pathlib import Path
 
 import torch
@@ -166,7 +168,13 @@ def main():
     cases["quant_int8"] = (quantized(QuantNet(), (x,), "int8", g), (x,), {})
     cases["quant_dynamic"] = (quantized(QuantEmbed(), (ids,), "int8-dynamic", g), (ids,), {})
     cases["quant_int4"] = (quantized(QuantEmbed(), (ids,), "int4-weight", g), (ids,), {})
+    wanted = sys.argv[1:] or list(cases)  # `make_seeds.py quant_int8` rewrites that seed only
+    unknown = sorted(set(wanted) - set(cases))
+    if unknown:
+        raise SystemExit(f"make_seeds.py: no seed named {', '.join(unknown)}; the seeds are {', '.join(cases)}")
     for name, (model, args, kwargs) in cases.items():
+        if name not in wanted:
+            continue
         if isinstance(model, nn.Module) and not isinstance(model, torch.fx.GraphModule):
             model.eval()
         prog = tern.export(model, args, **kwargs)

@@ -346,6 +346,14 @@ def _payload_kinds(path: Path) -> list[str]:
     return [kind for ops in _payload_ops(path) for kind, _ in ops]
 
 
+def _assert_within_one_step(got: torch.Tensor, want: torch.Tensor, step: float) -> None:
+    """Every output within one quantization step of PyTorch's, and at most 1%
+    of them more than half a step off (rounding of a halfway value)."""
+    err = (got - want).abs()
+    assert float(err.max()) <= step * 1.0001, f"max error {float(err.max())} > one step {step}"
+    assert int((err > step / 2).sum()) * 100 <= err.numel(), "more than 1% of outputs a step off"
+
+
 class QuantLayers(nn.Module):
     """Every kind of QConv: general (stride 2, padding, relu), depthwise (relu6),
     pointwise, dilated, and a linear layer over a 3-d input (a reshape before it;
@@ -389,12 +397,49 @@ def test_the_cpu_backend_runs_quantized_convolutions_and_linear_layers_on_intege
 
     got = torch.as_tensor(load_on_isa(path, isa, monkeypatch)(*args)[0])
     want = _eager(qmodel, args)[0]
-    step = _last_quantize_scale(qmodel)
-    err = (got - want).abs()
-    assert float(err.max()) <= step * 1.0001, f"max error {float(err.max())} > one step {step}"
-    assert int((err > step / 2).sum()) * 100 <= err.numel(), "more than 1% of outputs a step off"
+    _assert_within_one_step(got, want, _last_quantize_scale(qmodel))
     for threads in (1, 3):  # the same bytes whatever the thread count
         np.testing.assert_array_equal(tern.load(str(path), threads=threads)(*args)[0], got.numpy())
+
+
+class PoolLayers(nn.Module):
+    """Every kind of QPool: a max pool with padding (its padding taps read the
+    window's own), average pools with padding counted and not, and a mean over
+    the image, kept 4-d (adaptive pool, then flatten) or not."""
+
+    def __init__(self, head: str) -> None:
+        super().__init__()
+        self.head = head
+        self.stem = nn.Conv2d(3, 24, 3, padding=1)
+        self.mid = nn.Conv2d(24, 19, 3, padding=1)
+        self.fc = nn.Linear(19, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.max_pool2d(torch.relu(self.stem(x)), 3, 2, 1)
+        x = nn.functional.avg_pool2d(x, 3, 1, 1, count_include_pad=False)
+        x = nn.functional.avg_pool2d(self.mid(x), 2, 2, 1, count_include_pad=True)
+        if self.head == "mean":
+            return self.fc(x.mean((2, 3)))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+@pytest.mark.parametrize("head", ["mean", "adaptive"])
+def test_the_cpu_backend_pools_on_integers(head: str, isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_cpu_backend import load_on_isa
+
+    torch.manual_seed(0)
+    model = PoolLayers(head).eval()
+    calibration = [(torch.randn(2, 3, 21, 17),) for _ in range(3)]
+    args = (torch.randn(2, 3, 21, 17),)
+    qmodel = tern.quantize(model, args, calibration=calibration, scheme="int8", progress=False)
+    path = tmp_path / "q.tern"
+    tern.export(qmodel, args).save(path)
+    kinds = _payload_kinds(path)
+    assert kinds.count("QPool") == 4 and "Pool" not in kinds, kinds
+    got = torch.as_tensor(load_on_isa(path, isa, monkeypatch)(*args)[0])
+    want = _eager(qmodel, args)[0]
+    _assert_within_one_step(got, want, _last_quantize_scale(qmodel))
 
 
 class DynamicLayers(nn.Module):

@@ -2,7 +2,7 @@
 // weights, int32 accumulators, requantized to int8 in the same call), one
 // file per ISA like the float ones (ukernels.h): scalar (always built, the
 // reference), avx2, avx512vnni (AVX-512 with VNNI's 4-way byte dot product),
-// neondot (Armv8.2 SDOT; the igemm only, the rest from scalar).
+// neondot (Armv8.2 SDOT igemm; NEON depthwise, quantize, add/mul, pooling).
 //
 // Packed weights, in one layout for every ISA (backends/cpu/qconv.cpp packs):
 //   GEMM / convolution, N outputs, ks taps of kc inputs:
@@ -68,6 +68,24 @@ struct Qs8BinaryParams {
 };
 using Qs8QuantizeUkernel = void (*)(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p);
 using Qs8BinaryUkernel = void (*)(size_t n, const int8_t* a, const int8_t* b, int8_t* y, const Qs8BinaryParams& p);
+// int8 NHWC pooling over `channels` channels, PyTorch's dequantize -> pool ->
+// quantize computed as PyTorch computes it, in float32. Per output pixel p,
+// over its taps t < ks (in[p * ks + t] -> c int8), f_t = (float(x_t) - x_zero) * x_scale:
+//   count == nullptr (max): y = quantize(max_t f_t), computed as
+//     m = max_t x_t, y = clamp(round((float(m) - x_zero) * x_scale * y_inv_scale) + y_zero, qmin, qmax)
+//     (the same float32 result: the dequantization is increasing)
+//   else (average): s = f_0 + f_1 + ... in tap order (float32, as
+//     avg_pool2d's CPU kernel sums), y = clamp(round(s / count[p] * y_inv_scale) + y_zero, qmin, qmax)
+// Rounding half to even; taps in window order (row by row). An integer sum
+// would round the many exact halfway values (a window of 2 or 4 taps, the
+// same scale in and out) differently from PyTorch.
+// out: pixel p at out + p * out_stride. Callers point a max's padding taps at
+// one of the pixel's own taps and an average's at x_zero bytes (f = +0).
+struct Qs8PoolParams {
+  float x_scale, x_zero, y_inv_scale, y_zero, qmin, qmax;
+};
+using Qs8PoolUkernel = void (*)(size_t channels, size_t pixels, size_t ks, const int8_t* const* in, const float* count,
+                                int8_t* out, size_t out_stride, const Qs8PoolParams& p);
 // The least and greatest of n >= 1 floats, NaNs skipped (a dynamic
 // quantization's range): *lo and *hi start as x[0].
 using F32MinMaxUkernel = void (*)(size_t n, const float* x, float* lo, float* hi);
@@ -83,6 +101,7 @@ struct Qs8Kernels {
   Qs8QuantizeUkernel quantize;
   Qs8BinaryUkernel binary;
   F32MinMaxUkernel minmax;
+  Qs8PoolUkernel pool;
 };
 
 // Inputs k..k+3 of a row of kc int8 as one int32 (4 bytes, little-endian),
@@ -137,6 +156,13 @@ void qs8_igemm_ukernel__neondot_4x16(size_t, size_t, size_t, size_t, const int8_
                                      size_t, const Qs8Requant&);
 void qs8_igemm_f32_ukernel__neondot_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
                                          size_t, const Qs8Requant&);
+void qs8_dwconv_ukernel__neondot(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
+                                 const Qs8Requant&);
+void f32_minmax_ukernel__neon(size_t, const float*, float*, float*);
+void qs8_quantize_ukernel__neon(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
+void qs8_binary_ukernel__neon(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
+void qs8_pool_ukernel__neon(size_t, size_t, size_t, const int8_t* const*, const float*, int8_t*, size_t,
+                            const Qs8PoolParams&);
 void f32_minmax_ukernel__scalar(size_t, const float*, float*, float*);
 void f32_minmax_ukernel__avx2(size_t, const float*, float*, float*);
 void f32_minmax_ukernel__avx512(size_t, const float*, float*, float*);
@@ -144,6 +170,10 @@ void qs8_quantize_ukernel__scalar(size_t, const float*, int8_t*, const Qs8Quanti
 void qs8_binary_ukernel__scalar(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
 void qs8_quantize_ukernel__avx2(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
 void qs8_binary_ukernel__avx2(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
+void qs8_pool_ukernel__scalar(size_t, size_t, size_t, const int8_t* const*, const float*, int8_t*, size_t,
+                              const Qs8PoolParams&);
+void qs8_pool_ukernel__avx2(size_t, size_t, size_t, const int8_t* const*, const float*, int8_t*, size_t,
+                            const Qs8PoolParams&);
 void qs8_quantize_ukernel__avx512(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
 void qs8_binary_ukernel__avx512(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
 

@@ -1,4 +1,5 @@
-// qs8_quantize_ukernel__scalar and qs8_binary_ukernel__scalar (ukernels/qs8.h).
+// qs8_quantize_ukernel__scalar, qs8_binary_ukernel__scalar and
+// qs8_pool_ukernel__scalar (ukernels/qs8.h).
 #include "backends/cpu/ukernels/qs8.h"
 
 namespace tern {
@@ -36,6 +37,25 @@ void qs8_binary_ukernel__scalar(size_t n, const int8_t* a, const int8_t* b, int8
     const float fa = (static_cast<float>(a[i]) - p.a_zero) * p.a_scale;
     const float fb = (static_cast<float>(b[i]) - p.b_zero) * p.b_scale;
     y[i] = to_int8((p.mul ? fa * fb : fa + fb) * p.y_inv_scale, p.y_zero, p.qmin, p.qmax);
+  }
+}
+
+void qs8_pool_ukernel__scalar(size_t channels, size_t pixels, size_t ks, const int8_t* const* in, const float* count,
+                              int8_t* out, size_t out_stride, const Qs8PoolParams& p) {
+  for (size_t px = 0; px < pixels; ++px, in += ks, out += out_stride) {
+    for (size_t j = 0; j < channels; ++j) {
+      float v;
+      if (count == nullptr) {
+        int32_t m = in[0][j];
+        for (size_t t = 1; t < ks; ++t) m = in[t][j] > m ? in[t][j] : m;
+        v = (static_cast<float>(m) - p.x_zero) * p.x_scale;
+      } else {
+        v = 0.0f;
+        for (size_t t = 0; t < ks; ++t) v += (static_cast<float>(in[t][j]) - p.x_zero) * p.x_scale;
+        v /= count[px];
+      }
+      out[j] = to_int8(v * p.y_inv_scale, p.y_zero, p.qmin, p.qmax);
+    }
   }
 }
 

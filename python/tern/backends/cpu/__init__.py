@@ -103,14 +103,8 @@ class CpuPartitioner(Partitioner):
             return len(node.args[0]) >= 1 and all(hasattr(t, "meta") for t in node.args[0]) and 1 <= _rank(node) <= 8
         if name == "aten::bmm":
             return _rank(node.args[0]) == 3 and _rank(node.args[1]) == 3
-        if name == "aten::mean.dim":
-            return _rank(node.args[0]) == 4 and sorted(d % 4 for d in node.args[1]) == [2, 3]
-        if name == "aten::adaptive_avg_pool2d":
-            return _rank(node.args[0]) == 4 and tuple(node.args[1]) in ((1, 1), (1,))
-        if name == "aten::avg_pool2d":
-            return _rank(node.args[0]) == 4 and _pool_ok(node, divisor_at=6)
-        if name == "aten::max_pool2d_with_indices":
-            return _rank(node.args[0]) == 4 and _pool_ok(node, dilation_at=4) and _only_values_used(node)
+        if name in POOLS:
+            return pool_supported(node)
         return activation_of(node) is not None
 
     def keep(self, nodes: Sequence["torch.fx.Node"]) -> bool:
@@ -194,6 +188,27 @@ def _binary_ok(node: Any) -> bool:
     # a 4-d op may run in either layout, but always can in NHWC (compile.py
     # picks NHWC when the graph's layout cannot broadcast b)
     return broadcast_of(out, b, True) is not None if len(out) == 4 else broadcast_of(out, b, False) is not None
+
+
+POOLS = ("aten::mean.dim", "aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::max_pool2d_with_indices")
+
+
+def pool_supported(node: Any) -> bool:
+    """Whether a pool node (one of POOLS) fits the backend's Pool / QPool
+    window: NHWC, no ceil mode, no dilation, no divisor override, padding at
+    most half the window; a mean or adaptive pool over the whole image."""
+    from tern.ops import op_name
+
+    name = op_name(node.target)
+    if _rank(node.args[0]) != 4:
+        return False
+    if name == "aten::mean.dim":
+        return sorted(d % 4 for d in node.args[1]) == [2, 3]
+    if name == "aten::adaptive_avg_pool2d":
+        return tuple(node.args[1]) in ((1, 1), (1,))
+    if name == "aten::avg_pool2d":
+        return _pool_ok(node, divisor_at=6)
+    return _pool_ok(node, dilation_at=4) and _only_values_used(node)
 
 
 def _pool_ok(node: Any, dilation_at: int | None = None, divisor_at: int | None = None) -> bool:

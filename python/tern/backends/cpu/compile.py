@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tern.backends.cpu import pack
+from tern.backends.cpu import POOLS, pack
 from tern.errors import ExportError
 from tern.memory_plan import align, lifetimes, plan
 from tern.ops import op_name
@@ -528,6 +528,7 @@ class _Compiler:
             qbinary_of,
             qconv_of,
             qlinear_dynamic_of,
+            qpool_of,
             qparams,
             wlinear_of,
         )
@@ -535,6 +536,7 @@ class _Compiler:
         name = op_name(node.target)
         pattern = qconv_of(node) if name in ("aten::convolution", "aten::addmm", "aten::mm") else None
         qbinary = qbinary_of(node) if name in ("aten::add.Tensor", "aten::mul.Tensor") else None
+        qpool = qpool_of(node) if name in POOLS else None
         qlinear = qlinear_dynamic_of(node) if name in ("aten::addmm", "aten::mm") and pattern is None else None
         wlinear = wlinear_of(node) if name in ("aten::addmm", "aten::mm") and not (pattern or qlinear) else None
         if pattern is not None:
@@ -547,6 +549,8 @@ class _Compiler:
             self._dynamic_quantize(node)
         elif qbinary is not None:
             self._qbinary(qbinary)
+        elif qpool is not None:
+            self._qpool(qpool)
         elif name == DQ:
             p = qparams(node)
             self.lazy_dq[node] = (node.args[0], p.scale, p.zero_point)
@@ -570,7 +574,7 @@ class _Compiler:
             self._binary(node)
         elif activation_of(node) is not None or name in _AFFINE:
             self._unary(node)
-        elif name in ("aten::mean.dim", "aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::max_pool2d_with_indices"):
+        elif name in POOLS:
             self._pool(node)
         elif name in ("aten::expand",) + _VIEWS and expanded_weight(node) is not None:
             pass  # bmm reads the constant itself (_matmul)
@@ -619,7 +623,7 @@ class _Compiler:
             xv = self._nhwc(pat.x_q)
             y = self._workspace((n, oh, ow, oc), "Int8")
             packed = pack.pack_qs8_depthwise(weight) if depthwise else pack.pack_qs8_conv(weight)
-            fields.update({"stride": _pair(stride), "padding": _pair(padding), "dilation": _pair(dilation),
+            fields.update({"stride": pair(stride), "padding": pair(padding), "dilation": pair(dilation),
                            "depthwise": depthwise, "kernel": tuple(weight.shape[2:])})
             out = (y, NHWC)
         else:
@@ -961,31 +965,24 @@ class _Compiler:
         self.env[last] = (y, layout)
 
     def _pool(self, node: Any) -> None:
-        name = op_name(node.target)
-        x = node.args[0]
-        n, c, h, w = _shape(x)
-        fields: dict[str, Any] = {"kind": "Average", "padding": (0, 0), "count_padding": False}
-        if name in ("aten::mean.dim", "aten::adaptive_avg_pool2d"):
-            fields.update(kernel=(h, w), stride=(1, 1))
-            keep = name == "aten::adaptive_avg_pool2d" or (len(node.args) > 2 and node.args[2]) or node.kwargs.get("keepdim")
-        else:
-            args = list(node.args) + [None] * 6
-            kernel = tuple(args[1])
-            stride = tuple(args[2]) if args[2] else kernel
-            padding = tuple(args[3]) if args[3] else (0, 0)
-            fields.update(kernel=_pair(kernel), stride=_pair(stride), padding=_pair(padding))
-            if name == "aten::max_pool2d_with_indices":
-                fields["kind"] = "Max"
-            else:
-                fields["count_padding"] = bool(args[5]) if args[5] is not None else True
-            keep = True
-        xv = self._nhwc(x)
-        val = node.meta["val"]
-        out_shape = tuple(int(s) for s in (val[0] if isinstance(val, (tuple, list)) else val).shape)
-        oh, ow = (1, 1) if fields["kernel"] == (h, w) and fields["padding"] == (0, 0) else out_shape[2:4]
-        y = self._workspace((n, oh, ow, c))
+        fields, keep, y_shape = _pool_window(node)
+        xv = self._nhwc(node.args[0])
+        y = self._workspace(y_shape)
         self._op("Pool", {"x": xv, "y": y, **fields}, [node], [xv], [y])
-        self.env[node] = (y, NHWC) if keep else (self._alias(y, (n, c)), PLAIN)
+        self.env[node] = (y, NHWC) if keep else (self._alias(y, y_shape[::3]), PLAIN)
+
+    def _qpool(self, pat: Any) -> None:
+        """An int8 pool (quantized.py), one QPool."""
+        fields, keep, y_shape = _pool_window(pat.node)
+        xv = self._nhwc(pat.x_q)
+        y = self._workspace(y_shape, "Int8")
+        fields.update(x_scale=pat.x.scale, x_zero_point=pat.x.zero_point,
+                      y_inv_scale=float(np.float32(1.0 / pat.y.scale)), y_zero_point=pat.y.zero_point,
+                      qmin=pat.y.qmin, qmax=pat.y.qmax)
+        covered = [pat.node] + pat.covered
+        self._op("QPool", {"x": xv, "y": y, **fields}, covered, [xv], [y])
+        self.done.update(covered)
+        self.env[pat.q] = (y, NHWC) if keep else (self._alias(y, y_shape[::3]), PLAIN)
 
     def _permute(self, node: Any) -> None:
         x = self._plain(node.args[0])
@@ -1144,6 +1141,33 @@ def _is_view(node: Any) -> bool:
     return name in _VIEWS
 
 
-def _pair(v: Any) -> tuple[int, int]:
+
+def _pool_window(node: Any) -> tuple[dict[str, Any], bool, tuple[int, int, int, int]]:
+    """A pool node's Pool / QPool window fields, whether its output keeps the
+    4-d shape (else a mean over [n, c]), and the NHWC output sizes."""
+    name = op_name(node.target)
+    x = node.args[0]
+    n, c, h, w = _shape(x)
+    fields: dict[str, Any] = {"kind": "Average", "padding": (0, 0), "count_padding": False}
+    if name in ("aten::mean.dim", "aten::adaptive_avg_pool2d"):
+        fields.update(kernel=(h, w), stride=(1, 1))
+        keep = name == "aten::adaptive_avg_pool2d" or (len(node.args) > 2 and node.args[2]) or node.kwargs.get("keepdim")
+    else:
+        args = list(node.args) + [None] * 6
+        kernel = tuple(args[1])
+        stride = tuple(args[2]) if args[2] else kernel
+        padding = tuple(args[3]) if args[3] else (0, 0)
+        fields.update(kernel=pair(kernel), stride=pair(stride), padding=pair(padding))
+        if name == "aten::max_pool2d_with_indices":
+            fields["kind"] = "Max"
+        else:
+            fields["count_padding"] = bool(args[5]) if args[5] is not None else True
+        keep = True
+    val = node.meta["val"]
+    out_shape = tuple(int(s) for s in (val[0] if isinstance(val, (tuple, list)) else val).shape)
+    oh, ow = (1, 1) if fields["kernel"] == (h, w) and fields["padding"] == (0, 0) else out_shape[2:4]
+    return fields, bool(keep), (n, oh, ow, c)
+
+def pair(v: Any) -> tuple[int, int]:
     v = tuple(int(x) for x in v)
     return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])

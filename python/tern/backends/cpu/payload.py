@@ -15,7 +15,7 @@ from tern.memory_plan import align
 from tern.serialize import offsets_vector
 
 VERSION = 2  # 2: Attention (a runtime reads 1 and 2)
-VERSION_INT8 = 3  # 3: int8 values, QConv, Quantize, Dequantize; written only by programs that use them
+VERSION_INT8 = 3  # 3: int8 values and the ops on them (QConv, QPool, ...); written only by programs that use them
 HEADER = struct.Struct("<4sIQ")
 
 
@@ -90,7 +90,7 @@ def _op_table(b: Any, op: Op) -> tuple[int, int]:
         elif key == "activation":
             add(b, getattr(Activation, "None_" if value == "None" else value))
         elif key == "kind":
-            add(b, getattr(PoolKind if op.kind == "Pool" else BinaryKind, value))  # Binary, QBinary: BinaryKind
+            add(b, getattr(PoolKind if op.kind in ("Pool", "QPool") else BinaryKind, value))  # Binary, QBinary: BinaryKind
         else:
             add(b, value)
     return module.End(b), getattr(OpKind, op.kind)

@@ -6,7 +6,8 @@ converted PT2E graph (docs/quantization.md):
 
 becomes one QConv (backends/cpu/schema/cpu.fbs) on int8 activations, with the
 weights packed for the qs8 microkernels (pack.py); an add or mul of two
-dequantized tensors, quantized after, one QBinary. The partitioner claims the
+dequantized tensors, quantized after, one QBinary; a pool between a
+dequantize and a quantize, one QPool. The partitioner claims the
 pattern's nodes, and quantize / dequantize on their own (Quantize and
 Dequantize ops; a dequantize only where a float op reads it).
 """
@@ -264,6 +265,56 @@ def qbinary_of(node: Any) -> QBinaryPattern | None:
     return QBinaryPattern(node, kind, a.args[0], pa, b.args[0], pb, yp, q, [*between, q])
 
 
+@dataclass
+class QPoolPattern:
+    """A quantized pool: dequantize(x) -> pool -> [getitem] -> [relu] -> quantize."""
+    node: Any  # the pool
+    x_q: Any
+    x: QParams
+    y: QParams
+    q: Any
+    covered: list[Any] = field(default_factory=list)
+
+
+# The int32 sums of the int8 pool kernels hold at most this many taps
+# (backends/cpu/program.cpp checks it too).
+MAX_POOL_TAPS = 1 << 16
+
+
+def qpool_of(node: Any) -> QPoolPattern | None:
+    """The pattern around a pool node (the cpu backend's POOLS) of a
+    dequantized int8 tensor whose values are quantized again, else None."""
+    import operator
+
+    from tern.backends.cpu import POOLS, pool_supported
+    from tern.backends.cpu.compile import pair
+
+    name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
+    if name not in POOLS or not pool_supported(node):
+        return None
+    x = node.args[0]
+    px = qparams(x)
+    if px is None or op_name(x.target) != DQ:
+        return None
+    _, _, h, w = _shape(x)
+    taps = h * w if name in ("aten::mean.dim", "aten::adaptive_avg_pool2d") else math.prod(pair(node.args[1]))
+    if taps > MAX_POOL_TAPS:
+        return None
+    first = []
+    last = node
+    if name == "aten::max_pool2d_with_indices":
+        items = list(node.users)
+        if len(items) != 1 or items[0].target is not operator.getitem:
+            return None
+        first = [items[0]]
+        last = items[0]
+    out = _output(last)
+    if out is None:
+        return None
+    q, yp, between = out
+    return QPoolPattern(node, x.args[0], px, yp, q, [*first, *between, q])
+
+
 CHOOSE = "quantized_decomposed::choose_qparams.tensor"
 QT = "quantized_decomposed::quantize_per_tensor.tensor"
 DQT = "quantized_decomposed::dequantize_per_tensor.tensor"
@@ -427,6 +478,8 @@ def claims(node: Any) -> bool | None:
     if name in ("aten::convolution", "aten::addmm", "aten::mm") and qconv_of(node) is not None:
         return True
     if name in ("aten::add.Tensor", "aten::mul.Tensor") and qbinary_of(node) is not None:
+        return True
+    if qpool_of(node) is not None:
         return True
     if name in ("aten::addmm", "aten::mm") and (qlinear_dynamic_of(node) is not None or wlinear_of(node) is not None):
         return True
