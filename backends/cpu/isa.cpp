@@ -76,6 +76,9 @@ const Isa* find_isa(const char* name) {
   return nullptr;
 }
 
+// TERN_CPU_ISA=amx names the int8 kernel set; its float kernels are avx512's.
+static const char* float_isa_name(const char* forced) { return strcmp(forced, "amx") == 0 ? "avx512" : forced; }
+
 const Isa* select_isa() {
   const char* forced = getenv("TERN_CPU_ISA");
   if (forced == nullptr || forced[0] == '\0') {
@@ -83,9 +86,9 @@ const Isa* select_isa() {
     supported_isas(&best, 1);
     return best;
   }
-  const Isa* isa = find_isa(forced);
+  const Isa* isa = find_isa(float_isa_name(forced));
   if (isa == nullptr) {
-    TERN_LOG_ERROR("TERN_CPU_ISA=%s: this build or this CPU cannot run it (scalar, avx2, avx512 on x86-64 "
+    TERN_LOG_ERROR("TERN_CPU_ISA=%s: this build or this CPU cannot run it (scalar, avx2, avx512, amx on x86-64 "
                    "with the CPU features; neon on aarch64)", forced);
   }
   return isa;
@@ -97,11 +100,12 @@ namespace {
 
 const Qs8Kernels kQs8Scalar = {"scalar", 4, 1, {qs8_igemm_ukernel__scalar_4x16}, {qs8_igemm_f32_ukernel__scalar_4x16},
                                false, qs8_dwconv_ukernel__scalar, qs8_quantize_ukernel__scalar,
-                               qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar, qs8_pool_ukernel__scalar};
+                               qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar, qs8_pool_ukernel__scalar,
+                               nullptr};
 #if defined(__x86_64__)
 const Qs8Kernels kQs8Avx2 = {"avx2", 3, 1, {qs8_igemm_ukernel__avx2_3x16}, {qs8_igemm_f32_ukernel__avx2_3x16}, false,
                              qs8_dwconv_ukernel__avx2, qs8_quantize_ukernel__avx2, qs8_binary_ukernel__avx2,
-                             f32_minmax_ukernel__avx2, qs8_pool_ukernel__avx2};
+                             f32_minmax_ukernel__avx2, qs8_pool_ukernel__avx2, nullptr};
 const Qs8Kernels kQs8Vnni = {"avx512vnni", 6, 4,
                              {qs8_igemm_ukernel__avx512vnni_6x16, qs8_igemm_ukernel__avx512vnni_6x32,
                               qs8_igemm_ukernel__avx512vnni_6x48, qs8_igemm_ukernel__avx512vnni_6x64},
@@ -109,13 +113,21 @@ const Qs8Kernels kQs8Vnni = {"avx512vnni", 6, 4,
                               qs8_igemm_f32_ukernel__avx512vnni_6x48, qs8_igemm_f32_ukernel__avx512vnni_6x64},
                              true, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
                              qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512,
-                             qs8_pool_ukernel__avx2};
+                             qs8_pool_ukernel__avx2, nullptr};
+const Qs8Kernels kQs8Amx = {"amx", 16, 4,
+                            {qs8_igemm_ukernel__amx_16x16, qs8_igemm_ukernel__amx_16x32, qs8_igemm_ukernel__amx_16x48,
+                             qs8_igemm_ukernel__amx_16x64},
+                            {qs8_igemm_f32_ukernel__amx_16x16, qs8_igemm_f32_ukernel__amx_16x32,
+                             qs8_igemm_f32_ukernel__amx_16x48, qs8_igemm_f32_ukernel__amx_16x64},
+                            false, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
+                            qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512, qs8_pool_ukernel__avx2,
+                            qs8_amx_release};
 #endif
 #if defined(__aarch64__)
 const Qs8Kernels kQs8NeonDot = {"neondot", 4, 1, {qs8_igemm_ukernel__neondot_4x16},
                                 {qs8_igemm_f32_ukernel__neondot_4x16}, false, qs8_dwconv_ukernel__neondot,
                                 qs8_quantize_ukernel__neon, qs8_binary_ukernel__neon, f32_minmax_ukernel__neon,
-                                qs8_pool_ukernel__neon};
+                                qs8_pool_ukernel__neon, nullptr};
 #endif
 
 }  // namespace
@@ -127,6 +139,7 @@ int supported_qs8_kernels(const Qs8Kernels** out, int max) {
     if (n < max) out[n++] = k;
   };
 #if defined(__x86_64__)
+  if (f.amx_int8) add(&kQs8Amx);
   if (f.avx512_vnni) add(&kQs8Vnni);
   if (f.avx2_fma) add(&kQs8Avx2);
 #endif
@@ -139,14 +152,15 @@ int supported_qs8_kernels(const Qs8Kernels** out, int max) {
 }
 
 const Qs8Kernels* select_qs8_kernels() {
-  const Qs8Kernels* sets[3];
-  const int n = supported_qs8_kernels(sets, 3);
+  const Qs8Kernels* sets[4];
+  const int n = supported_qs8_kernels(sets, 4);
   const char* forced = getenv("TERN_CPU_ISA");
   if (forced == nullptr || forced[0] == '\0') return sets[0];
   // TERN_CPU_ISA names the float ISA; its int8 counterpart: avx512 -> VNNI
-  // (or AVX2 on AVX-512 CPUs without VNNI), neon -> neondot (or scalar without the dot product).
+  // (or AVX2 on AVX-512 CPUs without VNNI), neon -> neondot (or scalar
+  // without the dot product); amx (avx512 floats) -> amx only.
   const char* want = strcmp(forced, "avx512") == 0 ? "avx512vnni" : strcmp(forced, "neon") == 0 ? "neondot" : forced;
-  if (find_isa(forced) == nullptr) return nullptr;
+  if (find_isa(float_isa_name(forced)) == nullptr) return nullptr;
   for (int i = 0; i < n; ++i) {
     if (strcmp(sets[i]->name, want) == 0) return sets[i];
   }

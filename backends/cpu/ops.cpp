@@ -110,8 +110,9 @@ void run_qlinear(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx) {
   const int64_t n = qs8_channels(op.qconv.g);
   int32_t* init = reinterpret_cast<int32_t*>(op.params);
   float* scale = op.params + n;
+  const int32_t shift = k.unsigned_a ? 128 : 0;  // as qs8_requant
   for (int64_t j = 0; j < n; ++j) {
-    init[j] = -(x_zero + (k.unsigned_a ? 128 : 0)) * op.wsums[j];
+    init[j] = -(x_zero + shift) * op.wsums[j];
     scale[j] = x_scale * op.w_scales[j];  // float32, as PyTorch's dequantized operands multiply
   }
   Qs8Conv q = op.qconv;

@@ -786,12 +786,13 @@ Error Loader::prepare_qconv(uint32_t oi, const fb::QConv& c, CpuOp* op) {
   int32_t* init = static_cast<int32_t*>(ctx.allocate(sizeof(int32_t) * nch));
   float* scale = static_cast<float*>(ctx.allocate(sizeof(float) * nch));
   float* offset = static_cast<float*>(ctx.allocate(sizeof(float) * nch));
-  int8_t* zeros = static_cast<int8_t*>(ctx.allocate(size_t(g.c)));
+  const size_t zero_bytes = size_t(g.c + 3) / 4 * 4;  // what run_qs8_conv's padding taps read
+  int8_t* zeros = static_cast<int8_t*>(ctx.allocate(zero_bytes));
   if (init == nullptr || scale == nullptr || offset == nullptr || zeros == nullptr) return Error::OutOfMemory;
   const int8_t* packed = reinterpret_cast<const int8_t*>(w->data);
   qs8_requant(g, packed, c.x_scale(), c.x_zero_point(), ws->data, b ? b->data : nullptr, c.y_scale(),
               c.y_zero_point(), qs8, init, scale, offset);
-  memset(zeros, c.x_zero_point(), size_t(g.c));
+  memset(zeros, c.x_zero_point(), zero_bytes);
   op->qconv.packed = packed, op->qconv.init = init, op->qconv.scale = scale, op->qconv.offset = offset;
   op->qconv.qmin = float(c.qmin()), op->qconv.qmax = float(c.qmax());
   op->qzeros = zeros;
@@ -955,7 +956,7 @@ Error Loader::prepare_qlinear(uint32_t oi, const fb::QLinear& l, CpuOp* op) {
   op->wsums = sums, op->w_scales = scales;
   op->qparams = qp->data, op->params = pr->data;
   op->x = x->data, op->y = y->data, op->numel = y->numel;
-  const size_t s = sizeof(const int8_t*) * size_t(qs8.mr);
+  const size_t s = qs8_conv_scratch_bytes(g, qs8);  // the row pointers of a tile
   if (s > scratch) scratch = s;
   return Error::Ok;
 }

@@ -100,7 +100,7 @@ struct CpuOp {
   // and QPool (both), Quantize (y), Dequantize (x), an int8 Transpose (both).
   bool int8;                 // Transpose: of int8 values
   Qs8Conv qconv;             // QConv
-  const int8_t* qzeros;      // QConv, QPool: what padding taps read (c bytes of x_zero_point)
+  const int8_t* qzeros;      // QConv, QPool: what padding taps read (x_zero_point; QConv: c rounded up to 4 bytes, QPool: c)
   float qscale;              // Quantize: float(1 / scale); Dequantize: scale; QBinary, QPool: y's 1 / scale
   float qzero, qmin, qmax;   // Quantize, Dequantize, QBinary, QPool (y's): the zero point; the range
   float qa_scale, qa_zero, qb_scale, qb_zero;  // QBinary: a's and b's parameters (x, x2); QPool: x's (qa_)

@@ -2,6 +2,7 @@
 #include "backends/cpu/qconv.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace tern {
 namespace cpu {
@@ -43,6 +44,51 @@ inline void fill_taps(const ConvGeometry& g, const TapOffsets& offs, const int8_
       const int64_t ix = ix0 + int64_t(kj) * g.dw;
       const bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
       out[(ki * g.kw + kj) * stride] = inside ? x + ((b * g.h + iy) * g.w + ix) * x_pixel(g) : zeros;
+    }
+  }
+}
+
+// A convolution whose inputs per tap are not a multiple of 4 (a 3-channel
+// stem) copies each row's taps into one padded row (im2col): the kernels
+// then read whole groups of 4 (no byte-by-byte tail at every tap; AMX loads
+// the rows as a tile). The packed weights already hold each tap's kc4
+// inputs side by side, zeros past kc: the same GEMM of depth ks * kc4.
+// Up to 4 KiB a row (per-thread scratch: mr rows).
+bool im2col(const ConvGeometry& g) { return !g.depthwise && g.c % 4 != 0 && taps(g) * round_up4(g.c) <= 4096; }
+
+// Row `row` of the im2col copy: output pixel (b, oy, ox)'s taps, each kc4
+// bytes (zeros: what a padding tap reads, kc4 bytes of x_zero_point). A tap
+// copies its kc4 bytes whole where they lie inside x (the bytes past c are
+// the next pixel's, multiplied by the packed weights' zeros), else c bytes and
+// zeros.
+inline void im2col_row(const ConvGeometry& g, const TapOffsets& offs, const int8_t* x, const int8_t* x_end,
+                       const int8_t* zeros, int64_t b, int64_t oy, int64_t ox, int8_t* row) {
+  const int64_t kc4 = round_up4(g.c), ks = taps(g);
+  const int64_t iy0 = oy * g.sh - g.ph, ix0 = ox * g.sw - g.pw;
+  if (kc4 == 4 && iy0 >= 0 && ix0 >= 0 && iy0 + int64_t(g.kh - 1) * g.dh < g.h && ix0 + int64_t(g.kw - 1) * g.dw < g.w) {
+    const int8_t* base = x + ((b * g.h + iy0) * g.w + ix0) * x_pixel(g);  // the whole window inside x
+    if (base + offs.at[ks - 1] + 4 <= x_end) {  // the last tap is the furthest
+      for (int64_t t = 0; t < ks; ++t) {
+        int32_t v;
+        memcpy(&v, base + offs.at[t], 4);
+        memcpy(row + 4 * t, &v, 4);
+      }
+      return;
+    }
+  }
+  const int8_t* taps_at[1024];
+  fill_taps(g, offs, x, zeros, b, oy, ox, taps_at, 1);
+  for (int64_t t = 0; t < ks; ++t, row += kc4) {
+    const int8_t* src = taps_at[t];
+    if (kc4 == 4 && (src == zeros || src + 4 <= x_end)) {
+      int32_t v;
+      memcpy(&v, src, 4);
+      memcpy(row, &v, 4);
+    } else if (src == zeros || src + kc4 <= x_end) {
+      memcpy(row, src, size_t(kc4));
+    } else {
+      memcpy(row, src, size_t(g.c));
+      memset(row + g.c, 0, size_t(kc4 - g.c));
     }
   }
 }
@@ -107,6 +153,7 @@ void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, 
                                y + r0 * g.oc + p * 16, size_t(g.oc), rq);
       }
     }
+    if (k.release != nullptr) k.release();
   });
 }
 
@@ -137,7 +184,9 @@ void qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int
 
 size_t qs8_conv_scratch_bytes(const ConvGeometry& g, const Qs8Kernels& k) {
   const int64_t ks = taps(g);
-  return sizeof(const int8_t*) * size_t(g.depthwise ? g.ow * ks : k.mr * ks);
+  if (g.depthwise) return sizeof(const int8_t*) * size_t(g.ow * ks);
+  const size_t ptrs = sizeof(const int8_t*) * size_t(k.mr * ks);
+  return im2col(g) ? (ptrs + 63) / 64 * 64 + size_t(k.mr * ks * round_up4(g.c)) : ptrs;
 }
 
 void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const int8_t* zeros, int8_t* y,
@@ -158,25 +207,48 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
     return;
   }
   const int64_t pixels = g.n * g.oh * g.ow, mr = k.mr;
-  const int64_t tiles = (pixels + mr - 1) / mr, np = panels(g.oc);
-  const size_t panel_bytes = size_t(ks * round_up4(g.c) * 16);
+  const bool pointwise = ks == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.oh == g.h && g.ow == g.w;
+  const int64_t tiles = (pixels + mr - 1) / mr, np = panels(g.oc), depth = ks * round_up4(g.c);
+  const size_t panel_bytes = size_t(depth * 16);
+  const bool copy = im2col(g);
+  const int8_t* x_end = x + g.n * g.h * g.w * x_pixel(g);
   ctx.parallel_for(tiles, grain_for(1 << 14, {mr, ks, g.c, g.oc}), [&](RunContext& t, int64_t t0, int64_t t1) {
     const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
+    int8_t* rows_buf = reinterpret_cast<int8_t*>(t.scratch()) + (sizeof(const int8_t*) * size_t(mr * ks) + 63) / 64 * 64;
     for (int64_t tile = t0; tile < t1; ++tile) {
       const int64_t p0 = tile * mr, rows = pixels - p0 < mr ? pixels - p0 : mr;
-      for (int64_t i = 0; i < mr; ++i) {
-        const int64_t p = p0 + (i < rows ? i : rows - 1);  // rows past the last repeat it
-        const int64_t b = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
-        fill_taps(g, offs, x, zeros, b, oy, ox, ptrs + i, mr);
+      if (copy) {  // each row's taps side by side: one tap of depth inputs
+        int64_t b = p0 / (g.oh * g.ow), oy = p0 / g.ow % g.oh, ox = p0 % g.ow;
+        for (int64_t i = 0; i < mr; ++i) {
+          if (i < rows) {
+            im2col_row(g, offs, x, x_end, zeros, b, oy, ox, rows_buf + i * depth);
+            if (++ox == g.ow) ox = 0, oy = oy + 1 == g.oh ? (++b, 0) : oy + 1;
+          }
+          ptrs[i] = rows_buf + (i < rows ? i : rows - 1) * depth;  // rows past the last repeat it
+        }
+      } else if (pointwise) {  // output pixel p reads input pixel p
+        for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (p0 + (i < rows ? i : rows - 1)) * x_pixel(g);
+      } else {
+        int64_t b = p0 / (g.oh * g.ow), oy = p0 / g.ow % g.oh, ox = p0 % g.ow;  // then stepped, not divided
+        for (int64_t i = 0; i < mr; ++i) {
+          if (i < rows) {
+            fill_taps(g, offs, x, zeros, b, oy, ox, ptrs + i, mr);
+            if (++ox == g.ow) ox = 0, oy = oy + 1 == g.oh ? (++b, 0) : oy + 1;
+          } else {  // rows past the last repeat it
+            for (int64_t t = 0; t < ks; ++t) ptrs[t * mr + i] = ptrs[t * mr + rows - 1];
+          }
+        }
       }
+      const size_t kc = size_t(copy ? depth : g.c), taps_a_row = size_t(copy ? 1 : ks);
       for (int64_t p = 0; p < np; p += k.panels) {  // k.panels panels a call, fewer at the end
         const int64_t count = np - p < k.panels ? np - p : k.panels;
         const int64_t nc = g.oc - p * 16 < count * 16 ? g.oc - p * 16 : count * 16;
         const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, q.qmin, q.qmax};
-        k.igemm[count - 1](size_t(rows), size_t(nc), size_t(g.c), size_t(ks), ptrs, q.packed + p * panel_bytes,
+        k.igemm[count - 1](size_t(rows), size_t(nc), kc, taps_a_row, ptrs, q.packed + p * panel_bytes,
                            y + p0 * yp + p * 16, size_t(yp), rq);
       }
     }
+    if (k.release != nullptr) k.release();
   });
 }
 

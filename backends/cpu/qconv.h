@@ -66,7 +66,7 @@ void qs8_weight_sums(const ConvGeometry& g, const int8_t* packed, int32_t* sums)
 // scale and offset as Qs8Requant's (qmin, qmax unused).
 void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, float* y, RunContext& ctx);
 
-// y = requantized conv(x). zeros: at least c bytes of x_zero_point.
+// y = requantized conv(x). zeros: c rounded up to a multiple of 4 bytes of x_zero_point.
 void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const int8_t* zeros, int8_t* y,
                   RunContext& ctx);
 

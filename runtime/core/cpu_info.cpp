@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #if defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -16,6 +17,10 @@
 #include <unistd.h>
 #else
 #include <unistd.h>
+#endif
+
+#if defined(__x86_64__)
+#include <cpuid.h>
 #endif
 
 #include "runtime/core/thread_pool.h"
@@ -99,6 +104,26 @@ int physical_core_count() {
 
 namespace {
 
+#if defined(__x86_64__)
+// AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25), the tile state
+// enabled by the OS (XCR0 bits 17 and 18), and on Linux the process's
+// permission to use it, which the kernel grants on request (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XTILEDATA, Linux 5.16 and later); elsewhere, no AMX.
+bool amx_usable() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || ((edx >> 24) & 3) != 3) return false;
+  unsigned xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));  // OSXSAVE: implied by AVX-512 being usable
+  if (((xcr0_lo >> 17) & 3) != 3) return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+#endif
+
 CpuFeatures detect_features() {
   CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
@@ -109,6 +134,7 @@ CpuFeatures detect_features() {
   // with BW and VL (byte masks on xmm), which every CPU with VNNI has
   f.avx512_vnni = f.avx512f && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512vl");
+  f.amx_int8 = f.avx512_vnni && amx_usable();
 #elif defined(__aarch64__)
   f.neon = true;
 #if defined(__linux__)

@@ -18,6 +18,8 @@ struct CpuFeatures {
   bool avx2_fma = false;  // x86: AVX2 and FMA3
   bool avx512f = false;   // x86: AVX-512 Foundation (zmm registers, masks)
   bool avx512_vnni = false;  // x86: AVX-512 VNNI, with BW and VL
+  bool amx_int8 = false;  // x86: AMX tiles and their int8 dot product (with AVX-512 VNNI), the
+                          // OS's permission to use them requested (Linux, once per process)
   bool neon = false;      // aarch64: Advanced SIMD (always there on aarch64)
   bool neon_dot = false;  // aarch64: SDOT/UDOT
 };

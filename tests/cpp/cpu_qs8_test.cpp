@@ -2,8 +2,8 @@
 // microkernels), on every kernel set this build and CPU have, against a
 // reference computed here in int64 and double from the unpacked weights:
 // convolutions with padding, stride, dilation, odd channel counts (below, at
-// and above a panel and a 4-input group), linear layers (1x1 over [m, 1, 1, k])
-// and depthwise ones. Every kernel set must write the same bytes as the
+// and above a panel and a 4-input group; deep ones, which the amx set runs
+// on tiles), linear layers (1x1 over [m, 1, 1, k]) and depthwise ones. Every kernel set must write the same bytes as the
 // scalar one, for 1, 2 and 3 threads; each byte is within one step of the
 // reference (rounding of the float requantization).
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ struct Case {
   int kh, kw, sh, sw, ph, pw, dh, dw;
   bool depthwise;
   bool relu;
+  bool halfway = false;  // scale 1/2, small values: about half the outputs exactly halfway (rounding mode)
 };
 
 std::string name(const Case& k) {
@@ -60,13 +62,14 @@ Outcome run(const Case& k, const Qs8Kernels& kernels, int threads) {
   std::uniform_real_distribution<float> unit(0.5f, 1.5f);
   const int64_t ks = int64_t(k.kh) * k.kw, cin = k.depthwise ? 1 : k.c;
   std::vector<int8_t> x(size_t(g.n * g.h * g.w * g.c)), w(size_t(g.oc * cin * ks));
-  for (auto& v : x) v = int8_t(byte(rng));
-  for (auto& v : w) v = int8_t(byte(rng) * 127 / 128);  // [-127, 127], as symmetric weights are
-  const int32_t x_zp = zp(rng), y_zp = zp(rng);
-  const float x_scale = 0.02f * unit(rng), y_scale = 0.05f * unit(rng) * std::sqrt(float(cin * ks));
+  for (auto& v : x) v = int8_t(k.halfway ? byte(rng) / 16 : byte(rng));
+  for (auto& v : w) v = int8_t(k.halfway ? byte(rng) / 43 : byte(rng) * 127 / 128);  // [-127, 127], as symmetric weights are
+  const int32_t x_zp = k.halfway ? zp(rng) / 10 : zp(rng), y_zp = zp(rng);
+  const float x_scale = k.halfway ? 0.5f : 0.02f * unit(rng);
+  const float y_scale = k.halfway ? 1.0f : 0.05f * unit(rng) * std::sqrt(float(cin * ks));
   std::vector<float> w_scales(size_t(g.oc)), bias(size_t(g.oc));
-  for (auto& s : w_scales) s = 0.01f * unit(rng);
-  for (auto& b : bias) b = (unit(rng) - 1.0f) * 2.0f;
+  for (auto& s : w_scales) s = k.halfway ? 1.0f : 0.01f * unit(rng);
+  for (auto& b : bias) b = k.halfway ? 0.0f : (unit(rng) - 1.0f) * 2.0f;
 
   std::vector<int8_t> packed(qs8_packed_bytes(g));
   pack_qs8_weights(g, w.data(), packed.data());
@@ -76,7 +79,7 @@ Outcome run(const Case& k, const Qs8Kernels& kernels, int threads) {
   qs8_requant(g, packed.data(), x_scale, x_zp, w_scales.data(), bias.data(), y_scale, y_zp, kernels, init.data(),
               scale.data(), offset.data());
   Qs8Conv q{g, packed.data(), init.data(), scale.data(), offset.data(), k.relu ? float(y_zp) : -128.0f, 127.0f};
-  std::vector<int8_t> zeros(size_t(g.c), int8_t(x_zp));
+  std::vector<int8_t> zeros(size_t(g.c + 3) / 4 * 4, int8_t(x_zp));
 
   Outcome out;
   out.y.assign(size_t(g.n * g.oh * g.ow * g.oc), int8_t(0x5a));
@@ -123,6 +126,13 @@ std::vector<Case> cases() {
       {1, 1, 1, 256, 70, 1, 1, 1, 1, 0, 0, 1, 1, false, false},    // one row (a GEMV)
       {1, 8, 7, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, true, true},       // depthwise
       {2, 9, 10, 35, 35, 5, 5, 2, 2, 2, 2, 1, 1, true, false},     // depthwise, channel tail, stride 2
+      {2, 7, 9, 100, 70, 3, 3, 1, 1, 1, 1, 1, 1, false, true},     // deep (AMX): 64 inputs and a tail a tap, 5 panels
+      {1, 5, 6, 40, 33, 3, 3, 2, 2, 1, 1, 1, 1, false, false},     // deep: only a tail a tap (kc4 40)
+      {37, 1, 1, 300, 130, 1, 1, 1, 1, 0, 0, 1, 1, false, false},  // a deep linear layer, 37 rows, 9 panels
+      {1, 6, 7, 35, 35, 3, 3, 1, 1, 1, 1, 1, 1, true, false, true},    // depthwise, halfway values
+      {1, 5, 5, 16, 40, 1, 1, 1, 1, 0, 0, 1, 1, false, false, true},   // pointwise, halfway values
+      {1, 6, 5, 5, 19, 3, 3, 1, 1, 1, 1, 1, 1, false, true, true},     // general, halfway values
+      {1, 4, 5, 72, 20, 2, 2, 1, 1, 0, 0, 1, 1, false, false, true},   // deep, halfway values
   };
   return out;
 }
@@ -143,13 +153,20 @@ TEST(CpuQs8, test_every_kernel_set_is_within_one_step_and_writes_the_scalar_byte
   const std::vector<const Qs8Kernels*> all = kernel_sets();
   for (const Case& k : cases()) {
     const Outcome ref = run(k, *all.back(), 1);
-    size_t off_by_one = 0;
+    size_t off_by_one = 0, halves = 0;
     for (size_t i = 0; i < ref.y.size(); ++i) {
       const double d = std::fabs(double(ref.y[i]) - ref.want[i]);
       ASSERT_LE(d, 1.0) << name(k) << " output " << i << ": " << int(ref.y[i]) << " vs " << ref.want[i];
       off_by_one += d > 0.5 + 1e-6;
+      halves += ref.want[i] - std::floor(ref.want[i]) == 0.5;
+      if (k.halfway && ref.want[i] - std::floor(ref.want[i]) == 0.5) {  // the scalar kernel: half to even
+        ASSERT_EQ(int(ref.y[i]) % 2, 0) << name(k) << " output " << i << ": " << int(ref.y[i]) << " vs " << ref.want[i];
+      }
     }
     EXPECT_LE(off_by_one * 100, ref.y.size()) << name(k) << ": more than 1% of outputs off by one step";
+    if (k.halfway) {
+      EXPECT_GE(halves * 5, ref.y.size()) << name(k) << ": fewer than 20% of outputs exactly halfway";
+    }
     for (const Qs8Kernels* ks : all) {
       for (int threads : {1, 2, 3}) {
         const Outcome got = run(k, *ks, threads);
@@ -269,6 +286,16 @@ TEST(CpuQs8, test_a_forced_isa_picks_its_int8_kernels) {
   const Qs8Kernels* k = select_qs8_kernels();
   ASSERT_NE(k, nullptr);
   EXPECT_STREQ(k->name, "scalar");
+  bool amx = false;  // TERN_CPU_ISA=amx: the amx set where the CPU has it, else none
+  for (const Qs8Kernels* set : kernel_sets()) amx |= strcmp(set->name, "amx") == 0;
+  setenv("TERN_CPU_ISA", "amx", 1);
+  k = select_qs8_kernels();
+  if (amx) {
+    ASSERT_NE(k, nullptr);
+    EXPECT_STREQ(k->name, "amx");
+  } else {
+    EXPECT_EQ(k, nullptr);
+  }
   setenv("TERN_CPU_ISA", "no-such-isa", 1);
   EXPECT_EQ(select_qs8_kernels(), nullptr);
   unsetenv("TERN_CPU_ISA");

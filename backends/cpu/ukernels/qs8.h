@@ -2,6 +2,7 @@
 // weights, int32 accumulators, requantized to int8 in the same call), one
 // file per ISA like the float ones (ukernels.h): scalar (always built, the
 // reference), avx2, avx512vnni (AVX-512 with VNNI's 4-way byte dot product),
+// amx (the GEMM on AMX-INT8 tiles, the rest avx512vnni's),
 // neondot (Armv8.2 SDOT igemm; NEON depthwise, quantize, add/mul, pooling).
 //
 // Packed weights, in one layout for every ISA (backends/cpu/qconv.cpp packs):
@@ -102,6 +103,9 @@ struct Qs8Kernels {
   Qs8BinaryUkernel binary;
   F32MinMaxUkernel minmax;
   Qs8PoolUkernel pool;
+  // Called by a thread after its last igemm call of an op (amx: releases
+  // the tiles), nullptr for none.
+  void (*release)();
 };
 
 // Inputs k..k+3 of a row of kc int8 as one int32 (4 bytes, little-endian),
@@ -145,6 +149,17 @@ TERN_QS8_VNNI(32)
 TERN_QS8_VNNI(48)
 TERN_QS8_VNNI(64)
 #undef TERN_QS8_VNNI
+#define TERN_QS8_AMX(cols)                                                                                      \
+  void qs8_igemm_ukernel__amx_16x##cols(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, \
+                                        size_t, const Qs8Requant&);                                                   \
+  void qs8_igemm_f32_ukernel__amx_16x##cols(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,     \
+                                            float*, size_t, const Qs8Requant&);
+void qs8_amx_release();
+TERN_QS8_AMX(16)
+TERN_QS8_AMX(32)
+TERN_QS8_AMX(48)
+TERN_QS8_AMX(64)
+#undef TERN_QS8_AMX
 void qs8_dwconv_ukernel__avx512vnni(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
                                     const Qs8Requant&);
 

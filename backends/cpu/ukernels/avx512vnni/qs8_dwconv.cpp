@@ -51,7 +51,16 @@ void qs8_dwconv_ukernel__avx512vnni(size_t channels, size_t pixels, size_t ks, c
     if (ks <= kMaxHeldTaps) {
       __m512i wv[kMaxHeldTaps];
       for (size_t t = 0; t < ks; ++t) wv[t] = _mm512_and_si512(load16(wb + t * 16, 16), low16);
-      for (size_t p = 0; p < pixels; ++p) {
+      size_t p = 0;
+      for (; p + 4 <= pixels; p += 4) {  // 4 pixels at a time: 4 independent sums (a sum alone waits on
+        const int8_t* const* taps = in + p * ks;  // each vpdpwssd's latency)
+        __m512i acc[4] = {init, init, init, init};
+        for (size_t t = 0; t < ks; ++t) {
+          for (size_t j = 0; j < 4; ++j) acc[j] = _mm512_dpwssd_epi32(acc[j], load16(taps[j * ks + t] + c0, cn), wv[t]);
+        }
+        for (size_t j = 0; j < 4; ++j) store16(out + (p + j) * out_stride + c0, acc[j], scale, offset, qmin, qmax, cn);
+      }
+      for (; p < pixels; ++p) {
         const int8_t* const* taps = in + p * ks;
         __m512i acc = init;
         for (size_t t = 0; t < ks; ++t) acc = _mm512_dpwssd_epi32(acc, load16(taps[t] + c0, cn), wv[t]);
