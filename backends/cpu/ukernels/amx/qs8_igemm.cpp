@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cpu/ukernels/common/qs8_store_avx512.h"
 #include "backends/cpu/ukernels/qs8.h"
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -122,23 +123,13 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
   if constexpr (kPanels > 1) _tile_stored(1, acc[kPanels > 1 ? 1 : 0], 64);
   if constexpr (kPanels > 2) _tile_stored(2, acc[kPanels > 2 ? 2 : 0], 64);
   if constexpr (kPanels > 3) _tile_stored(3, acc[kPanels > 3 ? 3 : 0], 64);
-  const __m512 qmin = _mm512_set1_ps(rq.qmin), qmax = _mm512_set1_ps(rq.qmax);
-  for (int p = 0; p < kPanels; ++p) {
-    const size_t n = nc > size_t(16 * p) ? (nc - 16 * p < 16 ? nc - 16 * p : 16) : 0;
-    if (n == 0) break;
-    const __mmask16 mask = __mmask16((1u << n) - 1);
-    const __m512i init = _mm512_loadu_si512(rq.init + 16 * p);
-    const __m512 scale = _mm512_loadu_ps(rq.scale + 16 * p), offset = _mm512_loadu_ps(rq.offset + 16 * p);
-    for (size_t i = 0; i < mr; ++i) {
-      const __m512i sum = _mm512_add_epi32(_mm512_load_si512(acc[p] + 16 * i), init);
-      __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, offset);
-      if constexpr (sizeof(Out) == 1) {
-        v = _mm512_min_ps(_mm512_max_ps(v, qmin), qmax);
-        _mm_mask_storeu_epi8(c + i * c_stride + 16 * p, mask, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
-      } else {
-        _mm512_mask_storeu_ps(c + i * c_stride + 16 * p, mask, v);
-      }
-    }
+  const qs8_avx512::RowStore<kPanels> out(rq, nc);
+  __m512i init[kPanels];
+  for (int p = 0; p < kPanels; ++p) init[p] = _mm512_loadu_si512(rq.init + 16 * p);
+  for (size_t i = 0; i < mr; ++i) {
+    __m512i row[kPanels];
+    for (int p = 0; p < kPanels; ++p) row[p] = _mm512_add_epi32(_mm512_load_si512(acc[p] + 16 * i), init[p]);
+    out.store(row, c + i * c_stride);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/ukernels/common/qs8_store_avx512.h"
 #include "backends/cpu/ukernels/qs8.h"
 
 // GCC 12 warns inside its own AVX-512 headers (the unmasked forms pass an
@@ -56,21 +57,11 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
       }
     }
   }
-  const __m512 qmin = _mm512_set1_ps(rq.qmin), qmax = _mm512_set1_ps(rq.qmax);
-  for (int p = 0; p < kPanels; ++p) {
-    const size_t n = nc > size_t(16 * p) ? (nc - 16 * p < 16 ? nc - 16 * p : 16) : 0;
-    if (n == 0) break;
-    const __m512 scale = _mm512_loadu_ps(rq.scale + 16 * p), offset = _mm512_loadu_ps(rq.offset + 16 * p);
-    for (size_t i = 0; i < mr; ++i) {
-      __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[p][i]), scale, offset);
-      if constexpr (sizeof(Out) == 1) {
-        v = _mm512_min_ps(_mm512_max_ps(v, qmin), qmax);
-        const __m128i b = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));  // round half to even
-        _mm_mask_storeu_epi8(c + i * c_stride + 16 * p, __mmask16((1u << n) - 1), b);
-      } else {
-        _mm512_mask_storeu_ps(c + i * c_stride + 16 * p, __mmask16((1u << n) - 1), v);
-      }
-    }
+  const qs8_avx512::RowStore<kPanels> out(rq, nc);
+  for (size_t i = 0; i < mr; ++i) {
+    __m512i row[kPanels];
+    for (int p = 0; p < kPanels; ++p) row[p] = acc[p][i];
+    out.store(row, c + i * c_stride);
   }
 }
 
