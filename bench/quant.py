@@ -12,7 +12,7 @@ rows), its scheme, and the calibration inputs (the bench input and
 |---|---|---|---|---|
 | mobilenet_v2, resnet18 | static int8 | tern.quantize "int8" | quantize_static, QDQ, per-channel int8 weights, int8 activations (MinMax) | XNNPACKQuantizer, symmetric per-channel |
 | bert_encoder | dynamic int8 linear | "int8-dynamic" | quantize_dynamic, int8 weights | XNNPACKQuantizer, dynamic |
-| decoder_4x512 | int4 weight-only | "int4-weight", groups of 32 | MatMul4BitsQuantizer, blocks of 32, symmetric | not run (its int4 path is torchao's quantize_ API, not a PT2E quantizer) |
+| decoder_4x512 | int4 weight-only | "int4-weight", groups of 32 (and the file sizes at 64 and 128) | MatMul4BitsQuantizer, blocks of 32, symmetric | not run (its int4 path is torchao's quantize_ API, not a PT2E quantizer) |
 
 Each runtime runs in its own worker process (bench/worker.py, as in
 bench/run.py, interleaved rounds); each file's output is compared with
@@ -87,6 +87,16 @@ def prepare(name: str, work: Path, cache_root: Path, et_python: str | None, n_ca
     art.status["tern_q"] = "ok"
     art.notes["tern_q"] = f"tern.quantize(scheme={scheme!r}{', group_size=32' if group else ''}) + tern.export; " \
                           f"{qmodel.meta['tern_quantization']}"
+    if group:  # the timed file matches ONNX Runtime's blocks of 32; the file sizes of the larger groups too
+        fp32 = art.files["tern"].stat().st_size
+        sizes = []
+        for g in (64, 128):
+            wider = work / f"{name}-q{g}.tern"
+            tern.export(tern.quantize(module, inputs, calibration=calibration, scheme=scheme, progress=False,
+                                      group_size=g), inputs).save(str(wider))
+            sizes.append(f"group_size={g}: {wider.stat().st_size / 1e6:.2f} MB ({fp32 / wider.stat().st_size:.1f}x)")
+            wider.unlink()
+        art.notes["tern_q"] += "; files at " + ", ".join(sizes)
     log(f"  tern, tern_q: {time.perf_counter() - t0:.1f} s")
 
     _prepare_ort_quantized(art, module, inputs, calibration, scheme, cache)

@@ -101,11 +101,11 @@ namespace {
 const Qs8Kernels kQs8Scalar = {"scalar", 4, 1, {qs8_igemm_ukernel__scalar_4x16}, {qs8_igemm_f32_ukernel__scalar_4x16},
                                false, qs8_dwconv_ukernel__scalar, qs8_quantize_ukernel__scalar,
                                qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar, qs8_pool_ukernel__scalar,
-                               nullptr};
+                               nullptr, nullptr};
 #if defined(__x86_64__)
 const Qs8Kernels kQs8Avx2 = {"avx2", 3, 1, {qs8_igemm_ukernel__avx2_3x16}, {qs8_igemm_f32_ukernel__avx2_3x16}, false,
                              qs8_dwconv_ukernel__avx2, qs8_quantize_ukernel__avx2, qs8_binary_ukernel__avx2,
-                             f32_minmax_ukernel__avx2, qs8_pool_ukernel__avx2, nullptr};
+                             f32_minmax_ukernel__avx2, qs8_pool_ukernel__avx2, nullptr, nullptr};
 const Qs8Kernels kQs8Vnni = {"avx512vnni", 6, 4,
                              {qs8_igemm_ukernel__avx512vnni_6x16, qs8_igemm_ukernel__avx512vnni_6x32,
                               qs8_igemm_ukernel__avx512vnni_6x48, qs8_igemm_ukernel__avx512vnni_6x64},
@@ -113,7 +113,7 @@ const Qs8Kernels kQs8Vnni = {"avx512vnni", 6, 4,
                               qs8_igemm_f32_ukernel__avx512vnni_6x48, qs8_igemm_f32_ukernel__avx512vnni_6x64},
                              true, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
                              qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512,
-                             qs8_pool_ukernel__avx2, nullptr};
+                             qs8_pool_ukernel__avx2, nullptr, nullptr};
 const Qs8Kernels kQs8Amx = {"amx", 16, 4,
                             {qs8_igemm_ukernel__amx_16x16, qs8_igemm_ukernel__amx_16x32, qs8_igemm_ukernel__amx_16x48,
                              qs8_igemm_ukernel__amx_16x64},
@@ -121,13 +121,13 @@ const Qs8Kernels kQs8Amx = {"amx", 16, 4,
                              qs8_igemm_f32_ukernel__amx_16x48, qs8_igemm_f32_ukernel__amx_16x64},
                             false, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
                             qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512, qs8_pool_ukernel__avx2,
-                            qs8_amx_release};
+                            qs8_amx_begin, qs8_amx_end};
 #endif
 #if defined(__aarch64__)
 const Qs8Kernels kQs8NeonDot = {"neondot", 4, 1, {qs8_igemm_ukernel__neondot_4x16},
                                 {qs8_igemm_f32_ukernel__neondot_4x16}, false, qs8_dwconv_ukernel__neondot,
                                 qs8_quantize_ukernel__neon, qs8_binary_ukernel__neon, f32_minmax_ukernel__neon,
-                                qs8_pool_ukernel__neon, nullptr};
+                                qs8_pool_ukernel__neon, nullptr, nullptr};
 #endif
 
 }  // namespace

@@ -142,6 +142,7 @@ void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, 
   const size_t panel_bytes = size_t(round_up4(g.c) * 16);
   ctx.parallel_for(tiles, grain_for(1 << 14, {mr, g.c, g.oc}), [&](RunContext& t, int64_t t0, int64_t t1) {
     const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
+    if (k.begin != nullptr) k.begin(size_t(g.c));
     for (int64_t tile = t0; tile < t1; ++tile) {
       const int64_t r0 = tile * mr, rows = m - r0 < mr ? m - r0 : mr;
       for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (r0 + (i < rows ? i : rows - 1)) * g.c;
@@ -153,7 +154,7 @@ void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, 
                                y + r0 * g.oc + p * 16, size_t(g.oc), rq);
       }
     }
-    if (k.release != nullptr) k.release();
+    if (k.end != nullptr) k.end();
   });
 }
 
@@ -211,10 +212,12 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
   const int64_t tiles = (pixels + mr - 1) / mr, np = panels(g.oc), depth = ks * round_up4(g.c);
   const size_t panel_bytes = size_t(depth * 16);
   const bool copy = im2col(g);
+  const size_t kc = size_t(copy ? depth : g.c), taps_a_row = size_t(copy ? 1 : ks);  // what the igemm calls get
   const int8_t* x_end = x + g.n * g.h * g.w * x_pixel(g);
   ctx.parallel_for(tiles, grain_for(1 << 14, {mr, ks, g.c, g.oc}), [&](RunContext& t, int64_t t0, int64_t t1) {
     const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
     int8_t* rows_buf = reinterpret_cast<int8_t*>(t.scratch()) + (sizeof(const int8_t*) * size_t(mr * ks) + 63) / 64 * 64;
+    if (k.begin != nullptr) k.begin(kc);
     for (int64_t tile = t0; tile < t1; ++tile) {
       const int64_t p0 = tile * mr, rows = pixels - p0 < mr ? pixels - p0 : mr;
       if (copy) {  // each row's taps side by side: one tap of depth inputs
@@ -239,7 +242,6 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
           }
         }
       }
-      const size_t kc = size_t(copy ? depth : g.c), taps_a_row = size_t(copy ? 1 : ks);
       for (int64_t p = 0; p < np; p += k.panels) {  // k.panels panels a call, fewer at the end
         const int64_t count = np - p < k.panels ? np - p : k.panels;
         const int64_t nc = g.oc - p * 16 < count * 16 ? g.oc - p * 16 : count * 16;
@@ -248,7 +250,7 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
                            y + p0 * yp + p * 16, size_t(yp), rq);
       }
     }
-    if (k.release != nullptr) k.release();
+    if (k.end != nullptr) k.end();
   });
 }
 

@@ -4,7 +4,9 @@
 // files (tests/data/v1_1/cpu_block.tern: payload version 1, convolutions,
 // pools, linear; cpu_ops_v2.tern: version 2, attention, grouped and
 // transposed convolutions, concats; cpu_chain.tern: row chains, Conv.fuse_next;
-// cpu_qs8.tern: version 3, int8 values, QConv, Quantize, Dequantize)
+// cpu_qs8.tern: version 3, int8 values, QConv, Quantize, Dequantize;
+// cpu_qs8_ops, cpu_qs8_dynamic, cpu_qs4_weight: QPool, QBinary,
+// DynamicQuantize, QLinear, WLinear)
 // byte by byte and at random, loads and runs each mutant. Under
 // `make test-sanitize` ASan and UBSan watch.
 #include <gtest/gtest.h>
@@ -377,7 +379,8 @@ TEST_F(CpuCrafted, test_a_wlinear_is_refused_unless_bits_and_groups_fit) {
   EXPECT_EQ(load_and_run(file(4, 3)), Error::InvalidProgram);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8"),
+INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8", "cpu_qs8_ops",
+                                                             "cpu_qs8_dynamic", "cpu_qs4_weight"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace

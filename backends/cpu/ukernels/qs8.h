@@ -103,9 +103,11 @@ struct Qs8Kernels {
   Qs8BinaryUkernel binary;
   F32MinMaxUkernel minmax;
   Qs8PoolUkernel pool;
-  // Called by a thread after its last igemm call of an op (amx: releases
-  // the tiles), nullptr for none.
-  void (*release)();
+  // A thread calls begin(kc) before its first igemm call of an op (kc as
+  // those calls pass it) and end() after its last (amx: load the tile
+  // configuration, release the tiles); nullptr for none.
+  void (*begin)(size_t kc);
+  void (*end)();
 };
 
 // Inputs k..k+3 of a row of kc int8 as one int32 (4 bytes, little-endian),
@@ -154,7 +156,8 @@ TERN_QS8_VNNI(64)
                                         size_t, const Qs8Requant&);                                                   \
   void qs8_igemm_f32_ukernel__amx_16x##cols(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,     \
                                             float*, size_t, const Qs8Requant&);
-void qs8_amx_release();
+void qs8_amx_begin(size_t kc);
+void qs8_amx_end();
 TERN_QS8_AMX(16)
 TERN_QS8_AMX(32)
 TERN_QS8_AMX(48)

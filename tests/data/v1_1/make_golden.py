@@ -24,6 +24,14 @@ runtime keeps reading files that old exporters wrote).
   Dequantize around a float residual add and pool, int8 transposes and
   copies. Its outputs are PyTorch's execution of the converted model, which
   this file matched exactly when it was written.
+- cpu_qs8_ops.tern (added later, payload version 3): the int8 ops after
+  QConv: QPool (a max pool with padding, an average pool, a mean over the
+  image) and QBinary (add, mul), from tern.quantize("int8").
+- cpu_qs8_dynamic.tern: tern.quantize("int8-dynamic"): DynamicQuantize and
+  QLinear (two linear layers sharing one quantized input, and one after a
+  float op).
+- cpu_qs4_weight.tern: tern.quantize("int4-weight", group_size=32): WLinear
+  of packed int4 weights in groups, and an embedding's quantized rows.
 - delegated.tern: elementwise chains handed to the "tern_test" backend
   (tests/cpp/test_backend.h, tests/python/tern_test_backend.py) around a
   linear layer and a convolution on kernels: two BackendCall delegates with
@@ -128,6 +136,40 @@ class CpuQs8(torch.nn.Module):
         return self.head(torch.nn.functional.max_pool2d(x, 2).flatten(1))
 
 
+class CpuQs8Ops(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.gate = torch.nn.Conv2d(16, 16, 1)
+        self.head = torch.nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.max_pool2d(torch.relu(self.stem(x)), 3, 2, 1)
+        x = x * self.gate(x) + x
+        x = torch.nn.functional.avg_pool2d(x, 2, 2)
+        return self.head(x.mean((2, 3)))
+
+
+class CpuQsDynamic(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = torch.nn.Linear(24, 40), torch.nn.Linear(24, 40), torch.nn.Linear(40, 7)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(torch.relu(self.a(x) + self.b(x)))
+
+
+class CpuQs4Weight(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(20, 64)
+        self.fc = torch.nn.Linear(64, 96)
+        self.out = torch.nn.Linear(96, 10)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.relu(self.fc(self.emb(ids))))
+
+
 def save(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], **export_args: object) -> None:
     if not isinstance(model, torch.fx.GraphModule):  # a quantized model is traced in eval mode already
         model.eval()
@@ -143,7 +185,8 @@ def save(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], **ex
 def main(names: list[str]) -> None:
     """Writes the files named (all when none): a file added later is written
     alone, so the others stay as their exporter wrote them."""
-    names = names or ["attention", "delegated", "cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8"]
+    names = names or ["attention", "delegated", "cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8", "cpu_qs8_ops",
+                      "cpu_qs8_dynamic", "cpu_qs4_weight"]
     torch.manual_seed(0)
     if "attention" in names:
         save("attention", Attention(), (torch.randn(2, 5, 16),), partitioners=())
@@ -170,6 +213,22 @@ def main(names: list[str]) -> None:
         calibration = [(torch.randn(1, 3, 16, 16),) for _ in range(4)]
         qmodel = tern.quantize(CpuQs8().eval(), calibration[0], calibration=calibration, scheme="int8", progress=False)
         save("cpu_qs8", qmodel, (torch.randn(1, 3, 16, 16),))
+    torch.manual_seed(0)
+    if "cpu_qs8_ops" in names:
+        calibration = [(torch.randn(1, 3, 12, 12),) for _ in range(4)]
+        qmodel = tern.quantize(CpuQs8Ops().eval(), calibration[0], calibration=calibration, scheme="int8",
+                               progress=False)
+        save("cpu_qs8_ops", qmodel, (torch.randn(1, 3, 12, 12),))
+    torch.manual_seed(0)
+    if "cpu_qs8_dynamic" in names:
+        args = (torch.randn(3, 24),)
+        qmodel = tern.quantize(CpuQsDynamic().eval(), args, scheme="int8-dynamic", progress=False)
+        save("cpu_qs8_dynamic", qmodel, (torch.randn(3, 24),))
+    torch.manual_seed(0)
+    if "cpu_qs4_weight" in names:
+        args = (torch.randint(0, 20, (1, 6)),)
+        qmodel = tern.quantize(CpuQs4Weight().eval(), args, scheme="int4-weight", group_size=32, progress=False)
+        save("cpu_qs4_weight", qmodel, (torch.randint(0, 20, (1, 6)),))
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@
 // gathered from their pointers into a 16 x 64 buffer (zeros past kc) for each
 // 64 inputs. The accumulators go through memory to the
 // requantization (AVX-512, as the VNNI kernel's). The tile configuration
-// (it depends on kc) is loaded by the first call that needs it and kept by
-// the thread until qs8_amx_release (Qs8Kernels::release), which the drivers
-// call at the end of each thread's share of a GEMM: no tile state outlives
-// an op.
+// depends on kc only: a thread loads it once for its share of an op
+// (qs8_amx_begin, Qs8Kernels::begin; loading it costs about 130 cycles, more
+// than a shallow call's dot products) and releases the tiles at the end
+// (qs8_amx_end): no tile state outlives an op.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -28,6 +28,14 @@
 namespace tern {
 namespace cpu {
 namespace {
+
+// tileloadd with a memory clobber: GCC 12's _tile_loadd does not tell the
+// compiler that it reads memory, so the stores that gather rows into a
+// buffer could be moved past it or dropped. Tile numbers are pasted into
+// the instruction, as in GCC's own macro.
+#define TERN_TILE_LOADD(tile, base, stride)                                                  \
+  __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #tile "|tileloadd\t%%tmm" #tile ", [%0+%1*1]}" \
+                   : : "r"(static_cast<const void*>(base)), "r"(static_cast<long>(stride)) : "memory")
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0;
@@ -45,43 +53,29 @@ inline void gather(const int8_t* const* x, size_t k0, size_t kc, int8_t* buf) {
   for (size_t i = 0; i < kMr; ++i) _mm512_store_si512(buf + 64 * i, _mm512_maskz_loadu_epi8(m, x[i] + k0));
 }
 
-// The tail (kc4 % 64) of the configuration this thread has loaded, -1 for
-// none: loading one costs about 130 cycles, more than a shallow call's dot
-// products, so calls of one GEMM share it until qs8_amx_release.
-thread_local int tile_tail = -1;
-
-inline void configure(size_t tail) {
-  if (tile_tail == int(tail)) return;
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
-  if (tail != 0) cfg.colsb[6] = uint16_t(tail), cfg.rows[7] = uint8_t(tail / 4);
-  _tile_loadconfig(&cfg);
-  tile_tail = int(tail);
-}
-
 // Accumulator tile p += rows x panel p's weights, for inputs [k0, k0 + 64)
 // (tiles 4 and 5) or a tap's tail (6 and 7) of the rows at x; wk: the first
 // panel's weights of those inputs, the next panels `panel` bytes apart. A
 // macro: GCC's tile intrinsics paste the tile numbers into their asm.
 #define TERN_AMX_CHUNK(A, B)                                        \
   if (direct) {                                                     \
-    _tile_loadd(A, x[0] + k0, stride);                              \
+    TERN_TILE_LOADD(A, x[0] + k0, stride);                              \
   } else {                                                          \
     gather(x, k0, kc, rows);                                        \
-    _tile_loadd(A, rows, 64);                                       \
+    TERN_TILE_LOADD(A, rows, 64);                                       \
   }                                                                 \
-  _tile_loadd(B, wk, 64);                                           \
+  TERN_TILE_LOADD(B, wk, 64);                                           \
   _tile_dpbssd(0, A, B);                                            \
   if constexpr (kPanels > 1) {                                      \
-    _tile_loadd(B, wk + panel, 64);                                 \
+    TERN_TILE_LOADD(B, wk + panel, 64);                                 \
     _tile_dpbssd(1, A, B);                                          \
   }                                                                 \
   if constexpr (kPanels > 2) {                                      \
-    _tile_loadd(B, wk + 2 * panel, 64);                             \
+    TERN_TILE_LOADD(B, wk + 2 * panel, 64);                             \
     _tile_dpbssd(2, A, B);                                          \
   }                                                                 \
   if constexpr (kPanels > 3) {                                      \
-    _tile_loadd(B, wk + 3 * panel, 64);                             \
+    TERN_TILE_LOADD(B, wk + 3 * panel, 64);                             \
     _tile_dpbssd(3, A, B);                                          \
   }
 
@@ -101,7 +95,6 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
            size_t c_stride, const Qs8Requant& rq) {
   const size_t kc4 = (kc + 3) & ~size_t(3), tail = kc4 % 64, full = kc4 - tail;
   const size_t panel = ks * kc4 * 16;
-  configure(tail);
   _tile_zero(0);
   if constexpr (kPanels > 1) _tile_zero(1);
   if constexpr (kPanels > 2) _tile_zero(2);
@@ -135,11 +128,18 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
 
 }  // namespace
 
-void qs8_amx_release() {
-  if (tile_tail < 0) return;
-  _tile_release();
-  tile_tail = -1;
+void qs8_amx_begin(size_t kc) {
+  const size_t tail = ((kc + 3) & ~size_t(3)) % 64;
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  if (tail != 0) cfg.colsb[6] = uint16_t(tail), cfg.rows[7] = uint8_t(tail / 4);
+  // ldtilecfg with the whole 64 bytes as the operand: GCC 12's
+  // _tile_loadconfig names only the first 8, and the stores to the rest
+  // were optimized away (a SIGILL at the first tile instruction).
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
+
+void qs8_amx_end() { _tile_release(); }
 
 #define TERN_QS8_AMX(panels, cols)                                                                              \
   void qs8_igemm_ukernel__amx_16x##cols(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,      \
