@@ -143,13 +143,16 @@ void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, 
   ctx.parallel_for(tiles, grain_for(1 << 14, {mr, g.c, g.oc}), [&](RunContext& t, int64_t t0, int64_t t1) {
     const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
     if (k.begin != nullptr) k.begin(size_t(g.c));
-    for (int64_t tile = t0; tile < t1; ++tile) {
-      const int64_t r0 = tile * mr, rows = m - r0 < mr ? m - r0 : mr;
-      for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (r0 + (i < rows ? i : rows - 1)) * g.c;
-      for (int64_t p = 0; p < np; p += k.panels) {  // k.panels panels a call, fewer at the end
-        const int64_t count = np - p < k.panels ? np - p : k.panels;
-        const int64_t nc = g.oc - p * 16 < count * 16 ? g.oc - p * 16 : count * 16;
-        const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, 0.0f, 0.0f};
+    // Panels outer, this thread's rows inner: a group's weights (k * 64 bytes)
+    // stay in cache over the rows, instead of the whole matrix streaming
+    // through once per row tile.
+    for (int64_t p = 0; p < np; p += k.panels) {  // k.panels panels a call, fewer at the end
+      const int64_t count = np - p < k.panels ? np - p : k.panels;
+      const int64_t nc = g.oc - p * 16 < count * 16 ? g.oc - p * 16 : count * 16;
+      const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, 0.0f, 0.0f};
+      for (int64_t tile = t0; tile < t1; ++tile) {
+        const int64_t r0 = tile * mr, rows = m - r0 < mr ? m - r0 : mr;
+        for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (r0 + (i < rows ? i : rows - 1)) * g.c;
         k.igemm_f32[count - 1](size_t(rows), size_t(nc), size_t(g.c), 1, ptrs, q.packed + p * panel_bytes,
                                y + r0 * g.oc + p * 16, size_t(g.oc), rq);
       }
@@ -183,11 +186,32 @@ void qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int
   }
 }
 
+namespace {
+
+// A thread's share of a GEMM runs in blocks of row tiles: each tile's row
+// pointers (and im2col rows) set up once, then each group of k.panels panels
+// over the block's tiles, so that a group's weights stay in cache over the
+// tiles instead of every weight streaming through once per tile (one group:
+// blocks of 1 tile). Scratch: block_tiles slots of slot_bytes.
+struct TileSlots {
+  size_t ptr_bytes, slot_bytes;
+  int64_t block_tiles;
+
+  TileSlots(const ConvGeometry& g, const Qs8Kernels& k) {
+    const int64_t ks = taps(g);
+    ptr_bytes = (sizeof(const int8_t*) * size_t(k.mr * ks) + 63) / 64 * 64;
+    slot_bytes = ptr_bytes + (im2col(g) ? size_t(k.mr * ks * round_up4(g.c) + 63) / 64 * 64 : 0);
+    const int64_t fit = int64_t((size_t(64) << 10) / slot_bytes);  // 64 KiB of slots
+    block_tiles = panels(g.oc) <= k.panels ? 1 : fit < 1 ? 1 : fit > 8 ? 8 : fit;
+  }
+};
+
+}  // namespace
+
 size_t qs8_conv_scratch_bytes(const ConvGeometry& g, const Qs8Kernels& k) {
-  const int64_t ks = taps(g);
-  if (g.depthwise) return sizeof(const int8_t*) * size_t(g.ow * ks);
-  const size_t ptrs = sizeof(const int8_t*) * size_t(k.mr * ks);
-  return im2col(g) ? (ptrs + 63) / 64 * 64 + size_t(k.mr * ks * round_up4(g.c)) : ptrs;
+  if (g.depthwise) return sizeof(const int8_t*) * size_t(g.ow * taps(g));
+  const TileSlots slots(g, k);
+  return slots.slot_bytes * size_t(slots.block_tiles);
 }
 
 void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const int8_t* zeros, int8_t* y,
@@ -214,31 +238,36 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
   const bool copy = im2col(g);
   const size_t kc = size_t(copy ? depth : g.c), taps_a_row = size_t(copy ? 1 : ks);  // what the igemm calls get
   const int8_t* x_end = x + g.n * g.h * g.w * x_pixel(g);
+  const TileSlots slots(g, k);
   ctx.parallel_for(tiles, grain_for(1 << 14, {mr, ks, g.c, g.oc}), [&](RunContext& t, int64_t t0, int64_t t1) {
-    const int8_t** ptrs = static_cast<const int8_t**>(t.scratch());
-    int8_t* rows_buf = reinterpret_cast<int8_t*>(t.scratch()) + (sizeof(const int8_t*) * size_t(mr * ks) + 63) / 64 * 64;
+    uint8_t* scratch = static_cast<uint8_t*>(t.scratch());
     if (k.begin != nullptr) k.begin(kc);
-    for (int64_t tile = t0; tile < t1; ++tile) {
-      const int64_t p0 = tile * mr, rows = pixels - p0 < mr ? pixels - p0 : mr;
-      if (copy) {  // each row's taps side by side: one tap of depth inputs
-        int64_t b = p0 / (g.oh * g.ow), oy = p0 / g.ow % g.oh, ox = p0 % g.ow;
-        for (int64_t i = 0; i < mr; ++i) {
-          if (i < rows) {
-            im2col_row(g, offs, x, x_end, zeros, b, oy, ox, rows_buf + i * depth);
-            if (++ox == g.ow) ox = 0, oy = oy + 1 == g.oh ? (++b, 0) : oy + 1;
+    for (int64_t b0 = t0; b0 < t1; b0 += slots.block_tiles) {
+      const int64_t block = t1 - b0 < slots.block_tiles ? t1 - b0 : slots.block_tiles;
+      for (int64_t j = 0; j < block; ++j) {  // the row pointers of tile b0 + j, in slot j
+        const int8_t** ptrs = reinterpret_cast<const int8_t**>(scratch + size_t(j) * slots.slot_bytes);
+        int8_t* rows_buf = reinterpret_cast<int8_t*>(scratch + size_t(j) * slots.slot_bytes + slots.ptr_bytes);
+        const int64_t p0 = (b0 + j) * mr, rows = pixels - p0 < mr ? pixels - p0 : mr;
+        if (copy) {  // each row's taps side by side: one tap of depth inputs
+          int64_t b = p0 / (g.oh * g.ow), oy = p0 / g.ow % g.oh, ox = p0 % g.ow;
+          for (int64_t i = 0; i < mr; ++i) {
+            if (i < rows) {
+              im2col_row(g, offs, x, x_end, zeros, b, oy, ox, rows_buf + i * depth);
+              if (++ox == g.ow) ox = 0, oy = oy + 1 == g.oh ? (++b, 0) : oy + 1;
+            }
+            ptrs[i] = rows_buf + (i < rows ? i : rows - 1) * depth;  // rows past the last repeat it
           }
-          ptrs[i] = rows_buf + (i < rows ? i : rows - 1) * depth;  // rows past the last repeat it
-        }
-      } else if (pointwise) {  // output pixel p reads input pixel p
-        for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (p0 + (i < rows ? i : rows - 1)) * x_pixel(g);
-      } else {
-        int64_t b = p0 / (g.oh * g.ow), oy = p0 / g.ow % g.oh, ox = p0 % g.ow;  // then stepped, not divided
-        for (int64_t i = 0; i < mr; ++i) {
-          if (i < rows) {
-            fill_taps(g, offs, x, zeros, b, oy, ox, ptrs + i, mr);
-            if (++ox == g.ow) ox = 0, oy = oy + 1 == g.oh ? (++b, 0) : oy + 1;
-          } else {  // rows past the last repeat it
-            for (int64_t t = 0; t < ks; ++t) ptrs[t * mr + i] = ptrs[t * mr + rows - 1];
+        } else if (pointwise) {  // output pixel p reads input pixel p
+          for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (p0 + (i < rows ? i : rows - 1)) * x_pixel(g);
+        } else {
+          int64_t b = p0 / (g.oh * g.ow), oy = p0 / g.ow % g.oh, ox = p0 % g.ow;  // then stepped, not divided
+          for (int64_t i = 0; i < mr; ++i) {
+            if (i < rows) {
+              fill_taps(g, offs, x, zeros, b, oy, ox, ptrs + i, mr);
+              if (++ox == g.ow) ox = 0, oy = oy + 1 == g.oh ? (++b, 0) : oy + 1;
+            } else {  // rows past the last repeat it
+              for (int64_t tap = 0; tap < ks; ++tap) ptrs[tap * mr + i] = ptrs[tap * mr + rows - 1];
+            }
           }
         }
       }
@@ -246,8 +275,12 @@ void run_qs8_conv(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, const 
         const int64_t count = np - p < k.panels ? np - p : k.panels;
         const int64_t nc = g.oc - p * 16 < count * 16 ? g.oc - p * 16 : count * 16;
         const Qs8Requant rq{q.init + p * 16, q.scale + p * 16, q.offset + p * 16, q.qmin, q.qmax};
-        k.igemm[count - 1](size_t(rows), size_t(nc), kc, taps_a_row, ptrs, q.packed + p * panel_bytes,
-                           y + p0 * yp + p * 16, size_t(yp), rq);
+        for (int64_t j = 0; j < block; ++j) {
+          const int64_t p0 = (b0 + j) * mr, rows = pixels - p0 < mr ? pixels - p0 : mr;
+          const int8_t* const* ptrs = reinterpret_cast<const int8_t* const*>(scratch + size_t(j) * slots.slot_bytes);
+          k.igemm[count - 1](size_t(rows), size_t(nc), kc, taps_a_row, ptrs, q.packed + p * panel_bytes,
+                             y + p0 * yp + p * 16, size_t(yp), rq);
+        }
       }
     }
     if (k.end != nullptr) k.end();
