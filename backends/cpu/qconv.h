@@ -57,7 +57,8 @@ void qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int
 size_t qs8_conv_scratch_bytes(const ConvGeometry& g, const Qs8Kernels& k);
 
 // The weight sum of each output channel (qs8_channels(g) of them, zeros past
-// oc), from the packed weights: a dynamic linear layer's start of the
+// oc), from the packed weights of any geometry: what qs8_requant folds into
+// init, and a dynamic linear layer's start of the
 // accumulators, -x_zero_point * sum, changes with every call.
 void qs8_weight_sums(const ConvGeometry& g, const int8_t* packed, int32_t* sums);
 

@@ -133,6 +133,8 @@ std::vector<Case> cases() {
       {1, 5, 5, 16, 40, 1, 1, 1, 1, 0, 0, 1, 1, false, false, true},   // pointwise, halfway values
       {1, 6, 5, 5, 19, 3, 3, 1, 1, 1, 1, 1, 1, false, true, true},     // general, halfway values
       {1, 4, 5, 72, 20, 2, 2, 1, 1, 0, 0, 1, 1, false, false, true},   // deep, halfway values
+      {1, 6, 7, 20, 20, 2, 4, 1, 1, 1, 2, 1, 1, true, false},      // depthwise, an even number of taps
+      {1, 11, 12, 18, 18, 9, 9, 1, 1, 4, 4, 1, 1, true, true},     // depthwise of 81 taps (AVX2: one at a time)
   };
   return out;
 }
