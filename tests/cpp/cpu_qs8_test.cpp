@@ -135,6 +135,7 @@ std::vector<Case> cases() {
       {1, 4, 5, 72, 20, 2, 2, 1, 1, 0, 0, 1, 1, false, false, true},   // deep, halfway values
       {1, 6, 7, 20, 20, 2, 4, 1, 1, 1, 2, 1, 1, true, false},      // depthwise, an even number of taps
       {1, 11, 12, 18, 18, 9, 9, 1, 1, 4, 4, 1, 1, true, true},     // depthwise of 81 taps (AVX2: one at a time)
+      {1, 9, 8, 13, 20, 17, 17, 1, 1, 8, 8, 1, 1, false, false},   // 13 inputs a tap, 289 taps: too deep for im2col
   };
   return out;
 }
