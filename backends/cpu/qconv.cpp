@@ -123,8 +123,7 @@ void pack_qs8_weights(const ConvGeometry& g, const int8_t* weight, int8_t* packe
 }
 
 void qs8_weight_sums(const ConvGeometry& g, const int8_t* packed, int32_t* sums) {
-  // One pass over the packed bytes in memory order (a load-time cost: resnet18's
-  // 11 MB of weights are summed in a few milliseconds).
+  // One pass over the packed bytes in memory order (it runs at every load).
   const int64_t n = qs8_channels(g), ks = taps(g);
   for (int64_t j = 0; j < n; ++j) sums[j] = 0;
   if (g.depthwise) {  // block b = [ks][16]

@@ -61,8 +61,8 @@ inline void store_f32(float* dst, __m256 lo, __m256 hi, size_t n) {
 }
 
 // int8 output (requantized) or float32 (scaled, biased); kWhole: kc is a
-// multiple of 4 (every group a broadcast load; else the last reads 1 to 3
-// bytes, a branch in the loop that costs GCC registers, so it is apart).
+// multiple of 4, so every group of 4 inputs is one broadcast load (else each
+// group tests for a last 1 to 3 bytes).
 template <typename Out, bool kWhole>
 void igemm_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, const int8_t* w, Out* c,
                 size_t c_stride, const Qs8Requant& rq) {
@@ -96,46 +96,41 @@ void igemm_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const*
   const __m256 qmin = _mm256_set1_ps(rq.qmin), qmax = _mm256_set1_ps(rq.qmax);
   const __m256i init_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.init));
   const __m256i init_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rq.init + 8));
-  // Row by row, unrolled (an index into acc would keep it in memory in the loop above).
-  const auto store_row = [&](const __m256i (&r)[4], Out* dst) {
+  for (size_t i = 0; i < mr; ++i) {
     // hadd pairs the partial sums: [c0 c1 c4 c5 | c2 c3 c6 c7] -> in order
-    __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(r[0], r[1]), 0xD8);
-    __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(r[2], r[3]), 0xD8);
+    __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
+    __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][2], acc[i][3]), 0xD8);
     lo = _mm256_add_epi32(lo, init_lo);
     hi = _mm256_add_epi32(hi, init_hi);
     if constexpr (sizeof(Out) == 1) {
       lo = requant8(lo, rq.scale, rq.offset, qmin, qmax);
       hi = requant8(hi, rq.scale + 8, rq.offset + 8, qmin, qmax);
-      store_n(dst, pack16(lo, hi), nc);
+      store_n(c + i * c_stride, pack16(lo, hi), nc);
     } else {
-      store_f32(dst, _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_loadu_ps(rq.scale), _mm256_loadu_ps(rq.offset)),
+      store_f32(c + i * c_stride,
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_loadu_ps(rq.scale), _mm256_loadu_ps(rq.offset)),
                 _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_loadu_ps(rq.scale + 8), _mm256_loadu_ps(rq.offset + 8)),
                 nc);
     }
-  };
-  store_row(acc[0], c);
-  if (mr > 1) store_row(acc[1], c + c_stride);
-  if (mr > 2) store_row(acc[2], c + 2 * c_stride);
+  }
+}
+
+template <typename Out>
+void igemm_3x16_any(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, const int8_t* w, Out* c,
+                    size_t c_stride, const Qs8Requant& rq) {
+  (kc % 4 == 0 ? igemm_3x16<Out, true> : igemm_3x16<Out, false>)(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
 }  // namespace
 
 void qs8_igemm_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                   const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
-  if (kc % 4 == 0) {
-    igemm_3x16<int8_t, true>(mr, nc, kc, ks, a, w, c, c_stride, rq);
-  } else {
-    igemm_3x16<int8_t, false>(mr, nc, kc, ks, a, w, c, c_stride, rq);
-  }
+  igemm_3x16_any(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
 void qs8_igemm_f32_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                       const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
-  if (kc % 4 == 0) {
-    igemm_3x16<float, true>(mr, nc, kc, ks, a, w, c, c_stride, rq);
-  } else {
-    igemm_3x16<float, false>(mr, nc, kc, ks, a, w, c, c_stride, rq);
-  }
+  igemm_3x16_any(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
 namespace {
