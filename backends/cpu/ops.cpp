@@ -360,6 +360,8 @@ void run_concat(const CpuOp& o, RunContext& ctx) {
   ctx.parallel_for(c.outer, grain_for(kMinElementsPerThread, {c.row}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t i = 0; i < c.count; ++i) {
+        // an empty input may have no storage at all (data null): nothing to copy, no pointer to offset
+        if (c.inners[i] == 0) continue;
         memmove(o.y + r * c.row + c.offsets[i], c.xs[i] + r * c.inners[i], size_t(c.inners[i]) * sizeof(float));
       }
     }
@@ -385,6 +387,7 @@ void run_interleave(const CpuOp& o, RunContext& ctx) {
 
 void run_slice(const CpuOp& o, RunContext& ctx) {
   const int64_t inner = o.numel / o.outer;
+  if (inner == 0) return;  // x may be empty and without storage (data null)
   ctx.parallel_for(o.outer, grain_for(kMinElementsPerThread, {inner}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) memmove(o.y + r * inner, o.x + r * o.row + o.offset, size_t(inner) * sizeof(float));
   });

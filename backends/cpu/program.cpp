@@ -38,6 +38,7 @@ struct ValueInfo {
   int64_t sizes[kMaxRank];
   int64_t numel;
   bool writable;
+  bool constant;  // in the payload's weights: bytes the file holds, the same at load and at every run
 };
 
 // Everything load_cpu_program builds, while it builds it.
@@ -124,17 +125,10 @@ struct Loader {
     if (out->rank > kMaxRank) return ctx.fail(Error::InvalidProgram, "value %u: rank %d over %d", vi, out->rank, kMaxRank);
     // Every 0 taken as 1 (the span), the elements stay under 2^40: no product
     // of sizes overflows, even in an empty value.
-    uint64_t span = 1;
-    bool empty = false;
-    for (int d = 0; d < out->rank; ++d) {
-      const int64_t s = sizes->Get(d);
-      if (s < 0 || !checked_mul(span, uint64_t(s == 0 ? 1 : s), &span) || span > (uint64_t(1) << 40)) {
-        return ctx.fail(Error::InvalidProgram, "value %u: bad or too large size in dim %d", vi, d);
-      }
-      empty = empty || s == 0;
-      out->sizes[d] = s;
-    }
-    const uint64_t numel = empty ? 0 : span;
+    uint64_t numel = 0;
+    const int bad = checked_span(out->rank, [&](int d) { return sizes->Get(uint32_t(d)); }, 1, uint64_t(1) << 40, &numel);
+    if (bad >= 0) return ctx.fail(Error::InvalidProgram, "value %u: bad or too large size in dim %d", vi, bad);
+    for (int d = 0; d < out->rank; ++d) out->sizes[d] = sizes->Get(uint32_t(d));
     out->numel = int64_t(numel);
     *nbytes = numel * (out->int8 ? 1 : sizeof(float));
     return Error::Ok;
@@ -143,6 +137,7 @@ struct Loader {
   Error resolve_value(uint32_t vi) {
     const fb::Value& v = *prog->values()->Get(vi);
     ValueInfo& out = values[vi];
+    out = ValueInfo{};
     uint64_t nbytes = 0, end = 0;
     if (v.dtype() != fb::DType::Float32 && v.dtype() != fb::DType::Int8) {
       return ctx.fail(Error::InvalidProgram, "value %u: unknown dtype %d", vi, int(v.dtype()));
@@ -185,6 +180,7 @@ struct Loader {
         }
         out.data = const_cast<float*>(reinterpret_cast<const float*>(blob + v.offset()));
         out.writable = false;
+        out.constant = true;
         return Error::Ok;
     }
     return ctx.fail(Error::InvalidProgram, "value %u: unknown storage %d", vi, int(v.storage()));
@@ -215,6 +211,31 @@ struct Loader {
     }
     if (rank && (*v)->rank != rank) return ctx.fail(Error::InvalidProgram, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
     if (out && !(*v)->writable) return ctx.fail(Error::InvalidProgram, "op %u: writes value %lld, which is read-only", oi, (long long)vi);
+    return Error::Ok;
+  }
+
+  // The same, for a value the op reads at load (weights it packs or sums,
+  // quantization parameters): in the payload's weights, so that load checks
+  // bytes the file holds instead of planned memory nobody has written, which
+  // later writes would change.
+  Error constant_of(uint32_t oi, int64_t vi, int rank, bool int8, const char* what, const ValueInfo** v) {
+    TERN_CHECK_OK(value_of(oi, vi, rank, false, int8, v));
+    if (!(*v)->constant) {
+      return ctx.fail(Error::InvalidProgram, "op %u: its %s (value %lld) must be in the payload's weights, not in "
+                      "planned memory", oi, what, (long long)vi);
+    }
+    return Error::Ok;
+  }
+
+  // For ops whose kernels assume their output does not overlap an input
+  // (__restrict, ukernels/common/f32_pool.h): the two values' bytes apart.
+  // The exporter never plans an overlap; a crafted payload can.
+  Error disjoint(uint32_t oi, const ValueInfo& x, const ValueInfo& y) {
+    const uintptr_t x0 = reinterpret_cast<uintptr_t>(x.data), y0 = reinterpret_cast<uintptr_t>(y.data);
+    const uintptr_t xn = uintptr_t(x.numel) * (x.int8 ? 1 : sizeof(float)), yn = uintptr_t(y.numel) * (y.int8 ? 1 : sizeof(float));
+    if (xn > 0 && yn > 0 && x0 < y0 + yn && y0 < x0 + xn) {
+      return ctx.fail(Error::InvalidProgram, "op %u: its output overlaps its input, which this op does not allow", oi);
+    }
     return Error::Ok;
   }
 
@@ -314,7 +335,8 @@ Error Loader::prepare_conv(uint32_t oi, const fb::Conv& c, CpuOp* op) {
   // every tap is bounds-checked, so any output size is safe; depthwise
   // convolutions (whose row kernel assumes it) have the one their window gives
   const bool window = g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh) && g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw);
-  if (y->sizes[0] != g.n || g.n < 1 || g.oh < 1 || g.ow < 1 || (g.depthwise && (!window || g.ph < 0 || g.pw < 0)) ||
+  if (y->sizes[0] != g.n || g.n < 1 || g.h < 1 || g.w < 1 || g.oh < 1 || g.ow < 1 ||
+      (g.depthwise && (!window || g.ph < 0 || g.pw < 0)) ||
       (g.depthwise && g.oc != g.c) || g.c < 1 || g.oc < 1 || g.c > (1 << 24) || int64_t(g.kh) * g.kw > 1024) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y", oi,
                     op->nodes, (long long)g.n, (long long)g.h, (long long)g.w, (long long)g.c);
@@ -358,6 +380,12 @@ Error Loader::pool_window(uint32_t oi, const Table& p, const ValueInfo& x, const
   g.oh = y.sizes[1], g.ow = y.sizes[2];
   g.max = p.kind() == fb::PoolKind::Max;
   g.count_padding = p.count_padding();
+  // an input of height or width 0 has windows with no tap inside it (the
+  // portable kernels refuse it too)
+  if (g.h < 1 || g.w < 1) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): pool over an input of height %lld and width %lld (each must be "
+                    "at least 1)", oi, op->nodes, (long long)g.h, (long long)g.w);
+  }
   if (int(p.kind()) < 0 || p.kind() > fb::PoolKind::Average || y.sizes[0] != g.n || y.sizes[3] != g.c ||
       g.oh != window_out(g.h, g.kh, g.sh, g.ph, 1) || g.ow != window_out(g.w, g.kw, g.sw, g.pw, 1) ||
       2 * g.ph > g.kh || 2 * g.pw > g.kw) {
@@ -371,6 +399,7 @@ Error Loader::prepare_pool(uint32_t oi, const fb::Pool& p, CpuOp* op) {
   TERN_CHECK_OK(value(oi, p.x(), 4, false, &x));
   TERN_CHECK_OK(value(oi, p.y(), 4, true, &y));
   TERN_CHECK_OK(pool_window(oi, p, *x, *y, op));
+  TERN_CHECK_OK(disjoint(oi, *x, *y));
   const PoolGeometry& g = op->pool;
   op->kind = CpuOpKind::Pool;
   op->x = x->data, op->y = y->data, op->numel = y->numel;
@@ -741,9 +770,9 @@ Error Loader::prepare_qconv(uint32_t oi, const fb::QConv& c, CpuOp* op) {
   const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *ws = nullptr, *b = nullptr;
   TERN_CHECK_OK(value_of(oi, c.x(), 4, false, true, &x));
   TERN_CHECK_OK(value_of(oi, c.y(), 4, true, true, &y));
-  TERN_CHECK_OK(value_of(oi, c.weights(), 1, false, true, &w));
-  TERN_CHECK_OK(value(oi, c.w_scales(), 1, false, &ws));
-  if (c.bias() >= 0) TERN_CHECK_OK(value(oi, c.bias(), 1, false, &b));
+  TERN_CHECK_OK(constant_of(oi, c.weights(), 1, true, "weights", &w));
+  TERN_CHECK_OK(constant_of(oi, c.w_scales(), 1, false, "w_scales", &ws));
+  if (c.bias() >= 0) TERN_CHECK_OK(constant_of(oi, c.bias(), 1, false, "bias", &b));
   ConvGeometry& g = op->qconv.g;
   g = ConvGeometry{};
   TERN_CHECK_OK(pair(oi, c.kernel(), "kernel", 1, &g.kh, &g.kw));
@@ -757,7 +786,7 @@ Error Loader::prepare_qconv(uint32_t oi, const fb::QConv& c, CpuOp* op) {
   // The int32 accumulators hold any sum of ks * kc4 <= 2^15 products of
   // int8 values, with its zero-point corrections (qs8.h).
   const int64_t ks = int64_t(g.kh) * g.kw, kc4 = g.depthwise ? 1 : (g.c + 3) / 4 * 4;
-  if (y->sizes[0] != g.n || g.n < 1 || g.oh < 1 || g.ow < 1 || !window || g.c < 1 || g.oc < 1 ||
+  if (y->sizes[0] != g.n || g.n < 1 || g.h < 1 || g.w < 1 || g.oh < 1 || g.ow < 1 || !window || g.c < 1 || g.oc < 1 ||
       g.c > (1 << 24) || g.oc > (1 << 24) || ks > 1024 || ks * kc4 > (1 << 15) || (g.depthwise && g.oc != g.c)) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): int8 conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y "
                     "(at most 2^15 products per output)", oi, op->nodes, (long long)g.n, (long long)g.h,
@@ -790,8 +819,13 @@ Error Loader::prepare_qconv(uint32_t oi, const fb::QConv& c, CpuOp* op) {
   int8_t* zeros = static_cast<int8_t*>(ctx.allocate(zero_bytes));
   if (init == nullptr || scale == nullptr || offset == nullptr || zeros == nullptr) return Error::OutOfMemory;
   const int8_t* packed = reinterpret_cast<const int8_t*>(w->data);
-  qs8_requant(g, packed, c.x_scale(), c.x_zero_point(), ws->data, b ? b->data : nullptr, c.y_scale(),
-              c.y_zero_point(), qs8, init, scale, offset);
+  const int64_t bad = qs8_requant(g, packed, c.x_scale(), c.x_zero_point(), ws->data, b ? b->data : nullptr,
+                                  c.y_scale(), c.y_zero_point(), qs8, init, scale, offset);
+  if (bad >= 0) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): output channel %lld's requantization (x_scale %g * w_scale %g "
+                    "/ y_scale %g, bias %g / y_scale) is not finite or passes 2^64", oi, op->nodes, (long long)bad,
+                    double(c.x_scale()), double(ws->data[bad]), double(c.y_scale()), b ? double(b->data[bad]) : 0.0);
+  }
   memset(zeros, c.x_zero_point(), zero_bytes);
   op->qconv.packed = packed, op->qconv.init = init, op->qconv.scale = scale, op->qconv.offset = offset;
   op->qconv.qmin = float(c.qmin()), op->qconv.qmax = float(c.qmax());
@@ -853,6 +887,15 @@ Error Loader::prepare_qbinary(uint32_t oi, const fb::QBinary& q, CpuOp* op) {
                     "points %d, %d, %d; range [%d, %d])", oi, op->nodes, double(q.a_scale()), double(q.b_scale()),
                     double(y_scale), q.a_zero_point(), q.b_zero_point(), q.y_zero_point(), q.qmin(), q.qmax());
   }
+  // The largest floats the kernel computes (each operand dequantized, their
+  // sum or product, that requantized), in double: each within 2^64, so that
+  // none overflows to inf (and inf - inf to NaN) on one ISA and not another.
+  const double ra = 255.0 * double(q.a_scale()), rb = 255.0 * double(q.b_scale());
+  const double r = q.kind() == fb::BinaryKind::Mul ? ra * rb : ra + rb;
+  if (!(ra <= kQs8MaxRequant && rb <= kQs8MaxRequant && r <= kQs8MaxRequant && r * double(y_scale) <= kQs8MaxRequant)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): the scales (%g, %g, 1/%g) can make its results pass 2^64",
+                    oi, op->nodes, double(q.a_scale()), double(q.b_scale()), double(y_scale));
+  }
   op->kind = CpuOpKind::QBinary;
   op->binary = uint8_t(q.kind());
   op->qa_scale = q.a_scale(), op->qa_zero = float(q.a_zero_point());
@@ -868,6 +911,7 @@ Error Loader::prepare_qpool(uint32_t oi, const fb::QPool& q, CpuOp* op) {
   TERN_CHECK_OK(value_of(oi, q.x(), 4, false, true, &x));
   TERN_CHECK_OK(value_of(oi, q.y(), 4, true, true, &y));
   TERN_CHECK_OK(pool_window(oi, q, *x, *y, op));
+  TERN_CHECK_OK(disjoint(oi, *x, *y));
   PoolGeometry& g = op->pool;
   // int32 sums of 65536 bytes cannot overflow, and are exact in float32
   if (int64_t(g.kh) * g.kw > 65536 || g.c < 1) {
@@ -879,6 +923,13 @@ Error Loader::prepare_qpool(uint32_t oi, const fb::QPool& q, CpuOp* op) {
     return ctx.fail(Error::InvalidProgram, "op %u (%s): bad quantization (scales %g, 1/%g; zero points %d, %d; "
                     "range [%d, %d])", oi, op->nodes, double(q.x_scale()), double(q.y_inv_scale()), q.x_zero_point(),
                     q.y_zero_point(), q.qmin(), q.qmax());
+  }
+  // The largest floats the kernel computes (a sum of up to 65536 dequantized
+  // taps, that requantized), bounded as QBinary's.
+  const double sum = 65536.0 * 255.0 * double(q.x_scale());
+  if (!(sum <= kQs8MaxRequant && sum * double(q.y_inv_scale()) <= kQs8MaxRequant)) {
+    return ctx.fail(Error::InvalidProgram, "op %u (%s): the scales (%g, 1/%g) can make its results pass 2^64", oi,
+                    op->nodes, double(q.x_scale()), double(q.y_inv_scale()));
   }
   int8_t* zeros = static_cast<int8_t*>(ctx.allocate(size_t(g.c)));
   if (zeros == nullptr) return Error::OutOfMemory;
@@ -917,9 +968,9 @@ Error Loader::prepare_qlinear(uint32_t oi, const fb::QLinear& l, CpuOp* op) {
   const ValueInfo *x = nullptr, *qp = nullptr, *w = nullptr, *ws = nullptr, *b = nullptr, *y = nullptr, *pr = nullptr;
   TERN_CHECK_OK(value_of(oi, l.x(), 2, false, true, &x));
   TERN_CHECK_OK(value(oi, l.x_qparams(), 1, false, &qp));
-  TERN_CHECK_OK(value_of(oi, l.weights(), 1, false, true, &w));
-  TERN_CHECK_OK(value(oi, l.w_scales(), 1, false, &ws));
-  if (l.bias() >= 0) TERN_CHECK_OK(value(oi, l.bias(), 1, false, &b));
+  TERN_CHECK_OK(constant_of(oi, l.weights(), 1, true, "weights", &w));
+  TERN_CHECK_OK(constant_of(oi, l.w_scales(), 1, false, "w_scales", &ws));
+  if (l.bias() >= 0) TERN_CHECK_OK(constant_of(oi, l.bias(), 1, false, "bias", &b));
   TERN_CHECK_OK(value(oi, l.y(), 2, true, &y));
   TERN_CHECK_OK(value(oi, l.params(), 1, true, &pr));
   ConvGeometry& g = op->qconv.g;
@@ -966,10 +1017,11 @@ Error Loader::prepare_wlinear(uint32_t oi, const fb::WLinear& l, CpuOp* op) {
   const bool int4 = l.bits() == 4;
   TERN_CHECK_OK(value(oi, l.x(), 2, false, &x));
   TERN_CHECK_OK(value(oi, l.y(), 2, true, &y));
-  TERN_CHECK_OK(value_of(oi, l.weights(), 2, false, true, &w));  // int4: uint8 bytes, read as int8 values' bytes
-  TERN_CHECK_OK(value(oi, l.scales(), 0, false, &sc));
-  if (l.zero_points() >= 0) TERN_CHECK_OK(value(oi, l.zero_points(), 0, false, &zp));
-  if (l.bias() >= 0) TERN_CHECK_OK(value(oi, l.bias(), 1, false, &b));
+  // int4: uint8 bytes, read as int8 values' bytes
+  TERN_CHECK_OK(constant_of(oi, l.weights(), 2, true, "weights", &w));
+  TERN_CHECK_OK(constant_of(oi, l.scales(), 0, false, "scales", &sc));
+  if (l.zero_points() >= 0) TERN_CHECK_OK(constant_of(oi, l.zero_points(), 0, false, "zero points", &zp));
+  if (l.bias() >= 0) TERN_CHECK_OK(constant_of(oi, l.bias(), 1, false, "bias", &b));
   const int64_t m = x->sizes[0], k = x->sizes[1], n = y->sizes[1];
   const int64_t group = int4 ? l.group() : k;
   const int64_t groups = group > 0 && k % group == 0 ? k / group : -1;
@@ -1112,7 +1164,8 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
       case CpuOpKind::Binary: run_binary(op, ctx); break;
       case CpuOpKind::Unary: run_unary(op, ctx); break;
       case CpuOpKind::Copy:
-        if (op.x != op.y) memmove(op.y, op.x, size_t(op.numel) * (op.int8 ? 1 : sizeof(float)));
+        // empty values may have no storage (data null), which memmove must not get even for 0 bytes
+        if (op.x != op.y && op.numel > 0) memmove(op.y, op.x, size_t(op.numel) * (op.int8 ? 1 : sizeof(float)));
         break;
       case CpuOpKind::LayerNorm: run_layer_norm(op, ctx); break;
       case CpuOpKind::Softmax: run_softmax(op, *p.isa, ctx); break;

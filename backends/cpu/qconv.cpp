@@ -170,20 +170,29 @@ void run_qs8_linear_f32(const Qs8Conv& q, const Qs8Kernels& k, const int8_t* x, 
   });
 }
 
-void qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int32_t x_zero_point,
-                 const float* w_scales, const float* bias, float y_scale, int32_t y_zero_point, const Qs8Kernels& k,
-                 int32_t* init, float* scale, float* offset) {
+int64_t qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int32_t x_zero_point,
+                    const float* w_scales, const float* bias, float y_scale, int32_t y_zero_point, const Qs8Kernels& k,
+                    int32_t* init, float* scale, float* offset) {
   qs8_weight_sums(g, packed, init);  // the columns' weight sums, from the packed weights the kernels read
   const bool shifted = k.unsigned_a && !g.depthwise;
+  int64_t bad = -1;
   for (int64_t j = 0; j < g.oc; ++j) {
     const int32_t sum = init[j];
     init[j] = -x_zero_point * sum - (shifted ? 128 * sum : 0);
-    scale[j] = static_cast<float>(double(x_scale) * double(w_scales[j]) / double(y_scale));
-    offset[j] = static_cast<float>((bias ? double(bias[j]) : 0.0) / double(y_scale) + y_zero_point);
+    // Each factor is finite, their quotients need not be: bounded here, in
+    // double, so that fma(acc, scale, offset) with |acc| < 2^31 stays finite
+    // (no NaN reaches the conversion to int8) and the casts to float fit.
+    const double s = double(x_scale) * double(w_scales[j]) / double(y_scale);
+    const double o = (bias ? double(bias[j]) : 0.0) / double(y_scale) + y_zero_point;
+    const bool ok = std::fabs(s) <= kQs8MaxRequant && std::fabs(o) <= kQs8MaxRequant;  // false for NaN
+    if (!ok && bad < 0) bad = j;
+    scale[j] = ok ? static_cast<float>(s) : 0.0f;
+    offset[j] = ok ? static_cast<float>(o) : 0.0f;
   }
   // Two loops on purpose: as one (zero every column, then fill those below
   // oc), GCC 12.2 -O3 moved the zeroing into a memset after the loop.
   for (int64_t j = g.oc; j < qs8_channels(g); ++j) init[j] = 0, scale[j] = offset[j] = 0.0f;
+  return bad;
 }
 
 namespace {

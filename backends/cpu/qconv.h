@@ -48,8 +48,11 @@ void pack_qs8_weights(const ConvGeometry& g, const int8_t* weight, int8_t* packe
 // The requantization of each output channel (above), for kernel set k
 // (whose igemm may read activations as unsigned: Qs8Kernels::unsigned_a).
 // bias: oc floats or nullptr. init, scale, offset: qs8_channels(g) each;
-// channels past oc get zeros.
-void qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int32_t x_zero_point,
+// channels past oc get zeros. Returns -1, or the first output channel whose
+// scale or offset (computed in double) is not finite or passes
+// kQs8MaxRequant: then the outputs are unspecified and the op must be refused.
+constexpr double kQs8MaxRequant = 18446744073709551616.0;  // 2^64
+int64_t qs8_requant(const ConvGeometry& g, const int8_t* packed, float x_scale, int32_t x_zero_point,
                  const float* w_scales, const float* bias, float y_scale, int32_t y_zero_point, const Qs8Kernels& k,
                  int32_t* init, float* scale, float* offset);
 

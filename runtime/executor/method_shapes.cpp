@@ -77,16 +77,9 @@ bool instruction_is_dynamic(const fb::Method& fm, uint32_t ii) {
 // bound on planned tensors): then no product of sizes overflows, not even a
 // stride of an empty tensor.
 int64_t checked_numel(const int64_t* sizes, int dim) {
-  uint64_t span = 1;
-  bool empty = false;
-  for (int d = 0; d < dim; ++d) {
-    if (sizes[d] < 0 || !checked_mul(span, static_cast<uint64_t>(sizes[d] == 0 ? 1 : sizes[d]), &span) ||
-        span > (uint64_t(1) << 48)) {
-      return -1;
-    }
-    empty = empty || sizes[d] == 0;
-  }
-  return empty ? 0 : static_cast<int64_t>(span);
+  uint64_t numel = 0;
+  const int bad = checked_span(dim, [&](int d) { return sizes[d]; }, 1, uint64_t(1) << 48, &numel);
+  return bad >= 0 ? -1 : static_cast<int64_t>(numel);
 }
 
 Error apply_shapes(const fb::Method& fm, Method::Shapes& s, EValue* values, bool assign_inputs) {

@@ -28,18 +28,14 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
   }
   // The bytes the sizes span with every 0 taken as 1 stay under 2^48, so no
   // product of sizes (strides, numel) overflows, even in an empty tensor.
-  uint64_t span = scalar_type_size(static_cast<ScalarType>(st));
-  bool empty = false;
-  for (uint32_t d = 0; d < dim; ++d) {
-    int64_t s = t.sizes()->Get(d);
-    if (s < 0) return invalid_program("method '%s' value %u: negative size %lld in dim %u", m, vi, (long long)s, d);
-    if (!checked_mul(span, static_cast<uint64_t>(s == 0 ? 1 : s), &span) || span > kMaxBytes) {
-      return invalid_program("method '%s' value %u: sizes overflow 2^48 bytes at dim %u (size %lld)", m, vi, d,
-                             (long long)s);
-    }
-    empty = empty || s == 0;
+  uint64_t nbytes = 0;
+  const int bad = checked_span(static_cast<int>(dim), [&](int d) { return t.sizes()->Get(static_cast<uint32_t>(d)); },
+                               scalar_type_size(static_cast<ScalarType>(st)), kMaxBytes, &nbytes);
+  if (bad >= 0) {
+    const long long s = t.sizes()->Get(static_cast<uint32_t>(bad));
+    if (s < 0) return invalid_program("method '%s' value %u: negative size %lld in dim %d", m, vi, s, bad);
+    return invalid_program("method '%s' value %u: sizes overflow 2^48 bytes at dim %d (size %lld)", m, vi, bad, s);
   }
-  const uint64_t nbytes = empty ? 0 : span;
   uint64_t end;
   switch (t.storage()) {
     case fb::TensorStorage::None:

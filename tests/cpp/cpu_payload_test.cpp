@@ -141,15 +141,8 @@ std::vector<uint8_t> one_op_payload(const std::vector<ExtraValue>& extra, size_t
       cpufb::CreateValueDirect(b, &four, cpufb::Storage::Input, 0, 0),
       cpufb::CreateValueDirect(b, &four, cpufb::Storage::Output, 0, 0)};
   for (const ExtraValue& v : extra) values.push_back(cpufb::CreateValueDirect(b, &v.sizes, v.storage, 0, 0, v.dtype));
-  std::vector<flatbuffers::Offset<cpufb::Op>> ops = {make_op(b)};
-  b.Finish(cpufb::CreateProgramDirect(b, &values, &ops, 1, 1, workspace_bytes));
-  const size_t blob = (16 + b.GetSize() + 63) / 64 * 64;
-  std::vector<uint8_t> p(blob + weight_floats * sizeof(float), 0);
-  memcpy(p.data(), "TCPU", 4);
-  write_le(p.data(), 4, 3, 4);
-  write_le(p.data(), 8, b.GetSize(), 8);
-  memcpy(p.data() + 16, b.GetBufferPointer(), b.GetSize());
-  return p;
+  return malformed::cpu_payload_of(b, values, {make_op(b)}, workspace_bytes,
+                                   std::vector<uint8_t>(weight_floats * sizeof(float), 0));
 }
 
 AlignedBytes cpu_file_of(std::vector<uint8_t> payload) {
@@ -193,6 +186,54 @@ TEST_F(CpuCrafted, test_a_pool_whose_work_per_row_overflows_runs_empty) {
     return cpufb::CreateOpDirect(b, cpufb::OpKind::Pool, pool.Union(), "pool");
   }));
   EXPECT_EQ(load_and_run(file), Error::Ok) << last_error_message();
+}
+
+// A Copy, a Slice and a Concat reading a delegate input that has no
+// elements and no storage (data null): each runs and copies nothing, without
+// handing memmove the null pointer (undefined even for 0 bytes: UBSan's
+// nonnull-attribute check under make test-sanitize).
+TEST_F(CpuCrafted, test_copy_slice_and_concat_of_an_empty_input_without_storage_run) {
+  auto file = [&](int64_t y_size, auto make_op, std::vector<ExtraValue> extra = {}) {
+    flatbuffers::FlatBufferBuilder b;
+    malformed::CpuValues values = {malformed::cpu_value(b, {0}, cpufb::Storage::Input),
+                                   malformed::cpu_value(b, {y_size}, cpufb::Storage::Output)};
+    for (const ExtraValue& v : extra) values.push_back(malformed::cpu_value(b, v.sizes, v.storage, 0, v.dtype));
+    std::vector<uint8_t> blob(64, 0);
+    const float four[4] = {1.f, 2.f, 3.f, 4.f};
+    memcpy(blob.data(), four, sizeof(four));
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.method("forward");
+    const uint32_t arena = m.arena(64);
+    const uint32_t x = m.empty_tensor(ScalarType::Float32, {0});
+    const uint32_t y = m.planned(ScalarType::Float32, {y_size}, 0, arena);
+    const uint32_t ws = m.empty_tensor(ScalarType::UInt8, {0});
+    m.backend_call("cpu", malformed::cpu_payload_of(b, values, {make_op(b)}, 0, blob), {x}, {y, ws});
+    m.outputs = {y};
+    return pb.build();
+  };
+  const AlignedBytes copy = file(0, [](flatbuffers::FlatBufferBuilder& b) {
+    return cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, cpufb::CreateCopy(b, 0, 1).Union(), "copy");
+  });
+  const AlignedBytes slice = file(0, [](flatbuffers::FlatBufferBuilder& b) {
+    return cpufb::CreateOpDirect(b, cpufb::OpKind::Slice, cpufb::CreateSlice(b, 0, 1, 1, 0).Union(), "slice");
+  });
+  // y [4] = cat(x [0], w [4]): w, a weights value, fills the row
+  const AlignedBytes concat = file(4, [](flatbuffers::FlatBufferBuilder& b) {
+    const std::vector<uint32_t> xs = {0, 2};
+    const std::vector<int64_t> offsets = {0, 0};
+    return cpufb::CreateOpDirect(b, cpufb::OpKind::Concat, cpufb::CreateConcatDirect(b, &xs, &offsets, 1, 1).Union(),
+                                 "cat");
+  }, {{{4}, cpufb::Storage::Weights}});
+  for (const AlignedBytes* f : {&copy, &slice, &concat}) {
+    LoadedProgram lp(*f);
+    ASSERT_EQ(lp.error, Error::Ok) << last_error_message();
+    MethodMemory mem(*lp.program, "forward", 1 << 20);
+    Result<Method> m = Method::load(*lp.program, "forward", mem.manager);
+    ASSERT_TRUE(m.ok()) << last_error_message();
+    ASSERT_EQ(m->execute(), Error::Ok) << last_error_message();
+    const Tensor& y = m->output(0);
+    for (int64_t i = 0; i < y.numel; ++i) EXPECT_EQ(y.data_as<float>()[i], float(i + 1)) << "element " << i;
+  }
 }
 
 // A convolution of batch 0 (x and y [0, 1, 1, 1]): refused at load (its

@@ -76,8 +76,9 @@ Outcome run(const Case& k, const Qs8Kernels& kernels, int threads) {
   const size_t nch = static_cast<size_t>(qs8_channels(g));
   std::vector<int32_t> init(nch);
   std::vector<float> scale(nch), offset(nch);
-  qs8_requant(g, packed.data(), x_scale, x_zp, w_scales.data(), bias.data(), y_scale, y_zp, kernels, init.data(),
-              scale.data(), offset.data());
+  const int64_t bad = qs8_requant(g, packed.data(), x_scale, x_zp, w_scales.data(), bias.data(), y_scale, y_zp,
+                                  kernels, init.data(), scale.data(), offset.data());
+  EXPECT_EQ(bad, -1) << name(k) << ": a requantization out of bounds";
   Qs8Conv q{g, packed.data(), init.data(), scale.data(), offset.data(), k.relu ? float(y_zp) : -128.0f, 127.0f};
   std::vector<int8_t> zeros(size_t(g.c + 3) / 4 * 4, int8_t(x_zp));
 
@@ -175,6 +176,35 @@ TEST(CpuQs8, test_every_kernel_set_is_within_one_step_and_writes_the_scalar_byte
         const Outcome got = run(k, *ks, threads);
         ASSERT_EQ(got.y, ref.y) << name(k) << " on " << ks->name << " with " << threads << " threads";
       }
+    }
+  }
+}
+
+// A NaN requantization (a scale of NaN; a QConv's load refuses scales whose
+// product overflows, so this is the clamp's last line): every kernel set's
+// igemm and depthwise kernel write qmin, as x86's max(NaN, qmin) gives. The
+// scalar one converted the NaN to int8 (undefined; 0 on x86-64), NEON's max
+// kept it (0).
+TEST(CpuQs8, test_every_igemm_and_depthwise_kernel_maps_a_nan_requantization_to_qmin) {
+  const Case general = {1, 5, 6, 3, 8, 3, 3, 1, 1, 1, 1, 1, 1, false, false};
+  const Case deep = {2, 7, 9, 100, 70, 3, 3, 1, 1, 1, 1, 1, 1, false, false};
+  const Case depthwise = {1, 8, 7, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, true, false};
+  for (const Case& c : {general, deep, depthwise}) {
+    const ConvGeometry g = geometry(c);
+    std::vector<int8_t> x(size_t(g.n * g.h * g.w * g.c), 3), packed(qs8_packed_bytes(g), 1);
+    const size_t nch = size_t(qs8_channels(g));
+    std::vector<int32_t> init(nch, 0);
+    std::vector<float> scale(nch, std::nanf("")), offset(nch, 0.0f);
+    const Qs8Conv q{g, packed.data(), init.data(), scale.data(), offset.data(), -100.0f, 100.0f};
+    std::vector<int8_t> zeros(size_t(g.c + 3) / 4 * 4, 0);
+    for (const Qs8Kernels* k : kernel_sets()) {
+      std::vector<int8_t> y(size_t(g.n * g.oh * g.ow * g.oc), 0x5a);
+      const size_t per = (qs8_conv_scratch_bytes(g, *k) + 63) & ~size_t(63);
+      std::vector<uint8_t> scratch(per + 64);
+      void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t(63));
+      RunContext ctx(nullptr, base, per, 1, per, nullptr);
+      run_qs8_conv(q, *k, x.data(), zeros.data(), y.data(), ctx);
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(int(y[i]), -100) << name(c) << " on " << k->name << ", output " << i;
     }
   }
 }

@@ -585,6 +585,122 @@ inline AlignedBytes cpu_payload_output_is_delegate_input() {
 }
 
 // ---------------------------------------------------------------------------
+// cpu payloads of other ops (issue 22): a program built by `ops` on a
+// FlatBufferBuilder, then its weights blob (the Weights values' bytes, at
+// 64-byte offsets after the flatbuffer), in a method whose delegate reads
+// x and writes y and a workspace of `workspace` bytes (all planned).
+
+using CpuOps = std::vector<flatbuffers::Offset<cpufb::Op>>;
+using CpuValues = std::vector<flatbuffers::Offset<cpufb::Value>>;
+
+inline flatbuffers::Offset<cpufb::Value> cpu_value(flatbuffers::FlatBufferBuilder& b, std::vector<int64_t> sizes,
+                                                   cpufb::Storage storage, uint64_t offset = 0,
+                                                   cpufb::DType dtype = cpufb::DType::Float32) {
+  return cpufb::CreateValueDirect(b, &sizes, storage, 0, offset, dtype);
+}
+
+inline std::vector<uint8_t> cpu_payload_of(flatbuffers::FlatBufferBuilder& b, const CpuValues& values,
+                                           const CpuOps& ops, uint64_t workspace, const std::vector<uint8_t>& blob) {
+  b.Finish(cpufb::CreateProgramDirect(b, &values, &ops, /*num_inputs=*/1, /*num_outputs=*/1, workspace));
+  const size_t blob_at = (16 + b.GetSize() + 63) / 64 * 64;
+  std::vector<uint8_t> p(blob_at + blob.size());
+  memcpy(p.data(), "TCPU", 4);
+  write_le(p.data(), 4, 3, 4);  // version 3: int8 values and ops
+  write_le(p.data(), 8, b.GetSize(), 8);
+  memcpy(p.data() + 16, b.GetBufferPointer(), b.GetSize());
+  if (!blob.empty()) memcpy(p.data() + blob_at, blob.data(), blob.size());
+  return p;
+}
+
+inline AlignedBytes cpu_delegate_file(std::vector<uint8_t> payload, ScalarType x_dtype, std::vector<int64_t> x_sizes,
+                                      ScalarType y_dtype, std::vector<int64_t> y_sizes, uint64_t workspace) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  const uint32_t arena = m.arena(4096);
+  const uint32_t x = m.planned(x_dtype, std::move(x_sizes), 0, arena);
+  const uint32_t y = m.planned(y_dtype, std::move(y_sizes), 1024, arena);
+  const uint32_t ws = workspace ? m.planned(ScalarType::UInt8, {int64_t(workspace)}, 2048, arena)
+                                : m.empty_tensor(ScalarType::UInt8, {0});
+  m.backend_call("cpu", std::move(payload), {x}, {y, ws});
+  m.inputs = {x};
+  m.outputs = {y};
+  return pb.build();
+}
+
+inline flatbuffers::Offset<cpufb::Op> cpu_pool_op(flatbuffers::FlatBufferBuilder& b, uint32_t x, uint32_t y,
+                                                  std::vector<int32_t> kernel, std::vector<int32_t> padding) {
+  const std::vector<int32_t> stride = {1, 1};
+  const auto pool = cpufb::CreatePoolDirect(b, x, y, cpufb::PoolKind::Max, &kernel, &stride, &padding);
+  return cpufb::CreateOpDirect(b, cpufb::OpKind::Pool, pool.Union(), "max_pool");
+}
+
+// Max pooling (kernel 2, padding 1) over an input of height 0: its one row of
+// windows has no tap inside the input.
+inline AlignedBytes cpu_pool_max_empty_height() {
+  flatbuffers::FlatBufferBuilder b;
+  const CpuValues values = {cpu_value(b, {1, 0, 4, 2}, cpufb::Storage::Input),
+                            cpu_value(b, {1, 1, 5, 2}, cpufb::Storage::Output)};
+  const CpuOps ops = {cpu_pool_op(b, 0, 1, {2, 2}, {1, 1})};
+  return cpu_delegate_file(cpu_payload_of(b, values, ops, 0, {}), kF32, {1, 0, 4, 2}, kF32, {1, 1, 5, 2}, 0);
+}
+
+// Max pooling whose output (workspace bytes [32, 48)) lies over its input
+// ([0, 64)); the float pool kernel declares its pointers __restrict.
+inline AlignedBytes cpu_pool_output_overlaps_input() {
+  flatbuffers::FlatBufferBuilder b;
+  const CpuValues values = {cpu_value(b, {1, 2, 2, 4}, cpufb::Storage::Input),
+                            cpu_value(b, {1, 1, 1, 4}, cpufb::Storage::Output),
+                            cpu_value(b, {1, 2, 2, 4}, cpufb::Storage::Workspace, 0),
+                            cpu_value(b, {1, 1, 1, 4}, cpufb::Storage::Workspace, 32)};
+  const CpuOps ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, cpufb::CreateCopy(b, 0, 2).Union(), "in"),
+                      cpu_pool_op(b, 2, 3, {2, 2}, {0, 0}),
+                      cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, cpufb::CreateCopy(b, 3, 1).Union(), "out")};
+  return cpu_delegate_file(cpu_payload_of(b, values, ops, 64, {}), kF32, {1, 2, 2, 4}, kF32, {1, 1, 1, 4}, 64);
+}
+
+// A 1x1 int8 convolution, 4 -> 1 channels: x int8 [1, 1, 1, 4] (input),
+// y int8 [1, 1, 1, 1] (output), 64 bytes of packed weights (one panel of
+// 16 columns), one w_scale; weights_at: their storage (Weights at 0, or the
+// workspace's 64 bytes).
+inline AlignedBytes cpu_qconv(float x_scale, float w_scale, float y_scale, cpufb::Storage weights_at) {
+  flatbuffers::FlatBufferBuilder b;
+  const auto i8 = cpufb::DType::Int8;
+  const CpuValues values = {cpu_value(b, {1, 1, 1, 4}, cpufb::Storage::Input, 0, i8),
+                            cpu_value(b, {1, 1, 1, 1}, cpufb::Storage::Output, 0, i8),
+                            cpu_value(b, {64}, weights_at, 0, i8),
+                            cpu_value(b, {1}, cpufb::Storage::Weights, 64)};
+  const std::vector<int32_t> ones = {1, 1}, zeros = {0, 0};
+  const auto qconv = cpufb::CreateQConvDirect(b, 0, 2, 3, -1, 1, &ones, &ones, &zeros, &ones, false, x_scale, 0,
+                                              y_scale, 0);
+  const CpuOps ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::QConv, qconv.Union(), "qconv")};
+  std::vector<uint8_t> blob(128, 1);
+  memcpy(blob.data() + 64, &w_scale, 4);
+  const uint64_t workspace = weights_at == cpufb::Storage::Workspace ? 64 : 0;
+  return cpu_delegate_file(cpu_payload_of(b, values, ops, workspace, blob), ScalarType::Int8, {1, 1, 1, 4},
+                           ScalarType::Int8, {1, 1, 1, 1}, workspace);
+}
+
+// Every scale finite, but x_scale * w_scale / y_scale = 1e90: a NaN reached
+// the conversion to int8 (a zero accumulator times inf).
+inline AlignedBytes cpu_qconv_requant_overflows() { return cpu_qconv(1e30f, 1e30f, 1e-30f, cpufb::Storage::Weights); }
+
+// The packed weights in the workspace: load would sum bytes nobody has written.
+inline AlignedBytes cpu_qconv_weights_in_workspace() {
+  return cpu_qconv(0.5f, 0.25f, 1.0f, cpufb::Storage::Workspace);
+}
+
+// An int8 add whose operands dequantize past float's range (255 * 3e38).
+inline AlignedBytes cpu_qbinary_scales_overflow() {
+  flatbuffers::FlatBufferBuilder b;
+  const auto i8 = cpufb::DType::Int8;
+  const CpuValues values = {cpu_value(b, {4}, cpufb::Storage::Input, 0, i8),
+                            cpu_value(b, {4}, cpufb::Storage::Output, 0, i8)};
+  const auto add = cpufb::CreateQBinary(b, 0, 0, 1, cpufb::BinaryKind::Add, 3e38f, 0, 3e38f, 0, 1.0f, 0);
+  const CpuOps ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::QBinary, add.Union(), "qadd")};
+  return cpu_delegate_file(cpu_payload_of(b, values, ops, 0, {}), ScalarType::Int8, {4}, ScalarType::Int8, {4}, 0);
+}
+
+// ---------------------------------------------------------------------------
 
 struct Recipe {
   const char* file;
@@ -653,6 +769,11 @@ inline const std::vector<Recipe>& recipes() {
       {"cpu_payload_input_index_out_of_range.tern", cpu_payload_input_index_out_of_range},
       {"cpu_payload_zero_dim_then_huge.tern", cpu_payload_zero_dim_then_huge},
       {"cpu_payload_output_is_delegate_input.tern", cpu_payload_output_is_delegate_input},
+      {"cpu_pool_max_empty_height.tern", cpu_pool_max_empty_height},
+      {"cpu_pool_output_overlaps_input.tern", cpu_pool_output_overlaps_input},
+      {"cpu_qconv_requant_overflows.tern", cpu_qconv_requant_overflows},
+      {"cpu_qconv_weights_in_workspace.tern", cpu_qconv_weights_in_workspace},
+      {"cpu_qbinary_scales_overflow.tern", cpu_qbinary_scales_overflow},
   };
   return kRecipes;
 }

@@ -125,11 +125,14 @@ inline int32_t qs8_load4(const int8_t* x, size_t k, size_t kc) {
   return int32_t(u);
 }
 
-// The one scalar requantization (the vector ones compute the same).
+// The one scalar requantization (the vector ones compute the same). A NaN
+// compares false: it becomes qmin, as x86's max(v, qmin) and NEON's
+// maxnm(v, qmin) make it (a load-time check keeps NaN out of a QConv's
+// requantization; the clamp still never converts one).
 inline int8_t qs8_requant(int32_t acc, float scale, float offset, float qmin, float qmax) {
   float v = __builtin_nearbyintf(__builtin_fmaf(static_cast<float>(acc), scale, offset));
-  v = v < qmin ? qmin : v;
-  v = v > qmax ? qmax : v;
+  v = v > qmin ? v : qmin;
+  v = v < qmax ? v : qmax;
   return static_cast<int8_t>(v);
 }
 

@@ -65,7 +65,7 @@ void qs8_dwconv_ukernel__neondot(size_t channels, size_t pixels, size_t ks, cons
       int32x4_t r[4];
       for (int q = 0; q < 4; ++q) {
         const float32x4_t v = vfmaq_f32(offset_v[q], vcvtq_f32_s32(acc[q]), scale_v[q]);
-        r[q] = vcvtnq_s32_f32(vminq_f32(vmaxq_f32(v, qmin), qmax));  // half to even
+        r[q] = vcvtnq_s32_f32(vminnmq_f32(vmaxnmq_f32(v, qmin), qmax));  // NaN -> qmin (qs8.h), half to even
       }
       const int16x8_t lo = vcombine_s16(vqmovn_s32(r[0]), vqmovn_s32(r[1]));
       const int16x8_t hi = vcombine_s16(vqmovn_s32(r[2]), vqmovn_s32(r[3]));

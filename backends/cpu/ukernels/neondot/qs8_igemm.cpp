@@ -50,7 +50,7 @@ void igemm_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const*
     }
     if constexpr (sizeof(Out) == 1) {
       int32x4_t r[4];
-      for (int q = 0; q < 4; ++q) r[q] = vcvtnq_s32_f32(vminq_f32(vmaxq_f32(v[q], qmin), qmax));  // half to even
+      for (int q = 0; q < 4; ++q) r[q] = vcvtnq_s32_f32(vminnmq_f32(vmaxnmq_f32(v[q], qmin), qmax));  // NaN -> qmin (qs8.h), half to even
       const int16x8_t lo = vcombine_s16(vqmovn_s32(r[0]), vqmovn_s32(r[1]));
       const int16x8_t hi = vcombine_s16(vqmovn_s32(r[2]), vqmovn_s32(r[3]));
       int8_t tmp[16];
