@@ -155,3 +155,53 @@ def test_a_0_d_output_is_printed_without_reading_a_dim_it_lacks(tmp_path: Path) 
     assert "  0: float32 []  min" in r.stdout and "  1: float32 [5]" in r.stdout, r.stdout
     assert r.stdout.count("top-5:") == 1  # only the 1-d output of 5 "classes"
 
+
+KITCHEN_SINK = ROOT / "tests" / "data" / "v1" / "kitchen_sink.tern"  # inputs: float32 [1, 3, 16, 16], int64 [1, 6]
+
+
+def _npy(header: str, data: bytes = b"", major: int = 1, header_len: int | None = None) -> bytes:
+    """An .npy file as numpy writes it (the header padded so that the data is
+    64-byte aligned), or with a header length that lies (`header_len`)."""
+    pre = 10 if major == 1 else 12
+    h = header.encode()
+    h += b" " * ((64 - (pre + len(h) + 1) % 64) % 64) + b"\n"
+    n = len(h) if header_len is None else header_len
+    return b"\x93NUMPY" + bytes([major, 0]) + n.to_bytes(2 if major == 1 else 4, "little") + h + data
+
+
+def _dict(shape: str, descr: str = "<f4") -> str:
+    return f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}"
+
+
+# Issue 22: the first four printed stack garbage, aborted (exit 134), reported
+# a wrapped shape, or printed "tern-run: " and nothing after.
+@pytest.mark.parametrize(("content", "message"), [
+    (_npy(_dict("(" + ", ".join(["1"] * 12) + ")"), bytes(4)), "shape has 12 dims, at most 8"),
+    (_npy(_dict("(2, -3)"), bytes(24)), "dim 1 is -3"),
+    (_npy(_dict("(4294967296, 4294967296)")), "shape (4294967296, 4294967296) of float32 spans more than 2^48 bytes"),
+    (_npy(_dict("(1,)"), bytes(4), major=2, header_len=0xFFFFFFFF), "header of 4294967295 bytes, at most 65536"),
+    (_npy(_dict("(1,)"), major=1, header_len=1000), "header of 1000 bytes runs past the end of the file"),
+    (_npy(_dict("(1, 3, 16, 16)"), bytes(100)), "needs 3072 data bytes, the file has 100"),
+    (_npy(_dict("(1048576, 1048576)"), bytes(16)), "needs 4398046511104 data bytes, the file has 16"),
+    (_npy(_dict("(3, x)"), bytes(12)), "shape: expected a size (digits) for dim 1"),
+    (_npy(_dict("(1,)", descr="<c8"), bytes(8)), "descr '<c8' is not one of"),
+], ids=["12-dims", "negative-dim", "overflowing-shape", "v2-header-4gib", "header-past-end", "short-data",
+        "terabyte-data", "malformed-shape", "unknown-descr"])
+def test_a_malformed_npy_input_is_refused_with_its_reason_and_no_crash(tmp_path: Path, content: bytes,
+                                                                      message: str) -> None:
+    bad = tmp_path / "x.npy"
+    bad.write_bytes(content)
+    good = str(KITCHEN_SINK.with_suffix(".input1.npy"))
+    r = _run(str(KITCHEN_SINK), "--input", str(bad), "--input", good, "--iterations", "1")
+    assert r.returncode == 1, f"exit {r.returncode}: {r.stderr}"
+    line = next((ln for ln in r.stderr.splitlines() if ln.startswith("tern-run: ")), "")
+    assert line.startswith(f"tern-run: '{bad}': ") and message in line, r.stderr
+
+
+def test_the_frozen_files_npy_inputs_run(tmp_path: Path) -> None:
+    inputs = [str(KITCHEN_SINK.with_suffix(f".input{i}.npy")) for i in range(2)]
+    out = tmp_path / "out.npy"
+    r = _run(str(KITCHEN_SINK), "--input", inputs[0], "--input", inputs[1], "--iterations", "1", "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "input 0: float32 [1, 3, 16, 16]" in r.stdout and "input 1: int64 [1, 6]" in r.stdout, r.stdout
+    assert out.read_bytes().startswith(b"\x93NUMPY\x01\x00")
