@@ -5,9 +5,19 @@
 #
 #   scripts/fuzz.sh SECONDS [HARNESS...]      (default: every harness)
 #   JOBS=2 scripts/fuzz.sh 600                a longer campaign
+#   scripts/fuzz.sh 60 fuzz_execute@scalar    one instance on the scalar ISA
 #
-# Each harness keeps its corpus in build-fuzz/corpus/<harness>/ (seeded from
-# tests/data/v1*/*.tern and tests/fuzz/seeds/), so a later run goes on from
+# The harnesses that reach the cpu backend (fuzz_method, fuzz_execute,
+# fuzz_cpu_payload, fuzz_module) also run as a second instance,
+# <harness>@scalar, with TERN_CPU_ISA=scalar in its environment: the backend
+# then runs its portable C++ float and int8 kernels instead of the machine's
+# best ISA (backends/cpu/isa.cpp), code the other instance never reaches.
+# An instance is a harness name, or a harness name, @ and an ISA
+# (TERN_CPU_ISA's values); it has its own corpus, artifacts and log.
+#
+# Each instance keeps its corpus in build-fuzz/corpus/<instance>/ (seeded from
+# tests/data/v1*/*.tern and tests/fuzz/seeds/, and an @isa instance from its
+# harness's corpus too; fuzz_npy's from tests/fuzz/seeds_npy/*.npy), so a later run goes on from
 # there; `make clean` or deleting the folder starts over. Crash, leak, timeout
 # and out-of-memory reproducers go to build-fuzz/artifacts/<harness>/ (the
 # previous run's to <harness>.prev/); the exit status is 1 if any harness left one (turn each into a file in
@@ -21,7 +31,14 @@ cd "$root"
 seconds=${1:?usage: scripts/fuzz.sh SECONDS [HARNESS...]}
 shift
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_program fuzz_method fuzz_execute fuzz_cpu_payload fuzz_module)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_program fuzz_method fuzz_execute fuzz_cpu_payload fuzz_module fuzz_npy
+                                         fuzz_method@scalar fuzz_execute@scalar fuzz_cpu_payload@scalar
+                                         fuzz_module@scalar)
+# the executables to build: each instance's harness, once
+targets=()
+for h in "${harnesses[@]}"; do
+  [[ " ${targets[*]} " == *" ${h%@*} "* ]] || targets+=("${h%@*}")
+done
 jobs=${JOBS:-$(nproc)}
 build=build-fuzz
 venv=$root/.venv/bin
@@ -38,7 +55,7 @@ if [ ! -f $build/build.ninja ]; then
     -DTERN_BUILD_PYTHON=OFF -DTERN_INSTALL=OFF -DTERN_BUILD_BENCH=OFF > $build/configure.log \
     || { cat $build/configure.log; exit 1; }
 fi
-"$venv/cmake" --build $build -j "$jobs" --target "${harnesses[@]}"
+"$venv/cmake" --build $build -j "$jobs" --target "${targets[@]}"
 
 seeds=(tests/data/v1*/*.tern tests/fuzz/seeds)
 max_len=0
@@ -47,26 +64,39 @@ for f in tests/data/v1*/*.tern tests/fuzz/seeds/*.tern; do
   [ "$n" -gt "$max_len" ] && max_len=$n
 done
 max_len=$((max_len + 4096))  # room for the tail: the input tensors (fuzz_util.h)
+npy_max_len=4096  # fuzz_npy takes an .npy file: seeds of about 150 bytes, room for long headers and data
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# One instance: harness h, or h@isa with TERN_CPU_ISA=isa.
 run_one() {
-  local h=$1
-  # The last run's reproducers move to artifacts/<harness>.prev/.
+  local h=$1 exe=${1%@*} isa=
+  [[ $h == *@* ]] && isa=${h#*@}
+  # The last run's reproducers move to artifacts/<instance>.prev/.
   rm -rf $build/artifacts/$h.prev
   [ -d $build/artifacts/$h ] && mv $build/artifacts/$h $build/artifacts/$h.prev
   mkdir -p $build/corpus/$h $build/artifacts/$h $build/logs
-  # Seeds are copied into the corpus once; libFuzzer then reads one folder.
-  if [ -z "$(ls -A $build/corpus/$h)" ]; then
+  # Seeds are copied into the corpus once (an @isa instance's with what its
+  # harness found so far); libFuzzer then reads one folder.
+  local len=$max_len
+  if [ "$exe" = fuzz_npy ]; then
+    len=$npy_max_len
+    [ -n "$(ls -A $build/corpus/$h)" ] || cp tests/fuzz/seeds_npy/*.npy $build/corpus/$h/
+  elif [ -z "$(ls -A $build/corpus/$h)" ]; then
     cp tests/data/v1*/*.tern tests/fuzz/seeds/*.tern $build/corpus/$h/
+    if [ -n "$isa" ] && [ -d $build/corpus/$exe ]; then
+      find $build/corpus/$exe -maxdepth 1 -type f -exec cp -t $build/corpus/$h/ {} +
+    fi
   fi
-  "$build/tests/fuzz/$h" $build/corpus/$h -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
-    -max_len=$max_len -print_final_stats=1 -artifact_prefix=$build/artifacts/$h/ \
+  local env=()  # a plain instance keeps the caller's TERN_CPU_ISA, if any
+  [ -n "$isa" ] && env=(TERN_CPU_ISA="$isa")
+  env "${env[@]}" "$build/tests/fuzz/$exe" $build/corpus/$h -max_total_time="$seconds" -timeout=20 \
+    -rss_limit_mb=4096 -max_len=$len -print_final_stats=1 -artifact_prefix=$build/artifacts/$h/ \
     > $build/logs/$h.log 2>&1 || true
 }
 
-echo "fuzz: ${#harnesses[@]} harnesses, ${seconds} s each, $jobs at a time (logs: $build/logs/)"
+echo "fuzz: ${#harnesses[@]} harness instances, ${seconds} s each, $jobs at a time (logs: $build/logs/)"
 running=0
 for h in "${harnesses[@]}"; do
   run_one "$h" &
@@ -80,7 +110,7 @@ wait
 
 status=0
 {
-  printf '%-18s %12s %9s %8s %8s %8s %8s\n' harness executions exec/s cov ft corpus crashes
+  printf '%-24s %12s %9s %8s %8s %8s %8s\n' harness executions exec/s cov ft corpus crashes
   for h in "${harnesses[@]}"; do
     log=$build/logs/$h.log
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}' | tail -1 || true)
@@ -92,7 +122,7 @@ status=0
     corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<< "$last")
     crashes=$(find $build/artifacts/$h -type f | wc -l)
     [ "$crashes" -eq 0 ] && [ -n "$execs" ] || status=1
-    printf '%-18s %12s %9s %8s %8s %8s %8s\n' "$h" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$crashes"
+    printf '%-24s %12s %9s %8s %8s %8s %8s\n' "$h" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$crashes"
   done
 } > $build/fuzz-summary.txt  # not a pipe: status must be set in this shell, not a subshell
 cat $build/fuzz-summary.txt

@@ -9,7 +9,8 @@
 //     int zero_point, int quant_min, int quant_max, ScalarType dtype) -> Tensor
 //   args: [input, scale, zero_point, quant_min, quant_max, dtype, out]
 //   out = clamp(round_half_even(input * float(1.0 / scale)) + zero_point,
-//               quant_min, quant_max), in float32, converted to dtype.
+//               quant_min, quant_max), in float32, converted to dtype
+//   saturating, NaN -> 0 (quantize_one, to_quantized below).
 // quantized_decomposed::quantize_per_tensor.tensor: scale and zero_point are
 //   one-element tensors (float32 or float64; int64 or int32), read at run:
 //   choose_qparams computes them from the data.
@@ -27,7 +28,8 @@
 // quantized_decomposed::choose_qparams.tensor(Tensor input, int quant_min,
 //     int quant_max, float eps, ScalarType dtype) -> (Tensor, Tensor)
 //   args: [input, quant_min, quant_max, eps, dtype, scale_out, zero_point_out]
-//   The per-tensor affine parameters of the input's range widened to hold 0:
+//   The per-tensor affine parameters of the input's range widened to hold 0
+//   (quant_min <= 0 <= quant_max, quant_min < quant_max, as eager checks):
 //   scale = max((max - min) / (quant_max - quant_min), eps) in float32, as a
 //   float64 [1]; zero_point = clamp(quant_min - round(min / scale)), int64 [1].
 // torchao::dequantize_affine(Tensor input, SymInt[] block_size, Tensor scale,
@@ -48,6 +50,7 @@
 //   out's terms.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/portable/util/checks.h"
 #include "kernels/portable/util/copy.h"
@@ -167,11 +170,28 @@ inline float quantize_one(float x, float inv_scale, float zero_point, float qmin
   return v > qmax ? qmax : v;
 }
 
+// A clamped float32 as Q, saturating at Q's range; NaN -> 0. The clamp is
+// in float32, as eager's, but float(INT32_MAX) is 2^31, which int32 cannot
+// hold: for int32 with quant_max 2^31 - 64 or more, a large input clamps to
+// 2^31, and converting that (or a NaN) is undefined in C++. Eager's result
+// is then the CPU's: INT32_MIN on x86 (the sign flips), INT32_MAX and 0 on
+// aarch64. Here it is INT32_MAX and 0 on every CPU (as eager on aarch64; for
+// NaN, as eager with the 8- and 16-bit dtypes on x86); where eager's result
+// is defined, this is it.
+template <typename Q>
+inline Q to_quantized(float v) {
+  constexpr float kMin = static_cast<float>(std::numeric_limits<Q>::min());  // 0 or -2^k: exact
+  constexpr float kMax = static_cast<float>(std::numeric_limits<Q>::max());  // int32: 2^31, rounded up
+  if (!(v == v)) return Q(0);
+  if (v >= kMax) return std::numeric_limits<Q>::max();
+  if (v <= kMin) return std::numeric_limits<Q>::min();
+  return static_cast<Q>(v);
+}
+
 template <typename Q>
 void quantize_range(const float* x, Q* q, int64_t begin, int64_t end, const QuantizeState& s) {
   for (int64_t i = begin; i < end; ++i) {
-    const float v = quantize_one(x[i], s.inv_scale, s.zero_point, s.qmin, s.qmax);
-    q[i] = v == v ? static_cast<Q>(v) : Q(0);  // NaN: eager's conversion is undefined; 0 here
+    q[i] = to_quantized<Q>(quantize_one(x[i], s.inv_scale, s.zero_point, s.qmin, s.qmax));
   }
 }
 
@@ -455,6 +475,10 @@ Error choose_qparams_tensor_prepare(PrepareContext& ctx, Span<EValue* const> arg
   ChooseState s{};
   if (!quantized_range(dtype, &lo, &hi)) return fail_dtype(ctx, "dtype", dtype);
   TERN_CHECK_OK(read_range(ctx, args, 1, lo, hi, &s.qmin, &s.qmax));
+  if (s.qmin > 0 || s.qmax < 0 || s.qmin == s.qmax) {  // eager refuses them too (and the scale would divide by 0)
+    return ctx.fail(Error::InvalidProgram, "quant range [%lld, %lld] must hold 0 and more than one value",
+                    (long long)s.qmin, (long long)s.qmax);
+  }
   if (!args[3]->is_double() && !args[3]->is_int()) return ctx.fail(Error::InvalidProgram, "eps must be a number");
   const double eps = args[3]->to_double();
   if (!(eps > 0.0) || !std::isfinite(eps)) return ctx.fail(Error::InvalidProgram, "eps must be positive, got %g", eps);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/core/log.h"
+#include "runtime/executor/arena_poison.h"
 #include "runtime/executor/method_internal.h"
 #include "schema/tern_generated.h"
 
@@ -145,6 +146,7 @@ Method::Method(Method&& other) noexcept { *this = static_cast<Method&&>(other); 
 Method& Method::operator=(Method&& other) noexcept {
   if (this == &other) return *this;
   destroy_delegates();
+  unpoison_arenas();
   fb_ = other.fb_;
   name_ = other.name_;
   values_ = other.values_;
@@ -169,11 +171,22 @@ Method& Method::operator=(Method&& other) noexcept {
   hook_user_ = other.hook_user_;
   steps_ = other.steps_;
   shapes_ = other.shapes_;
+  poisoned_ = other.poisoned_;
+  num_poisoned_ = other.num_poisoned_;
   other.num_delegates_ = 0;  // the delegates are this method's now
+  other.num_poisoned_ = 0;   // and so are the poisoned arenas
   return *this;
 }
 
-Method::~Method() { destroy_delegates(); }
+Method::~Method() {
+  destroy_delegates();
+  unpoison_arenas();
+}
+
+void Method::unpoison_arenas() {
+  for (size_t i = 0; i < num_poisoned_; ++i) unpoison_bytes(poisoned_[i].data(), poisoned_[i].size());
+  num_poisoned_ = 0;
+}
 
 void Method::destroy_delegates() {
   for (size_t i = num_delegates_; i > 0; --i) delegates_[i - 1].backend->destroy(delegates_[i - 1].handle);

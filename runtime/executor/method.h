@@ -158,6 +158,7 @@ class Method {
   Method() = default;
   Error set_threads(const MethodOptions& options);
   void destroy_delegates();
+  void unpoison_arenas();
   template <bool kTraced>
   Error run_instructions();
   Error run_instruction(size_t i);
@@ -186,6 +187,10 @@ class Method {
   void* hook_user_ = nullptr;
   const StepSink* steps_ = nullptr;
   Shapes* shapes_ = nullptr;  // nullptr: every shape is static
+  // AddressSanitizer builds: the arenas whose gaps load() poisoned, unpoisoned
+  // by the destructor (arena_poison.h); nullptr in other builds.
+  Span<uint8_t>* poisoned_ = nullptr;
+  size_t num_poisoned_ = 0;
 };
 
 }  // namespace tern

@@ -8,6 +8,7 @@
 #include "runtime/core/log.h"
 #include "runtime/core/overflow.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/executor/arena_poison.h"
 #include "runtime/executor/method_internal.h"
 #include "runtime/format/verify.h"
 #include "runtime/kernel/registry.h"
@@ -407,6 +408,33 @@ struct Loader {
     return Error::Ok;
   }
 
+  // AddressSanitizer builds: poisons the bytes of each planned arena that no
+  // planned tensor covers (arena_poison.h), the last step of a load, and
+  // records the arenas in *arenas for ~Method to unpoison. Other builds: nothing.
+  Error poison_arena_gaps(Span<uint8_t>** arenas, size_t* count) {
+    if constexpr (!kPoisonArenas) return Error::Ok;
+    const uint32_t n = fm.arena_sizes() ? fm.arena_sizes()->size() : 0;
+    if (n == 0) return Error::Ok;
+    Span<uint8_t>* record = alloc<Span<uint8_t>>(n, "poisoned arenas");
+    if (record == nullptr) return Error::OutOfMemory;
+    for (uint32_t i = 0; i < n; ++i) {
+      record[i] = memory.planned[i];  // all the application gave, its round-up too
+      if (record[i].size() != 0) poison_bytes(record[i].data(), record[i].size());
+    }
+    for (uint32_t vi = 0; vi < fm.values()->size(); ++vi) {
+      const fb::Tensor* t = fb_tensor(vi);
+      if (t == nullptr || (t->storage() != fb::TensorStorage::Planned && t->storage() != fb::TensorStorage::State)) {
+        continue;
+      }
+      Tensor planned;
+      tensor_shape_from_fb(*t, &planned);  // the file's sizes: a dynamic tensor's upper bound
+      if (planned.nbytes() != 0) unpoison_bytes(memory.planned[t->arena()].data() + t->offset(), planned.nbytes());
+    }
+    *arenas = record;
+    *count = n;
+    return Error::Ok;
+  }
+
   // One block of the largest scratch request per thread, each 64-aligned.
   Error reserve_scratch(void** out, size_t* stride) {
     *out = nullptr;
@@ -506,6 +534,7 @@ Result<Method> Method::load(const Program& program, const char* name, MemoryMana
   m.scratch_bytes_ = ld.scratch;
   m.persistent_bytes_ = ld.persistent;
   m.shapes_ = ld.shapes;
+  TERN_CHECK_OK(ld.poison_arena_gaps(&m.poisoned_, &m.num_poisoned_));
   m.metadata_bytes_ = memory.method_allocator->used() - used_before;
   m.reset_state();
   return m;

@@ -91,6 +91,32 @@ def test_dynamic_choose_quantize_dequantize_match_eager(shape, tmp_path: Path) -
             torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("overload", ["default", "tensor"])
+@pytest.mark.parametrize("dtype,qmin,qmax", QUANT_DTYPES)
+def test_quantize_beyond_the_range_matches_eager_where_defined_and_saturates_elsewhere(
+        overload, dtype, qmin, qmax, tmp_path: Path) -> None:
+    # Eager clamps in float32 and then converts: float(2 ** 31 - 1) is 2 ** 31,
+    # which int32 cannot hold, and a NaN converts to no integer; both are
+    # undefined in C++ (x86 gives INT32_MIN, aarch64 INT32_MAX and 0). Tern
+    # saturates there, NaN -> 0; everywhere else it is eager's result.
+    x = torch.tensor([1e10, 3e9, 2147483647.0, 2147483520.0, math.inf, -1e10, -math.inf, -2147483648.0,
+                      math.nan, 0.5, 1.5, -2.5, 7.0, 40000.0, -40000.0, 300.0, -300.0])
+    if overload == "default":
+        model = Fn(lambda self, x: qd.quantize_per_tensor(x, 1.0, 0, qmin, qmax, dtype))
+    else:
+        model = Fn(lambda self, x, s, zp: qd.quantize_per_tensor.tensor(x, s, zp, qmin, qmax, dtype))
+    args = (x,) if overload == "default" else (x, torch.tensor([1.0], dtype=torch.float64), torch.tensor([0]))
+    got = _run(model, args, tmp_path, partitioners=())[0][0]
+    want = _eager(model, args)[0]
+    clamped = x.double().round().clamp(qmin, qmax).float().double()  # eager's float32 clamp, exactly
+    defined = ~x.isnan() & (clamped <= torch.iinfo(dtype).max)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got[defined], want[defined], rtol=0, atol=0)
+    assert got[x.isnan()].tolist() == [0]
+    assert (got[~defined & ~x.isnan()] == torch.iinfo(dtype).max).all()
+    assert got[0].item() == qmax  # 1e10: quant_max, never a flipped sign
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1])
 @pytest.mark.parametrize("with_zp", [True, False])
 def test_dequantize_per_channel_matches_eager(axis: int, with_zp: bool, tmp_path: Path) -> None:
