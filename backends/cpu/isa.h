@@ -1,9 +1,19 @@
-// Which microkernels the cpu backend runs: chosen once, from the running
-// CPU's features (runtime/core/cpu_info.h), or forced for tests and
-// benchmarks with the environment variable TERN_CPU_ISA=scalar|avx2|avx512|neon.
+// Which microkernels the cpu backend runs: chosen once per delegate, at
+// load, from the running CPU's features (runtime/core/cpu_info.h), or forced
+// for tests and benchmarks with the environment variable
+// TERN_CPU_ISA=scalar|avx2|avx512|amx|neon (amx: avx512's float kernels with
+// the AMX int8 GEMMs).
 //
-//   const tern::cpu::Isa* isa = tern::cpu::select_isa();   // nullptr: forced ISA unsupported
-//   isa->igemm_main.ukernel(...);
+//   tern::cpu::KernelChoice c = tern::cpu::choose_kernels();   // reads TERN_CPU_ISA
+//   if (c.isa == nullptr) { ... c.refusal says why ... }
+//   c.isa->igemm_main.ukernel(...);
+//
+// A forced ISA is refused for one of three reasons, each with its own words
+// (tests skip on the first and fail on the others):
+//   "TERN_CPU_ISA=avx512: this CPU lacks it (avx512 needs AVX-512F, AVX2 and FMA)"
+//     (also for another architecture's ISA: "this CPU lacks it (an aarch64 ISA; ...)")
+//   "TERN_CPU_ISA=avx512: this build has no avx512 kernels (compiled out)"
+//   "TERN_CPU_ISA=avx3: no such ISA (scalar, avx2, avx512, amx, neon)"
 //
 // Thread safety: the table is immutable; select_isa() may be called from any
 // thread (it reads the environment each call, so tests can switch ISAs).
@@ -13,6 +23,8 @@
 
 namespace tern {
 namespace cpu {
+
+struct Qs8Kernels;  // ukernels/qs8.h
 
 struct Isa {
   const char* name;        // "avx512"
@@ -30,8 +42,17 @@ struct Isa {
 // The ISAs this build has and this CPU runs, best first (scalar last).
 int supported_isas(const Isa** out, int max);
 
-// TERN_CPU_ISA if set (nullptr, with a log line, when this CPU or build
-// cannot run it), else the best supported ISA.
+// The float and int8 kernel sets a delegate runs: those TERN_CPU_ISA names
+// (or `forced`), else the best this build has and this CPU runs.
+struct KernelChoice {
+  const Isa* isa = nullptr;         // both set, or both nullptr when refused
+  const Qs8Kernels* qs8 = nullptr;
+  char refusal[192] = "";           // why refused ("TERN_CPU_ISA=avx512: this CPU lacks it (...)")
+};
+KernelChoice choose_kernels();
+KernelChoice choose_kernels(const char* forced);  // nullptr or "": the best
+
+// choose_kernels().isa, logging the refusal.
 const Isa* select_isa();
 
 // The ISA called `name`, if this build has it and this CPU runs it.

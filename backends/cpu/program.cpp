@@ -1142,7 +1142,7 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
   if (zeros == nullptr) return Error::OutOfMemory;
   memset(zeros, 0, sizeof(float) * size_t(ld.zero_floats));
   ctx.request_scratch(ld.scratch);
-  *p = CpuProgram{&isa, &qs8, ops, n, zeros};
+  *p = CpuProgram{&isa, &qs8, ops, n, zeros, {}};  // kernels: the backend names them
   return p;
 }
 

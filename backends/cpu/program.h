@@ -117,6 +117,7 @@ struct CpuProgram {
   CpuOp* ops;
   size_t num_ops;
   const float* zeros;  // padding taps read these (as many as the widest input)
+  char kernels[48];    // the kernel sets, as Backend::describe says them: "float=avx2 int8=avx2"
 };
 
 // Checks and resolves `payload` against the delegate's inputs and outputs

@@ -134,6 +134,15 @@ class PyModule {
     return names;
   }
 
+  // Each delegate of the loaded method: (backend, what it chose at load,
+  // Backend::describe: "float=avx2 int8=avx2").
+  std::vector<std::tuple<std::string, std::string>> delegate_descriptions(const std::string& name) {
+    tern::Method& m = method(name);
+    std::vector<std::tuple<std::string, std::string>> out;
+    for (size_t i = 0; i < m.num_delegates(); ++i) out.emplace_back(m.delegate_backend(i), m.delegate_description(i));
+    return out;
+  }
+
   std::vector<uint64_t> arena_sizes(const std::string& name) {
     tern::MethodMeta m = meta(name);
     std::vector<uint64_t> sizes;
@@ -241,6 +250,7 @@ NB_MODULE(_runtime, m) {
       .def("input_specs", &PyModule::input_specs, nb::arg("method"))
       .def("output_specs", &PyModule::output_specs, nb::arg("method"))
       .def("backends", &PyModule::backends, nb::arg("method"))
+      .def("delegate_descriptions", &PyModule::delegate_descriptions, nb::arg("method"))
       .def("arena_sizes", &PyModule::arena_sizes, nb::arg("method"))
       .def("state", &PyModule::state, nb::arg("method"))
       .def("reset_state", &PyModule::reset_state, nb::arg("method"))

@@ -4,6 +4,7 @@
     m = tern.load("model.tern")        # memory-mapped; threads = physical cores
     outs = m(x)                        # same as m.run("forward", x)
     m1 = tern.load("model.tern", threads=1)
+    m.backends(), m.kernel_sets()      # ["cpu"], [{"float": "avx2", "int8": "avx2"}]
 
 A model whose forward mutates its buffers (a recurrent hidden state, a step
 counter, a KV cache) keeps them in the loaded method between calls, as the
@@ -134,6 +135,16 @@ class Module:
         """The backend of each subgraph `method` hands to one (format 1.1), in order."""
         self._method_specs(method)
         return list(self._module.backends(method))
+
+    def kernel_sets(self, method: str = "forward") -> list[dict[str, str]]:
+        """What each backend subgraph of `method` runs on, as its backend chose
+        it when the method loaded, in the order of backends(method): the cpu
+        backend's float and int8 microkernels, e.g. {"float": "avx2", "int8":
+        "avx2"} (the CPU's best, or what TERN_CPU_ISA forces); {} for a
+        backend that does not say."""
+        self._method_specs(method)
+        return [dict(pair.split("=", 1) for pair in text.split() if "=" in pair)
+                for _, text in self._module.delegate_descriptions(method)]
 
     def planned_bytes(self, method: str = "forward") -> list[int]:
         """The bytes of each planned arena `method` needs."""

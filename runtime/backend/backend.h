@@ -35,6 +35,8 @@
 //   destroy  when the Method goes away: release anything init took outside
 //            ctx (the default does nothing, which is right for backends that
 //            take all their memory from ctx).
+//   describe what init chose, as key=value pairs (optional): the cpu
+//            backend says which kernel sets it runs.
 //
 // Thread safety: a Backend object is shared by every method that uses it, on
 // any thread; keep per-delegate state behind the handle.
@@ -58,6 +60,14 @@ class Backend {
                              Span<EValue* const> outputs) const = 0;
   virtual Error execute(RunContext& ctx, void* handle, EValue* const* args) const = 0;
   virtual void destroy(void* handle) const { (void)handle; }
+  // What an initialized delegate runs on, as space-separated key=value
+  // pairs (the cpu backend: its kernel sets, "float=avx2 int8=avx2"), for
+  // applications, tests and profiles: Method::delegate_description. Valid
+  // as long as the handle; "" (the default) says nothing.
+  virtual const char* describe(const void* handle) const {
+    (void)handle;
+    return "";
+  }
 
  protected:
   ~Backend() = default;  // the registry never owns or deletes a backend

@@ -193,6 +193,14 @@ void Method::destroy_delegates() {
   num_delegates_ = 0;
 }
 
+const char* Method::delegate_backend(size_t i) const {
+  return i < num_delegates_ ? delegates_[i].backend->name() : "";
+}
+
+const char* Method::delegate_description(size_t i) const {
+  return i < num_delegates_ ? delegates_[i].backend->describe(delegates_[i].handle) : "";
+}
+
 const char* Method::instruction_node(size_t i) const {
   if (fb_->debug() && fb_->debug()->size() > i && fb_->debug()->Get(i)->node()) {
     return fb_->debug()->Get(i)->node()->c_str();

@@ -123,6 +123,14 @@ class Method {
   // The torch.export node of instruction i, or "".
   const char* instruction_node(size_t i) const;
 
+  // The delegates (format 1.1) this method initialized, in the file's
+  // order: each one's backend ("cpu") and what that backend says it chose
+  // at load (Backend::describe, e.g. "float=avx2 int8=avx2"); "" when i is
+  // out of range.
+  size_t num_delegates() const { return num_delegates_; }
+  const char* delegate_backend(size_t i) const;
+  const char* delegate_description(size_t i) const;
+
   // Runs instruction i alone (for profilers: tern-run --profile);
   // InvalidArgument when i is out of range.
   Error execute_instruction(size_t i);

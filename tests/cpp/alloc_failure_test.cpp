@@ -42,6 +42,7 @@
 #include "extension/npy.h"
 #include "runtime/core/log.h"
 #include "heap_hooks.h"
+#include "tests/cpp/compare.h"
 #include "runtime_test_util.h"
 #include "test_backend.h"
 
@@ -326,12 +327,7 @@ void expect_recorded(const Outputs& got, std::vector<NpyArray>& want) {
       continue;
     }
     const float* gf = reinterpret_cast<const float*>(g.bytes.data());
-    double max_ref = 1.0, err = 0.0;
-    for (int64_t k = 0; k < w.numel; ++k) {
-      max_ref = std::max(max_ref, double(std::fabs(w.data_as<float>()[k])));
-      err = std::max(err, double(std::fabs(gf[k] - w.data_as<float>()[k])));
-    }
-    EXPECT_LE(err, 1e-4 * max_ref) << "output " << i;
+    EXPECT_TRUE(test::all_close(gf, w.data_as<float>(), size_t(w.numel), 1e-4, -1, "output " + std::to_string(i)));
   }
 }
 

@@ -11,6 +11,9 @@
 // `make test-sanitize` ASan and UBSan watch.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,14 +44,50 @@ AlignedBytes read_file(const std::string& path) {
   return b;
 }
 
+// What loading and running a (mutated) file did: the step that refused it
+// ("Program::load", "Method::load" or "execute") with its Error and message,
+// or "ran" with the outputs' sizes and whether they are all finite.
+struct Outcome {
+  std::string step = "ran";
+  Error error = Error::Ok;
+  std::string message;
+  std::vector<ScalarType> output_dtypes;
+  std::vector<std::vector<int64_t>> output_sizes;
+  bool finite = true;  // every float32 output element
+};
+
+Outcome refused(const char* step, Error e) {
+  Outcome o;
+  o.step = step, o.error = e, o.message = last_error_message();
+  return o;
+}
+
 // Loads bytes as a program and its forward method; runs it once if it loads.
-Error load_and_run(const AlignedBytes& bytes) {
+Outcome run_outcome(const AlignedBytes& bytes) {
   LoadedProgram lp(bytes);
-  if (lp.error != Error::Ok) return lp.error;
+  if (lp.error != Error::Ok) return refused("Program::load", lp.error);
   MethodMemory mem(*lp.program, "forward", 1 << 20);
   Result<Method> m = Method::load(*lp.program, "forward", mem.manager, {2});
-  if (!m.ok()) return m.error();
-  return m->execute();
+  if (!m.ok()) return refused("Method::load", m.error());
+  const Error e = m->execute();
+  if (e != Error::Ok) return refused("execute", e);
+  Outcome o;
+  for (size_t i = 0; i < m->num_outputs(); ++i) {
+    const Tensor& t = m->output(i);
+    o.output_dtypes.push_back(t.dtype);
+    o.output_sizes.emplace_back(t.sizes, t.sizes + t.dim);
+    if (t.dtype == ScalarType::Float32) {
+      for (int64_t k = 0; k < t.numel; ++k) o.finite = o.finite && std::isfinite(t.data_as<float>()[k]);
+    }
+  }
+  return o;
+}
+
+Error load_and_run(const AlignedBytes& bytes) { return run_outcome(bytes).error; }
+
+std::string describe(const Outcome& o) {
+  if (o.step == "ran") return std::string("ran") + (o.finite ? "" : ", outputs not finite");
+  return "refused at " + o.step + " with " + error_name(o.error) + ": " + o.message;
 }
 
 class CpuPayload : public ::testing::TestWithParam<const char*> {
@@ -73,10 +112,41 @@ class CpuPayload : public ::testing::TestWithParam<const char*> {
     const size_t seg = lp.program->num_segments() - 1;
     payload_begin = static_cast<size_t>(lp.program->segment_data(seg) - lp.bytes.data());
     payload_size = static_cast<size_t>(lp.program->segment_size(seg));
-    ASSERT_EQ(load_and_run(file), Error::Ok) << last_error_message();
+    original = run_outcome(file);
+    ASSERT_EQ(original.step, "ran") << describe(original);
+    ASSERT_TRUE(original.finite);
+  }
+
+  // A mutant's outcome is one of:
+  //  - refused by the cpu backend's payload checks at Method::load (the
+  //    payload is not covered by the file's checksum, so Program::load takes
+  //    it and nothing reaches execute): NotSupported, naming the payload
+  //    version, when the magic is intact and the version is no longer one this
+  //    runtime reads; otherwise InvalidProgram; the message names the delegate;
+  //  - ran: execute returned Ok, with as many outputs, of the same dtypes
+  //    and sizes, as the unmutated file's. Their values are not a criterion:
+  //    weights, scales, clamp bounds and activation kinds are payload data, so
+  //    a damaged payload may compute other numbers, infinities and NaN
+  //    included (which ones depends on the ISA); reading or writing out of
+  //    bounds is what ASan and UBSan watch for in `make test-sanitize`.
+  void expect_refused_or_harmless(const AlignedBytes& m, const Outcome& o, const std::string& what) {
+    SCOPED_TRACE(std::string(GetParam()) + ", " + what + ": " + describe(o));
+    if (o.step == "ran") {
+      EXPECT_EQ(o.output_dtypes, original.output_dtypes);
+      EXPECT_EQ(o.output_sizes, original.output_sizes);
+      return;
+    }
+    EXPECT_EQ(o.step, "Method::load");
+    const uint8_t* p = m.data() + payload_begin;
+    const uint32_t version = uint32_t(p[4]) | uint32_t(p[5]) << 8 | uint32_t(p[6]) << 16 | uint32_t(p[7]) << 24;
+    const bool bad_version = memcmp(p, "TCPU", 4) == 0 && (version < 1 || version > 3);
+    EXPECT_EQ(o.error, bad_version ? Error::NotSupported : Error::InvalidProgram);
+    EXPECT_NE(o.message.find("(backend cpu)"), std::string::npos);
+    if (bad_version) EXPECT_NE(o.message.find("payload version " + std::to_string(version)), std::string::npos);
   }
 
   AlignedBytes file;
+  Outcome original;
   size_t payload_begin = 0, payload_size = 0;
 };
 
@@ -88,7 +158,11 @@ TEST_P(CpuPayload, test_every_header_and_flatbuffer_byte_flipped_is_refused_or_h
     for (uint8_t flip : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xFF)}) {
       AlignedBytes m = file;
       m[payload_begin + i] ^= flip;
-      if (load_and_run(m) != Error::Ok) ++refused;
+      const Outcome o = run_outcome(m);
+      refused += o.step != "ran";
+      char where[96];
+      snprintf(where, sizeof(where), "payload byte %zu ^ 0x%02x", i, flip);
+      expect_refused_or_harmless(m, o, where);
     }
   }
   EXPECT_GT(refused, 0);  // the mutations did reach the checks
@@ -104,7 +178,9 @@ TEST_P(CpuPayload, test_random_multi_byte_mutations_are_refused_or_harmless) {
       const size_t at = payload_begin + rng() % std::min<size_t>(payload_size, 4096);
       m[at] = static_cast<uint8_t>(rng());
     }
-    if (load_and_run(m) != Error::Ok) ++refused;
+    const Outcome o = run_outcome(m);
+    refused += o.step != "ran";
+    expect_refused_or_harmless(m, o, "round " + std::to_string(round));
   }
   EXPECT_GT(refused, 0);
 }

@@ -12,9 +12,21 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <set>
 #include <string>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+#endif
 
 #include "backends/cpu/qconv.h"
 #include "runtime/core/thread_pool.h"
@@ -147,10 +159,77 @@ std::vector<const Qs8Kernels*> kernel_sets() {
   return std::vector<const Qs8Kernels*>(out, out + n);
 }
 
-TEST(CpuQs8, test_scalar_is_always_there_and_last) {
-  const std::vector<const Qs8Kernels*> all = kernel_sets();
-  ASSERT_FALSE(all.empty());
-  EXPECT_STREQ(all.back()->name, "scalar");
+std::vector<std::string> names(const std::vector<const Qs8Kernels*>& sets) {
+  std::vector<std::string> out;
+  for (const Qs8Kernels* k : sets) out.push_back(k->name);
+  return out;
+}
+
+// The int8 kernel sets this CPU and OS should give, best first, worked out
+// here without the code under test (runtime/core/cpu_info.cpp asks cpuid and
+// libgcc's __builtin_cpu_supports): on Linux x86-64 from the flags of
+// /proc/cpuinfo, which the kernel clears for registers whose state it does
+// not save (so they say what the OS supports too), and for AMX the kernel's
+// grant of the tile data state to this process (arch_prctl
+// ARCH_REQ_XCOMP_PERM, XTILEDATA); on Linux aarch64 from the auxiliary
+// vector's HWCAP_ASIMDDP. Each set needs (backends/cpu/isa.cpp):
+//   amx         AMX-TILE, AMX-INT8, and what avx512vnni needs, and the grant
+//   avx512vnni  AVX-512F, VNNI, BW, VL, and what avx2 needs
+//   avx2        AVX2 and FMA
+//   neondot     the dot product (SDOT)
+//   scalar      nothing
+// `why` says how it was found; false when this platform has no such oracle.
+bool expected_qs8_sets(std::vector<std::string>* out, std::string* why) {
+  out->clear();
+#if defined(__linux__) && defined(__x86_64__)
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    if (line.compare(0, 5, "flags") != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) flags.insert(w);
+    break;  // the first CPU's
+  }
+  if (flags.empty()) {
+    *why = "no flags line in /proc/cpuinfo";
+    return false;
+  }
+  auto has = [&](const char* f) { return flags.count(f) != 0; };
+  const bool avx2 = has("avx2") && has("fma");
+  const bool vnni = avx2 && has("avx512f") && has("avx512_vnni") && has("avx512bw") && has("avx512vl");
+  bool amx = vnni && has("amx_tile") && has("amx_int8");
+  if (amx) {
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    amx = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }
+  if (amx) out->push_back("amx");
+  if (vnni) out->push_back("avx512vnni");
+  if (avx2) out->push_back("avx2");
+  *why = std::string("/proc/cpuinfo: avx2+fma ") + (avx2 ? "yes" : "no") + ", avx512f+vnni+bw+vl " +
+         (vnni ? "yes" : "no") + ", amx_tile+amx_int8 granted " + (amx ? "yes" : "no");
+#elif defined(__linux__) && defined(__aarch64__)
+  const bool dot = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  if (dot) out->push_back("neondot");
+  *why = std::string("AT_HWCAP asimddp ") + (dot ? "yes" : "no");
+#else
+  *why = "no CPU feature oracle on this platform";
+  return false;
+#endif
+  out->push_back("scalar");
+  return true;
+}
+
+// The kernel sets the backend reports are those the CPU's features call for,
+// best first, scalar last: a set dropped (or added) by a mistake in the
+// feature detection or the table fails here, not only as less coverage.
+TEST(CpuQs8, test_the_kernel_sets_are_those_the_cpu_features_call_for) {
+  ASSERT_FALSE(kernel_sets().empty());
+  EXPECT_EQ(kernel_sets().back()->name, std::string("scalar"));
+  std::vector<std::string> want;
+  std::string why;
+  if (!expected_qs8_sets(&want, &why)) GTEST_SKIP() << why;
+  EXPECT_EQ(names(kernel_sets()), want) << why;
 }
 
 TEST(CpuQs8, test_every_kernel_set_is_within_one_step_and_writes_the_scalar_bytes) {
@@ -319,20 +398,36 @@ TEST(CpuQs8, test_a_forced_isa_picks_its_int8_kernels) {
   const Qs8Kernels* k = select_qs8_kernels();
   ASSERT_NE(k, nullptr);
   EXPECT_STREQ(k->name, "scalar");
-  bool amx = false;  // TERN_CPU_ISA=amx: the amx set where the CPU has it, else none
-  for (const Qs8Kernels* set : kernel_sets()) amx |= strcmp(set->name, "amx") == 0;
+  std::vector<std::string> want;
+  std::string why;
+  const bool known = expected_qs8_sets(&want, &why);
+  if (!known) want = names(kernel_sets());  // no oracle here: at least the forced choice follows the list
+  auto in_want = [&](const char* set) { return std::find(want.begin(), want.end(), set) != want.end(); };
+#if defined(__x86_64__)
+  setenv("TERN_CPU_ISA", "avx2", 1);  // the avx2 set where the CPU has AVX2 and FMA, else none
+  k = select_qs8_kernels();
+  if (in_want("avx2")) {
+    ASSERT_NE(k, nullptr) << why;
+    EXPECT_STREQ(k->name, "avx2") << why;
+  } else {
+    EXPECT_EQ(k, nullptr) << why;
+  }
+#endif
+  const bool amx = in_want("amx");  // TERN_CPU_ISA=amx: the amx set where the CPU has it, else none
   setenv("TERN_CPU_ISA", "amx", 1);
   k = select_qs8_kernels();
   if (amx) {
-    ASSERT_NE(k, nullptr);
-    EXPECT_STREQ(k->name, "amx");
+    ASSERT_NE(k, nullptr) << why;
+    EXPECT_STREQ(k->name, "amx") << why;
   } else {
-    EXPECT_EQ(k, nullptr);
+    EXPECT_EQ(k, nullptr) << why << "; got " << (k ? k->name : "");
   }
   setenv("TERN_CPU_ISA", "no-such-isa", 1);
   EXPECT_EQ(select_qs8_kernels(), nullptr);
   unsetenv("TERN_CPU_ISA");
-  EXPECT_EQ(select_qs8_kernels(), kernel_sets().front());
+  k = select_qs8_kernels();  // unforced: the best the CPU's features call for
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(std::string(k->name), want.front()) << why;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "kernels/portable/register.h"
 #include "runtime/core/log.h"
 #include "test_backend.h"
+#include "tests/cpp/compare.h"
 
 namespace tern {
 namespace {
@@ -101,12 +102,8 @@ TEST_P(FrozenFile, test_gives_its_recorded_outputs) {
         EXPECT_EQ(memcmp(got.data, w.data, w.nbytes()), 0) << "output " << i;
         continue;
       }
-      double max_ref = 1.0, err = 0.0;
-      for (int64_t k = 0; k < w.numel; ++k) {
-        max_ref = std::max(max_ref, double(std::fabs(w.data_as<float>()[k])));
-        err = std::max(err, double(std::fabs(got.data_as<float>()[k] - w.data_as<float>()[k])));
-      }
-      EXPECT_LE(err, 1e-4 * max_ref) << "output " << i << " with " << threads << " threads";
+      EXPECT_TRUE(test::all_close(got.data_as<float>(), w.data_as<float>(), size_t(w.numel), 1e-4, -1,
+                                  "output " + std::to_string(i) + " with " + std::to_string(threads) + " threads"));
     }
   }
 }

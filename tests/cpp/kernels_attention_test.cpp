@@ -14,6 +14,7 @@
 
 #include "tests/cpp/random_util.h"
 #include "extension/heap_allocator.h"
+#include "tests/cpp/compare.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
@@ -47,18 +48,9 @@ int64_t at4(const std::vector<int64_t>& s, int64_t b, int64_t h, int64_t r, int6
   return off;
 }
 
-// Max error relative to max(1, max |ref|).
+// Each element within tol * (max |ref| + |ref[i]|) (tests/cpp/compare.h).
 void expect_close(const std::vector<float>& got, const std::vector<double>& ref, double tol = 1e-5) {
-  ASSERT_EQ(got.size(), ref.size());
-  double scale = 1.0, err = 0.0;
-  size_t worst = 0;
-  for (double r : ref) scale = std::max(scale, std::fabs(r));
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double e = std::fabs(double(got[i]) - ref[i]);
-    if (!(e <= err)) err = e, worst = i;  // also catches NaN
-  }
-  EXPECT_LE(err / scale, tol) << "worst at " << worst << ": got " << got[worst] << ", want "
-                              << ref[worst];
+  EXPECT_TRUE(test::all_close(got, ref, tol));
 }
 
 enum class Mask { None, Float, Bool };

@@ -12,6 +12,7 @@
 
 #include "tests/cpp/random_util.h"
 #include "kernels/portable/util/gemm.h"
+#include "tests/cpp/compare.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
@@ -24,19 +25,11 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 using test::random_floats;
 
-// Max error relative to max(1, max |ref|), the tolerance the kernels promise.
+// Each element within tol * (max |ref| + |ref[i]|), the tolerance the kernels
+// promise (tests/cpp/compare.h).
 void expect_close(const std::vector<float>& got, const std::vector<double>& ref,
                   double tol = 1e-4) {
-  ASSERT_EQ(got.size(), ref.size());
-  double scale = 1.0, err = 0.0;
-  size_t worst = 0;
-  for (double r : ref) scale = std::max(scale, std::fabs(r));
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double e = std::fabs(static_cast<double>(got[i]) - ref[i]);
-    if (!(e <= err)) err = e, worst = i;  // also catches NaN
-  }
-  EXPECT_LE(err / scale, tol) << "worst at " << worst << ": got " << got[worst] << ", want "
-                              << ref[worst];
+  EXPECT_TRUE(test::all_close(got, ref, tol));
 }
 
 // ---------------------------------------------------------------- GEMM

@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "tests/cpp/compare.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
@@ -57,19 +58,10 @@ std::vector<float> random_floats(int64_t n, float lo, float hi, uint32_t seed) {
   return v;
 }
 
-double tolerance(const std::vector<double>& ref) {
-  double m = 1;
-  for (double r : ref) m = std::max(m, std::fabs(r));
-  return 1e-4 * m;
-}
-
+// Each element within 1e-4 * (max |want| + |want[i]|) (tests/cpp/compare.h).
 template <typename T>
 void expect_close(const std::vector<T>& got, const std::vector<double>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  const double tol = tolerance(want);
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_NEAR(static_cast<double>(got[i]), want[i], tol) << "at " << i;
-  }
+  EXPECT_TRUE(test::all_close(got, want, 1e-4));
 }
 
 // a (op) b with numpy broadcasting, in double.

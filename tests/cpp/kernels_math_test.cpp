@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "tests/cpp/compare.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
@@ -38,21 +39,13 @@ std::vector<float> random_floats(int64_t n, float lo, float hi, uint32_t seed) {
   return v;
 }
 
-// Each got[i] is want[i] within rel * max(1, |want[i]|); NaN must be NaN and
-// an infinity that same infinity.
+// Each got[i] is want[i] within rel * (|want[i]| + min(1, max |want|)): an
+// absolute floor of `rel` for outputs around 1 and more, scaled down with
+// them when all are far below 1. NaN must be NaN and an infinity that same
+// infinity (tests/cpp/compare.h).
 template <typename T>
 void expect_close(const std::vector<T>& got, const std::vector<double>& want, double rel = 1e-5) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]);
-    if (std::isnan(want[i])) {
-      EXPECT_TRUE(std::isnan(g)) << "at " << i << ": got " << g << ", want NaN";
-    } else if (std::isinf(want[i])) {
-      EXPECT_EQ(g, want[i]) << "at " << i;
-    } else {
-      EXPECT_NEAR(g, want[i], rel * std::max(1.0, std::fabs(want[i]))) << "at " << i;
-    }
-  }
+  EXPECT_TRUE(test::all_close(got, want, rel, rel * std::min(1.0, test::max_finite_magnitude(want))));
 }
 
 template <typename T, typename F>

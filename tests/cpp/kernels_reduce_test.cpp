@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "tests/cpp/compare.h"
 #include "tests/cpp/kernel_test_util.h"
 
 namespace tern {
@@ -71,13 +72,9 @@ std::vector<int64_t> dims_of(uint32_t mask, int rank, bool negative) {
   return dims;
 }
 
+// Each element within 1e-5 * (max |want| + |want[i]|) (tests/cpp/compare.h).
 void expect_close(const std::vector<float>& got, const std::vector<double>& want, const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double scale = 1.0;
-  for (double w : want) scale = std::max(scale, std::fabs(w));
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_NEAR(got[i], want[i], 1e-5 * scale) << what << " at " << i;
-  }
+  EXPECT_TRUE(test::all_close(got, want, 1e-5, -1, what));
 }
 
 // Runs sum or mean of a float32 tensor over `mask` and checks it against the reference.

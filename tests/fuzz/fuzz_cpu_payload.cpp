@@ -16,7 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Result<MethodMeta> meta = program->method_meta(program->method_name(k));
     has_delegate = has_delegate || (meta.ok() && meta->num_delegates() > 0);
   }
-  if (!has_delegate) return -1;  // keep such inputs out of this harness's corpus
+  if (!has_delegate) {
+    fuzz::record_skip("no delegate");
+    return -1;  // keep such inputs out of this harness's corpus
+  }
   fuzz::load_methods(*program, &input.tail(), 1);
   return 0;
 }

@@ -68,13 +68,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (input.program() == nullptr) return 0;
   {
     fuzz::FuzzMemory probe;
-    if (input.program()->method("forward") != nullptr && !probe.plan(*input.program(), "forward")) return 0;
+    if (input.program()->method("forward") != nullptr && !probe.plan(*input.program(), "forward")) {
+      fuzz::record_skip("planned memory over the harness's cap");
+      return 0;
+    }
   }
   Module module;
   Module::Options options{Module::LoadMode::Mmap, 1, fuzz::kMaxLoopInstructions};
-  if (module.load_buffer(input.file().data(), input.file().size(), options) != Error::Ok) return 0;
+  if (fuzz::record("Module::load_buffer", module.load_buffer(input.file().data(), input.file().size(), options)) !=
+      Error::Ok) {
+    return 0;
+  }
   Method* m = module.method("forward");
-  if (m == nullptr) return 0;
+  if (m == nullptr) {
+    fuzz::record_skip("no forward method");
+    return 0;
+  }
   fuzz::TailReader& tail = input.tail();
   static volatile uint64_t sink = 0;
   for (int run = 0; run < 2 && !tail.empty(); ++run) {
@@ -82,7 +91,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<Input> inputs(count);
     bool ok = true;
     for (size_t i = 0; i < count && ok; ++i) ok = read_input(tail, *m, i, &inputs[i]);
-    if (!ok) continue;
+    if (!ok) {
+      fuzz::record_skip("an input NumPy could not hold");
+      continue;
+    }
     if (tail.u8() & 1) {
       // The C++ API: Module::forward with make_tensor.
       std::vector<Tensor> tensors;
@@ -90,29 +102,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         tensors.push_back(make_tensor(in.data.data(), in.dtype, in.sizes.data(), static_cast<int>(in.sizes.size())));
       }
       Result<Span<const Tensor>> out = module.forward(Span<const Tensor>(tensors.data(), tensors.size()));
+      if (fuzz::record("Module::forward", out.error()) == Error::Ok) fuzz::record_completed();
       if (out.ok()) sink = sink + fuzz::touch_outputs(*m);
       continue;
     }
     // What bindings.cpp PyModule::run does with arrays runtime.py has let through.
-    if (count != m->num_inputs()) continue;
+    if (count != m->num_inputs()) {
+      fuzz::record_skip("an input count the bindings refuse");
+      continue;
+    }
     Error e = Error::Ok;
     for (size_t i = 0; i < count && e == Error::Ok; ++i) {
       if (m->input_is_dynamic(i)) {
         Tensor t = m->input(i);
-        if (inputs[i].sizes.size() != static_cast<size_t>(t.dim)) break;
+        if (inputs[i].sizes.size() != static_cast<size_t>(t.dim)) {
+          fuzz::record_skip("a rank the bindings refuse");
+          break;
+        }
         t.numel = 1;
         for (int d = 0; d < t.dim; ++d) {
           t.sizes[d] = inputs[i].sizes[static_cast<size_t>(d)];
           t.numel *= t.sizes[d];
         }
-        if (inputs[i].data.size() != t.nbytes()) break;  // as the bindings refuse it
+        if (inputs[i].data.size() != t.nbytes()) {  // as the bindings refuse it
+          fuzz::record_skip("a byte count the bindings refuse");
+          break;
+        }
         t.data = inputs[i].data.data();
-        e = m->set_input(i, t);
+        e = fuzz::record("set_input", m->set_input(i, t));
       } else {
-        e = m->set_input(i, inputs[i].data.data(), inputs[i].data.size());
+        e = fuzz::record("set_input", m->set_input(i, inputs[i].data.data(), inputs[i].data.size()));
       }
     }
-    if (e == Error::Ok && m->execute() == Error::Ok) sink = sink + fuzz::touch_outputs(*m);
+    if (e == Error::Ok && fuzz::record("execute", m->execute()) == Error::Ok) {
+      fuzz::record_completed();
+      sink = sink + fuzz::touch_outputs(*m);
+    }
   }
   return 0;
 }

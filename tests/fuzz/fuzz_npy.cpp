@@ -10,6 +10,7 @@
 
 #include "extension/npy.h"
 #include "runtime/core/log.h"
+#include "tests/fuzz/outcome.h"
 
 using namespace tern;
 
@@ -22,9 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (copy == nullptr) abort();
   if (size) memcpy(copy, data, size);
   NpyArray a;
-  const Error e = read_npy_buffer(copy, size, "fuzz input", &a);
+  const Error e = fuzz::record("read_npy_buffer", read_npy_buffer(copy, size, "fuzz input", &a));
   free(copy);
   if (e != Error::Ok) return 0;
+  fuzz::record_completed();
   // What the reader promises of an array it accepts (extension/npy.h).
   const Tensor t = a.tensor();
   if (t.dim < 0 || t.dim > kMaxDims || t.nbytes() != a.data.size()) abort();

@@ -10,6 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::FuzzInput input(data, size);
   const Program* program = input.program();
   if (program == nullptr) return 0;
+  fuzz::record_completed();
   static volatile uint64_t sink = 0;
   uint64_t s = strlen(program->producer());
   for (size_t i = 0; i < program->num_segments(); ++i) {

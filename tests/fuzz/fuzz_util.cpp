@@ -45,7 +45,9 @@ FuzzInput::FuzzInput(const uint8_t* data, size_t size)
       file_(data, file_size_),
       loader_(file_.data(), file_.size()),
       program_(Program::load(loader_)),
-      tail_(data + file_size_, size - file_size_) {}
+      tail_(data + file_size_, size - file_size_) {
+  record("Program::load", program_.error());
+}
 
 void TailReader::fill(void* out, size_t n) {
   if (n == 0) return;
@@ -147,13 +149,14 @@ Error set_inputs_from_tail(const MethodMeta& meta, Method& m, TailReader& tail) 
     const uint64_t elem = scalar_type_size(t.dtype);
     if (numel > kMaxInputBytes / (elem ? elem : 1)) {
       // An application cannot hold that much data; it would not call.
+      record_skip("input over the harness's cap");
       continue;
     }
     t.numel = static_cast<int64_t>(numel);
     buf.resize(static_cast<size_t>(numel * elem));
     tail.fill(buf.data(), buf.size());
     t.data = buf.data();
-    Error e = m.set_input(i, t);
+    Error e = record("set_input", m.set_input(i, t));
     if (e != Error::Ok) return e;
   }
   return Error::Ok;
@@ -175,17 +178,23 @@ void load_methods(const Program& program, TailReader* tail, int execute_runs) {
   for (size_t k = 0; k < program.num_methods(); ++k) {
     const char* name = program.method_name(k);
     FuzzMemory memory;
-    if (!memory.plan(program, name)) continue;
+    if (!memory.plan(program, name)) {
+      record_skip("planned memory over the harness's cap");
+      continue;
+    }
     MethodOptions options;
     options.threads = 1;
     options.max_loop_instructions = kMaxLoopInstructions;
     Result<Method> m = Method::load(program, name, memory.manager(), options);
+    record("Method::load", m.error());
+    if (m.ok() && tail == nullptr) record_completed();
     if (!m.ok() || tail == nullptr) continue;
     Result<MethodMeta> meta = program.method_meta(name);
-    if (!meta.ok()) continue;
+    if (record("method_meta", meta.error()) != Error::Ok) continue;
     for (int run = 0; run < execute_runs; ++run) {
       if (set_inputs_from_tail(*meta, *m, *tail) != Error::Ok) break;
-      if (m->execute() != Error::Ok) break;
+      if (record("execute", m->execute()) != Error::Ok) break;
+      record_completed();
       sink = sink + touch_outputs(*m);
     }
   }

@@ -31,6 +31,7 @@
 #include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
+#include "tests/fuzz/outcome.h"
 
 namespace tern {
 namespace fuzz {

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import tern
+from compare import assert_close, assert_outputs_close
 from tern_test_backend import TestPartitioner, describe
 
 BUILD = Path(os.environ.get("TERN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build"))
@@ -81,9 +82,7 @@ def test_claimed_subgraphs_become_delegates_and_the_rest_kernels(exported: tuple
 def test_delegated_model_matches_eager(exported: tuple, tmp_path: Path, threads: int) -> None:
     path, args, want = exported
     outs = run_with_test_backend(path, [a.numpy() for a in args], tmp_path, threads)
-    assert len(outs) == len(want)
-    for got, w in zip(outs, want):
-        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+    assert_outputs_close(outs, want, rtol=1e-5)
 
 
 class _Chain(torch.nn.Module):
@@ -101,7 +100,7 @@ def test_large_delegate_splits_over_threads_with_the_same_bits(tmp_path: Path) -
         (tmp_path / str(threads)).mkdir()
         runs[threads] = run_with_test_backend(path, [x.numpy(), y.numpy()], tmp_path / str(threads), threads)[0]
     np.testing.assert_array_equal(runs[1], runs[3])
-    np.testing.assert_allclose(runs[1], (torch.relu(x * y - x) + y).numpy(), rtol=1e-6)
+    assert_close(runs[1], torch.relu(x * y - x) + y, rtol=1e-6, atol=0.0)  # elementwise: each against itself
 
 
 def test_runtime_without_the_backend_names_it(exported: tuple) -> None:

@@ -9,13 +9,13 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 from torch._higher_order_ops import while_loop
 
 import tern
+from compare import assert_outputs_close
 from tern.inspect import read_program
 
 
@@ -84,12 +84,7 @@ def _check(module: tern.Module, model: nn.Module, args: tuple[torch.Tensor, ...]
     with torch.no_grad():
         want = model(*args)
     wants = [want] if isinstance(want, torch.Tensor) else list(want)
-    got = module(*args)
-    assert len(got) == len(wants)
-    for g, w in zip(got, wants):
-        w = w.numpy()
-        assert g.shape == w.shape and g.dtype == w.dtype
-        assert float(np.max(np.abs(g - w))) <= 1e-4 * max(1.0, float(np.max(np.abs(w))))
+    assert_outputs_close(module(*args), wants)
 
 
 def _kinds(program: tern.Program) -> list[Any]:

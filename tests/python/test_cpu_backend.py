@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 import tern
+from compare import assert_close, assert_outputs_close
 from tern.inspect import read_program
 
 ISAS = ["scalar", "avx2", "avx512"]
@@ -52,12 +53,7 @@ def _check(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path, tol
     for threads in (2, 3):
         for a, b in zip(tern.load(str(path), threads=threads)(*args), outs):
             np.testing.assert_array_equal(a, b, err_msg=f"{threads} threads differ from 1")
-    assert len(outs) == len(refs)
-    for got, want in zip(outs, refs):
-        want = want.numpy()
-        assert got.shape == want.shape
-        err = float(np.max(np.abs(got - want))) if want.size else 0.0
-        assert err <= tol * max(1.0, float(np.max(np.abs(want)))), f"max abs error {err}"
+    assert_outputs_close(outs, refs, rtol=tol)  # relative to each output's own scale (compare.py)
     return path
 
 
@@ -241,13 +237,29 @@ def test_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pyt
 
 
 def load_on_isa(path: Path, isa: str, monkeypatch: pytest.MonkeyPatch, threads: int = 2) -> "tern.runtime.Module":
-    """The file loaded with TERN_CPU_ISA=isa; skips the test if this CPU lacks it."""
+    """The file loaded with TERN_CPU_ISA=isa, its cpu subgraphs checked to run
+    the kernel sets isa names (Module.kernel_sets). Skips the test only where
+    the runtime says this CPU lacks isa and /proc/cpuinfo agrees (conftest.py:
+    an oracle independent of the runtime); a build without isa's kernels
+    ("compiled out"), or any other refusal, fails it."""
+    from conftest import cpu_runs_isa, expected_kernel_sets
+
     monkeypatch.setenv("TERN_CPU_ISA", isa)
+    has = cpu_runs_isa(isa)  # None: unknown here (no /proc/cpuinfo)
     try:
-        return tern.load(str(path), threads=threads)
+        m = tern.load(str(path), threads=threads)
     except ValueError as e:
-        assert "TERN_CPU_ISA" in str(e)
+        if f"TERN_CPU_ISA={isa}: this CPU lacks it" not in str(e):
+            raise  # "this build has no ... kernels (compiled out)", or another error
+        assert has is not True, f"the runtime says this CPU lacks {isa}; /proc/cpuinfo says it has it: {e}"
         pytest.skip(f"this CPU has no {isa}")
+    assert has is not False, f"TERN_CPU_ISA={isa} loaded, but /proc/cpuinfo says this CPU lacks it"
+    sets = [k for b, k in zip(m.backends(), m.kernel_sets()) if b == "cpu"]
+    assert sets, "the method has no cpu backend subgraph: TERN_CPU_ISA changes nothing in it"
+    want = expected_kernel_sets(isa)
+    for got in sets:
+        assert {key: got.get(key) for key in want} == want, f"TERN_CPU_ISA={isa}: the cpu backend runs {got}"
+    return m
 
 
 def _check_on_isa(model: nn.Module, args: tuple[torch.Tensor, ...], isa: str, tmp_path: Path,
@@ -257,7 +269,7 @@ def _check_on_isa(model: nn.Module, args: tuple[torch.Tensor, ...], isa: str, tm
     tern.export(model, args).save(path)
     m = load_on_isa(path, isa, monkeypatch)
     with torch.no_grad():
-        np.testing.assert_allclose(m(*args)[0], model(*args).numpy(), rtol=1e-4, atol=1e-4)
+        assert_close(m(*args)[0], model(*args), what=f"TERN_CPU_ISA={isa}")
 
 
 class InvertedResiduals(nn.Module):

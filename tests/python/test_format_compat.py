@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tern
+from compare import assert_outputs_close
 from test_backend import run_with_test_backend
 from tern_test_backend import describe
 
@@ -34,8 +35,4 @@ def test_frozen_file_gives_its_recorded_outputs(path: Path, tmp_path: Path) -> N
         outs = run_with_test_backend(path, inputs, tmp_path)
     else:
         outs = tern.load(str(path))(*inputs)
-    assert len(outs) == len(expected)
-    for got, want in zip(outs, expected):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        err = float(np.max(np.abs(got - want)))
-        assert err <= 1e-4 * max(1.0, float(np.max(np.abs(want)))), f"max abs error {err}"
+    assert_outputs_close(outs, expected)

@@ -3,19 +3,20 @@ and torch.fft.rfft models export without a complex dtype and match eager.
 
 Tolerance: the DFT runs as a float32 matmul over N points, pocketfft as
 float32 butterflies; both round each output within a few ulp of
-max |x| * sqrt(N), so the error is held to 1e-5 of the largest output
-(or of 1, if larger), ten times the float32 rounding of that sum for N = 512.
+max |x| * sqrt(N), so the error is held to 1e-5 of the largest output (no
+floor at 1: tests/python/compare.py), ten times the float32 rounding of
+that sum for N = 512.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 
 import tern
+from compare import assert_outputs_close
 from tern.inspect import read_program
 
 
@@ -27,12 +28,7 @@ def _run(tmp_path: Path, model: nn.Module, x: torch.Tensor, tol: float = 1e-5) -
     with torch.no_grad():
         ref = model(x)
     refs = list(ref) if isinstance(ref, tuple) else [ref]
-    assert len(outs) == len(refs)
-    for got, want in zip(outs, refs):
-        want = want.numpy()
-        assert got.shape == want.shape and got.dtype == want.dtype
-        err = float(np.abs(got - want).max())
-        assert err <= tol * max(1.0, float(np.abs(want).max())), f"max abs error {err}"
+    assert_outputs_close(outs, refs, rtol=tol)
     return list(read_program(path)["methods"][0]["operators"])
 
 

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 import tern
+from compare import assert_close, assert_outputs_close
 from op_testing import Fn
 
 aten = torch.ops.aten
@@ -30,9 +31,8 @@ def _run(fn: Callable[..., Any], args: tuple[torch.Tensor, ...], op: str, tmp_pa
     program.save(tmp_path / "m.tern")
     (out,) = tern.load(str(tmp_path / "m.tern"))(*args)
     with torch.no_grad():
-        ref = fn(*args).numpy()
-    assert out.shape == ref.shape
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+        ref = fn(*args)
+    assert_close(out, ref, rtol=1e-5)
     return out
 
 
@@ -44,7 +44,7 @@ def test_avg_pool2d_backward(ceil_mode: bool, count_include_pad: bool, divisor: 
     out = _run(lambda g, s: aten.avg_pool2d_backward(g, s, [3, 3], [2, 2], [1, 1], ceil_mode, count_include_pad, divisor),
                (gy, x.detach()), "aten::avg_pool2d_backward", tmp_path)
     (gx,) = torch.autograd.grad(y, x, gy)
-    np.testing.assert_allclose(out, gx.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(out, gx, rtol=1e-5, what="against autograd")
 
 
 def test_max_pool2d_with_indices_backward(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_max_pool2d_with_indices_backward(tmp_path: Path) -> None:
     out = _run(lambda g, s, i: aten.max_pool2d_with_indices_backward(g, s, [3, 3], [2, 2], [1, 1], [1, 1], True, i),
                (gy, x.detach(), idx), "aten::max_pool2d_with_indices_backward", tmp_path)
     (gx,) = torch.autograd.grad(y, x, gy)
-    np.testing.assert_allclose(out, gx.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(out, gx, rtol=1e-5, what="against autograd")
 
 
 @pytest.mark.parametrize("size", [(1, 1), (3, 4), (7, 5)])
@@ -65,7 +65,7 @@ def test_adaptive_avg_pool2d_backward(size: tuple[int, int], tmp_path: Path) -> 
     out = _run(lambda g, s: aten._adaptive_avg_pool2d_backward(g, s), (gy, x.detach()),
                "aten::_adaptive_avg_pool2d_backward", tmp_path)
     (gx,) = torch.autograd.grad(y, x, gy)
-    np.testing.assert_allclose(out, gx.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(out, gx, rtol=1e-5, what="against autograd")
 
 
 @pytest.mark.parametrize("padding_idx,scale", [(-1, False), (2, False), (-1, True)])
@@ -79,14 +79,14 @@ def test_embedding_dense_backward(padding_idx: int, scale: bool, dtype: torch.dt
     y = nn.functional.embedding(idx.long(), w, padding_idx=None if padding_idx < 0 else padding_idx,
                                 scale_grad_by_freq=scale)
     (gw,) = torch.autograd.grad(y, w, gy)
-    np.testing.assert_allclose(out, gw.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(out, gw, rtol=1e-5, what="against autograd")
 
 
 # The three-result gradients.
 
 MASKS = [list(m) for m in itertools.product([False, True], repeat=3)]
-TOL = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-10, 1e-12)}
-HALF_TOL = {torch.float16: 8 * 2.0**-10, torch.bfloat16: 8 * 2.0**-7}  # as test_half_precision.py
+# relative to each result's own largest magnitude (compare.py); the 16-bit types as test_half_precision.py
+TOL = {torch.float32: 1e-4, torch.float64: 1e-10, torch.float16: 8 * 2.0**-10, torch.bfloat16: 8 * 2.0**-7}
 FLOATS = [torch.float32, torch.float64]
 
 
@@ -129,29 +129,16 @@ def _run_masks(call: Callable[..., Any], inputs: tuple[torch.Tensor, ...], op: s
     with torch.no_grad():
         refs = eager(*inputs)
     assert len(outs) == len(refs) == len(labels)
-    dtype = inputs[0].dtype
-    for got, want in zip(outs, refs):
-        _close(got, want, dtype)
+    assert len(refs) == len(labels)
+    assert_outputs_close(outs, refs, rtol=TOL[inputs[0].dtype])
     return outs, labels
-
-
-def _close(got: np.ndarray, want: torch.Tensor, dtype: torch.dtype) -> None:
-    want_np = want.detach().double().numpy()
-    assert got.shape == want_np.shape
-    if dtype in HALF_TOL:  # one-ulp differences at the result's scale
-        scale = max(1.0, float(np.abs(want_np).max(initial=0.0)))
-        err = float(np.abs(got.astype(np.float64) - want_np).max(initial=0.0))
-        assert err <= HALF_TOL[dtype] * scale, f"max abs error {err}"
-        return
-    rtol, atol = TOL[dtype]
-    np.testing.assert_allclose(got, want_np, rtol=rtol, atol=atol)
 
 
 def _against_autograd(outs: list[np.ndarray], labels: list[int], grads: list[torch.Tensor | None]) -> None:
     dtype = next(g for g in grads if g is not None).dtype
     for got, i in zip(outs, labels):
         if grads[i] is not None:
-            _close(got, grads[i], dtype)
+            assert_close(got, grads[i], rtol=TOL[dtype], what=f"gradient {i} against autograd")
 
 
 def _layer_norm_case(sizes: tuple[int, ...], nd: int, weight: bool, bias: bool, dtype: torch.dtype) -> tuple[Any, ...]:
@@ -300,8 +287,7 @@ def test_convolution_backward_without_bias_sizes(tmp_path: Path) -> None:
     program = tern.export(Fn(fn), (gy, x, w), partitioners=())
     program.save(tmp_path / "m.tern")
     outs = tern.load(str(tmp_path / "m.tern"))(gy, x, w)
-    for got, want in zip(outs, fn(gy, x, w)):
-        np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+    assert_outputs_close(outs, fn(gy, x, w))
 
 
 def test_convolution_backward_grad_output_of_other_size_refused_at_export() -> None:

@@ -6,8 +6,10 @@ Each case is a tiny module calling the public torch API; it is exported,
 checked to run the expected ATen op, saved, loaded, run through the C++
 runtime and compared with eager on the same inputs.
 
-Tolerance: floats max|tern - eager| <= 1e-4 * max(1, max|eager|), NaN and
-infinities in the same places; integers, bools and indices exactly.
+Tolerance (tests/python/compare.py): floats within 1e-4 of each output's own
+largest magnitude plus 1e-4 of each element (no floor at 1: a variance of
+8e-6 is checked at 8e-10), NaN and infinities in the same places; integers,
+bools and indices exactly.
 
 Run: .venv/bin/python -m pytest -q tests/python/test_ops_reductions.py
 """
@@ -21,6 +23,7 @@ import pytest
 import torch
 
 import tern
+from compare import assert_outputs_close
 from op_testing import Fn
 
 INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
@@ -45,27 +48,15 @@ def _make(shape: tuple[int, ...], dtype: torch.dtype, low: int = -9, high: int =
     return torch.randint(max(low, 0) if dtype == torch.uint8 else low, high, shape, generator=_g(), dtype=dtype)
 
 
-def _check(got: np.ndarray, want: torch.Tensor) -> None:
-    w = want.numpy()
-    assert got.shape == w.shape and got.dtype == w.dtype, f"{got.dtype}{got.shape} vs {w.dtype}{w.shape}"
-    if not np.issubdtype(w.dtype, np.floating):
-        np.testing.assert_array_equal(got, w)
-        return
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(w))
-    finite = np.isfinite(w)
-    np.testing.assert_array_equal(got[~finite & ~np.isnan(w)], w[~finite & ~np.isnan(w)])  # same infinities
-    if finite.any():
-        err = float(np.max(np.abs(got[finite].astype(np.float64) - w[finite])))
-        assert err <= 1e-4 * max(1.0, float(np.max(np.abs(w[finite])))), f"max abs error {err}"
-
-
 def _run(fn: Callable[..., Any], args: tuple[torch.Tensor, ...], ops: set[str], tmp_path: Path,
-         threads: int | None = 1) -> list[np.ndarray]:
+         threads: int | None = 1, atol: float | None = None,
+         want_fn: Callable[..., Any] | None = None) -> list[np.ndarray]:
     """Exports Fn(fn), checks that `ops` are in the file (for VAR: one of them), runs it, compares
-    every output with eager."""
+    every output with eager (compare.py: relative to each output's own scale unless `atol`), or
+    with `want_fn` where eager is not the oracle."""
     model = Fn(fn).eval()
     with torch.no_grad():
-        want = model(*args)
+        want = model(*args) if want_fn is None else want_fn(*args)
     wants = [want] if isinstance(want, torch.Tensor) else list(want)
     program = tern.export(model, args, partitioners=())
     used = {op for op, _ in program.op_counts}
@@ -73,9 +64,7 @@ def _run(fn: Callable[..., Any], args: tuple[torch.Tensor, ...], ops: set[str], 
     path = tmp_path / "model.tern"
     program.save(path)
     got = tern.load(str(path), threads=threads)(*args)
-    assert len(got) == len(wants)
-    for g, w in zip(got, wants):
-        _check(g, w)
+    assert_outputs_close(got, wants, atol=atol)
     return got
 
 
@@ -195,7 +184,10 @@ def test_var_keeps_digits_under_a_large_mean(tmp_path: Path) -> None:
     # The one-pass sum-of-squares formula would lose every digit of the variance.
     x = torch.rand(4, 3000, generator=_g(), dtype=torch.float64) + 1e8
     y = torch.rand(3000, 4, generator=_g()) * 0.01 + 1e4
-    _run(lambda t, u: (t.var(1), u.var(0), u.var()), (x, y), {"aten::var.correction", "aten::var.dim"}, tmp_path)
+    _run(lambda t, u: (t.var(1), u.var(0)), (x, y), VAR, tmp_path)
+    # Over all 12000 elements eager float32 loses the digits itself: 9.62e-6 where float64 (and
+    # tern) give 8.41e-6 (the old bound, absolute 1e-4, passed either, or 0). The oracle is float64.
+    _run(lambda u: u.var(), (y,), VAR, tmp_path, want_fn=lambda u: u.double().var().float())
 
 
 def test_var_with_correction_at_or_above_count_is_inf_or_nan(tmp_path: Path) -> None:
@@ -231,7 +223,7 @@ def test_std_exports_as_var_and_sqrt(dtype: torch.dtype, tmp_path: Path) -> None
 
 
 def test_var_rejects_integer_self() -> None:
-    with pytest.raises(Exception):
+    with pytest.raises(tern.ExportError, match=r"aten::var.correction: int32 is not supported \(it takes float32"):
         tern.export(Fn(lambda t: torch.ops.aten.var.correction(t, [0])), (torch.ones(3, dtype=torch.int32),),
                     partitioners=())
 
@@ -403,5 +395,6 @@ def test_topk_zero_d_k_zero_empty_and_rank_8(tmp_path: Path) -> None:
 
 
 def test_topk_rejects_k_larger_than_the_dim() -> None:
-    with pytest.raises(Exception):
+    # torch.export's own shape check refuses it (as eager does), before tern sees the graph
+    with pytest.raises(RuntimeError, match="k not in range for dimension"):
         tern.export(Fn(lambda t: torch.ops.aten.topk(t, 5, 1)), (torch.randn(2, 4),), partitioners=())

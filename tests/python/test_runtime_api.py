@@ -3,6 +3,7 @@ inputs and for corrupted, truncated or foreign files."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 import tern
+from compare import assert_close
 
 
 class Affine(torch.nn.Module):
@@ -44,7 +46,7 @@ def test_call_accepts_numpy_and_torch_and_returns_numpy_in_output_order(model_pa
     for a, b, w in zip(from_torch, from_numpy, want):
         assert isinstance(a, np.ndarray)
         np.testing.assert_array_equal(a, b)
-        np.testing.assert_allclose(a, w, rtol=0, atol=1e-5)
+        assert_close(a, w)
 
 
 def test_wrong_input_count_names_the_expected_inputs(model_path: Path) -> None:
@@ -71,11 +73,66 @@ def test_specs_describe_inputs_and_outputs(model_path: Path) -> None:
     assert [str(s) for s in m.output_specs()] == ["float32[2, 3]", "float32[2, 8]"]
 
 
+def _physical_cores_from_sysfs() -> int | None:
+    """The default thread count as runtime/core/cpu_info.h documents it,
+    computed here from what Linux reports, not by the runtime: the physical
+    cores with a CPU this process may run on (os.sched_getaffinity; a core is
+    its package, die and core id under /sys/devices/system/cpu/cpuN/topology),
+    keeping on CPUs with performance and efficiency cores those of at least
+    half the largest cpu_capacity; at least 1, at most 64
+    (ThreadPool::kMaxThreads). None off Linux."""
+    if not hasattr(os, "sched_getaffinity") or not Path("/sys/devices/system/cpu").is_dir():
+        return None
+    capacity: dict[tuple[int, ...], int | None] = {}
+    for cpu in os.sched_getaffinity(0):
+        base = Path(f"/sys/devices/system/cpu/cpu{cpu}")
+        ids = [base / "topology" / name for name in ("physical_package_id", "die_id", "core_id")]
+        core = tuple(int(p.read_text()) for p in ids if p.exists()) if ids[2].exists() else (-1, cpu)
+        cap = base / "cpu_capacity"
+        capacity[core] = int(cap.read_text()) if cap.exists() else None
+    largest = max((c for c in capacity.values() if c is not None), default=None)
+    cores = sum(1 for c in capacity.values() if largest is None or (c is not None and 2 * c >= largest))
+    return max(1, min(64, cores))
+
+
 def test_threads_default_to_physical_cores_and_can_be_set(model_path: Path) -> None:
     from tern import _runtime
 
-    assert tern.load(str(model_path)).threads() == _runtime.physical_core_count() >= 1
     assert tern.load(str(model_path), threads=3).threads() == 3
+    want = _physical_cores_from_sysfs()
+    if want is None:
+        pytest.skip("no sched_getaffinity or /sys/devices/system/cpu to count the cores with")
+    assert _runtime.physical_core_count() == want
+    assert tern.load(str(model_path)).threads() == want
+
+
+def test_kernel_sets_name_the_cpu_backends_choice(model_path: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import expected_default_kernel_sets
+
+    monkeypatch.delenv("TERN_CPU_ISA", raising=False)
+    m = tern.load(str(model_path))
+    assert m.backends() == ["cpu"]
+    want = expected_default_kernel_sets()  # the best this CPU has, from /proc/cpuinfo
+    if want is not None:
+        assert m.kernel_sets() == [want]
+    monkeypatch.setenv("TERN_CPU_ISA", "scalar")
+    assert tern.load(str(model_path)).kernel_sets() == [{"float": "scalar", "int8": "scalar"}]
+    portable = tmp_path / "portable.tern"
+    tern.export(Affine().eval(), (torch.randn(2, 8), torch.randn(2, 3)), partitioners=()).save(portable)
+    assert tern.load(str(portable)).kernel_sets() == []  # no backend subgraph
+
+
+def test_a_refused_tern_cpu_isa_says_why(model_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import platform
+
+    monkeypatch.setenv("TERN_CPU_ISA", "avx3")
+    with pytest.raises(ValueError, match=r"NotSupported: .*TERN_CPU_ISA=avx3: no such ISA \(scalar, avx2, avx512, amx, "):
+        tern.load(str(model_path))
+    other = "neon" if platform.machine().lower() in ("x86_64", "amd64") else "avx2"
+    monkeypatch.setenv("TERN_CPU_ISA", other)
+    with pytest.raises(ValueError, match=f"TERN_CPU_ISA={other}: this CPU lacks it \\(an "):
+        tern.load(str(model_path))
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])

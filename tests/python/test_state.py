@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 import tern
+from compare import assert_close
 from tern.inspect import read_program
 
 
@@ -78,12 +79,6 @@ def _load(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path, **kw
     return tern.load(str(path))
 
 
-def _close(got: np.ndarray, want: torch.Tensor) -> None:
-    w = want.detach().numpy()
-    assert got.shape == w.shape and got.dtype == w.dtype
-    assert float(np.max(np.abs(got - w))) <= 1e-4 * max(1.0, float(np.max(np.abs(w))))
-
-
 @pytest.mark.parametrize("partitioners", [None, ()], ids=["cpu_backend", "portable"])
 def test_streaming_gru_carries_its_hidden_state_over_100_calls(partitioners: Any, tmp_path: Path) -> None:
     torch.manual_seed(0)
@@ -96,20 +91,20 @@ def test_streaming_gru_carries_its_hidden_state_over_100_calls(partitioners: Any
         with torch.no_grad():
             want, steps = eager(frame)
         got, got_steps = module(frame)
-        _close(got, want)
+        assert_close(got, want)
         assert int(got_steps) == int(steps) == i + 1
-    _close(module.state()["hidden"], eager.hidden)
+    assert_close(module.state()["hidden"], eager.hidden)
     assert np.abs(module.state()["hidden"]).max() > 0.01, "the state changed"
 
     # reset: back to the buffers at export, and the same outputs again.
     module.reset()
-    np.testing.assert_array_equal(module.state()["hidden"], np.zeros((1, 1, 32), np.float32))
+    assert_close(module.state()["hidden"], np.zeros((1, 1, 32), np.float32), rtol=0.0, atol=0.0)
     assert int(module.state()["steps"]) == 0
     fresh = copy.deepcopy(model)
     for frame in frames[:3]:
         with torch.no_grad():
             want, _ = fresh(frame)
-        _close(module(frame)[0], want)
+        assert_close(module(frame)[0], want)
 
 
 def test_kv_cache_decoder_generates_32_tokens_like_eager(tmp_path: Path) -> None:
@@ -123,15 +118,15 @@ def test_kv_cache_decoder_generates_32_tokens_like_eager(tmp_path: Path) -> None
         with torch.no_grad():
             want = eager(torch.tensor([[want_token]]))
         (got,) = module(np.array([[got_token]], dtype=np.int64))
-        _close(got, want)
+        assert_close(got, want)
         want_token, got_token = int(want.argmax()), int(got.argmax())
         assert got_token == want_token
         tokens.append(got_token)
     assert len(set(tokens)) > 1, "the decoder is not stuck on one token"
     state = module.state()
     assert int(state["pos"][0]) == 32
-    _close(state["k_cache"], eager.k_cache)
-    _close(state["v_cache"], eager.v_cache)
+    assert_close(state["k_cache"], eager.k_cache)
+    assert_close(state["v_cache"], eager.v_cache)
 
 
 class Shift(nn.Module):
@@ -158,9 +153,9 @@ def test_states_that_shift_values_do_not_see_each_others_writes(partitioners: An
         x = torch.full((4,), float(i))
         with torch.no_grad():
             want = eager(x)
-        _close(module(x)[0], want)
-        _close(module.state()["a"], eager.a)
-        _close(module.state()["b"], eager.b)
+        assert_close(module(x)[0], want)
+        assert_close(module.state()["a"], eager.a)
+        assert_close(module.state()["b"], eager.b)
 
 
 def test_state_is_in_the_file_with_its_initial_value_and_format_1_2(tmp_path: Path) -> None:
@@ -186,7 +181,7 @@ def test_state_is_in_the_file_with_its_initial_value_and_format_1_2(tmp_path: Pa
     assert len(spans) == 2 and all((i.start, i.end) == (0, last) for i in spans)
     path = tmp_path / "model.tern"
     program.save(path)
-    np.testing.assert_array_equal(tern.load(str(path)).state()["hidden"], np.full((1, 1, 32), 0.5, np.float32))
+    assert_close(tern.load(str(path)).state()["hidden"], np.full((1, 1, 32), 0.5, np.float32), rtol=0.0, atol=0.0)
 
 
 def test_a_model_without_state_stays_format_1_1() -> None:

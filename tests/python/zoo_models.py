@@ -27,9 +27,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import numpy as np
 import torch
 from torch import nn
+
+from compare import scaled_error
 
 IMAGE = 64  # image side for the classifiers (every one of them pools adaptively to its head)
 CALIBRATION_PASSES = 3
@@ -373,7 +374,7 @@ ZOO: tuple[Entry, ...] = (
 
 @dataclasses.dataclass
 class Result:
-    max_error: float  # max over runs and outputs of max |tern - eager| / max(1, max |eager|)
+    max_error: float  # max over runs and outputs of max |tern - eager| / max |eager| (compare.scaled_error)
     file_bytes: int
     planned_bytes: int
     export_s: float  # tern.export (torch.export, passes, packing, the load check) and save
@@ -414,7 +415,7 @@ def _run_entry(entry: Entry, folder: Path, threads: int) -> Result:
     program.save(path)
     export_s = time.perf_counter() - t0
     method = tern.load(str(path), threads=threads)
-    err, run_s = 0.0, 0.0
+    errs, run_s = [0.0], 0.0
     for inputs in case.runs:
         with torch.no_grad():
             ref = case.model(*inputs)
@@ -424,10 +425,12 @@ def _run_entry(entry: Entry, folder: Path, threads: int) -> Result:
         run_s += time.perf_counter() - t0
         assert len(outs) == len(refs), f"{len(outs)} outputs, eager has {len(refs)}"
         for i, (got, want) in enumerate(zip(outs, refs)):
-            want = want.detach().numpy()
-            assert got.shape == want.shape, f"output {i}: shape {got.shape}, eager {want.shape}"
-            assert got.dtype == want.dtype, f"output {i}: dtype {got.dtype}, eager {want.dtype}"
-            if want.size:
-                scale = max(1.0, float(np.abs(want).max()))
-                err = max(err, float(np.abs(got - want).max()) / scale)
-    return Result(err, path.stat().st_size, program.planned_bytes, export_s, run_s / len(case.runs), len(case.runs))
+            # max |tern - eager| / max |eager| over finite values; raises
+            # AssertionError (the model's failure, not a figure) on a shape,
+            # dtype, NaN or infinity where eager has none.
+            try:
+                errs.append(scaled_error(got, want))
+            except AssertionError as e:
+                raise AssertionError(f"output {i}: {e}") from e
+    return Result(max(errs), path.stat().st_size, program.planned_bytes, export_s, run_s / len(case.runs),
+                  len(case.runs))

@@ -200,9 +200,10 @@ void qs8_binary_ukernel__avx512(size_t, const int8_t*, const int8_t*, int8_t*, c
 
 // The kernel sets this build has and this CPU runs, best first (scalar last).
 int supported_qs8_kernels(const Qs8Kernels** out, int max);
-// TERN_CPU_ISA's choice (avx512 -> avx512vnni, avx2, scalar, neon -> neondot
-// when the CPU has the dot product, else scalar), else the best supported;
-// nullptr when the forced one cannot run.
+// TERN_CPU_ISA's choice (avx512 -> avx512vnni, or avx2 on CPUs without
+// VNNI; amx -> amx; neon -> neondot when the CPU has the dot product, else
+// scalar), else the best supported; nullptr, logging why, when the forced
+// one cannot run: choose_kernels().qs8 (isa.h).
 const Qs8Kernels* select_qs8_kernels();
 
 }  // namespace cpu

@@ -1,0 +1,188 @@
+// Which kernel sets the cpu backend runs (backends/cpu/isa.cpp): what
+// TERN_CPU_ISA forces, the three distinct refusals (this CPU lacks it, this
+// build has no such kernels, no such ISA), and that a loaded method reports
+// the sets its delegates chose (Method::delegate_description).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/isa.h"
+#include "backends/cpu/register.h"
+#include "backends/cpu/ukernels/qs8.h"
+#include "extension/module.h"
+#include "kernels/portable/register.h"
+#include "runtime/core/log.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+bool supported_isa(const char* name) {
+  const Isa* isas[4];
+  const int n = supported_isas(isas, 4);
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(isas[i]->name, name) == 0) return true;
+  }
+  return false;
+}
+
+bool supported_qs8(const char* name) {
+  const Qs8Kernels* sets[4];
+  const int n = supported_qs8_kernels(sets, 4);
+  for (int i = 0; i < n; ++i) {
+    if (strcmp(sets[i]->name, name) == 0) return true;
+  }
+  return false;
+}
+
+bool contains(const char* text, const char* part) { return strstr(text, part) != nullptr; }
+
+// (TERN_CPU_ISA, float set, int8 set, int8 set on CPUs without the int8 extension or nullptr)
+struct Expected {
+  const char* forced;
+  const char* isa;
+  const char* qs8;
+  const char* qs8_fallback;
+  bool this_arch;
+};
+#if defined(__x86_64__)
+constexpr bool kX86 = true;
+#else
+constexpr bool kX86 = false;
+#endif
+#if defined(__aarch64__)
+constexpr bool kArm = true;
+#else
+constexpr bool kArm = false;
+#endif
+const Expected kExpected[] = {
+    {"scalar", "scalar", "scalar", nullptr, true},   {"avx2", "avx2", "avx2", nullptr, kX86},
+    {"avx512", "avx512", "avx512vnni", "avx2", kX86}, {"amx", "avx512", "amx", nullptr, kX86},
+    {"neon", "neon", "neondot", "scalar", kArm},
+};
+
+TEST(CpuIsa, test_without_tern_cpu_isa_the_best_sets_are_chosen) {
+  const KernelChoice c = choose_kernels(nullptr);
+  const Isa* best_isa;
+  const Qs8Kernels* best_qs8;
+  ASSERT_GE(supported_isas(&best_isa, 1), 1);
+  ASSERT_GE(supported_qs8_kernels(&best_qs8, 1), 1);
+  EXPECT_EQ(c.isa, best_isa);
+  EXPECT_EQ(c.qs8, best_qs8);
+  EXPECT_STREQ(c.refusal, "");
+  EXPECT_EQ(choose_kernels("").isa, best_isa);
+}
+
+TEST(CpuIsa, test_each_forced_isa_is_chosen_or_refused_because_this_cpu_lacks_it) {
+  for (const Expected& e : kExpected) {
+    const KernelChoice c = choose_kernels(e.forced);
+    // Every ISA of this architecture is in this build: never "compiled out".
+    EXPECT_FALSE(contains(c.refusal, "compiled out")) << c.refusal;
+    const bool cpu_has = e.this_arch && supported_isa(e.isa) &&
+                         (supported_qs8(e.qs8) || (e.qs8_fallback != nullptr && supported_qs8(e.qs8_fallback)));
+    if (!cpu_has) {
+      EXPECT_EQ(c.isa, nullptr) << e.forced;
+      EXPECT_EQ(c.qs8, nullptr) << e.forced;
+      EXPECT_EQ(std::string(c.refusal).rfind(std::string("TERN_CPU_ISA=") + e.forced + ": this CPU lacks it (", 0), 0u)
+          << c.refusal;
+      continue;
+    }
+    ASSERT_NE(c.isa, nullptr) << c.refusal;
+    ASSERT_NE(c.qs8, nullptr) << c.refusal;
+    EXPECT_STREQ(c.isa->name, e.isa);
+    EXPECT_STREQ(c.qs8->name, supported_qs8(e.qs8) ? e.qs8 : e.qs8_fallback);
+    EXPECT_STREQ(c.refusal, "");
+  }
+}
+
+TEST(CpuIsa, test_another_architectures_isa_is_one_this_cpu_lacks) {
+  const KernelChoice c = choose_kernels(kX86 ? "neon" : "avx2");
+  EXPECT_EQ(c.isa, nullptr);
+  EXPECT_TRUE(contains(c.refusal, "this CPU lacks it (an ")) << c.refusal;
+  EXPECT_TRUE(contains(c.refusal, kX86 ? "an aarch64 ISA" : "an x86-64 ISA")) << c.refusal;
+}
+
+TEST(CpuIsa, test_an_unknown_name_is_no_such_isa) {
+  for (const char* name : {"avx3", "avx512vnni", "neondot", "SCALAR", "scalar "}) {
+    const KernelChoice c = choose_kernels(name);
+    EXPECT_EQ(c.isa, nullptr) << name;
+    EXPECT_EQ(c.qs8, nullptr) << name;
+    EXPECT_EQ(std::string(c.refusal), std::string("TERN_CPU_ISA=") + name +
+                                          ": no such ISA (scalar, avx2, avx512, amx, neon)");
+  }
+  const std::string longest(300, 'x');  // the refusal stays within its buffer
+  EXPECT_TRUE(contains(choose_kernels(longest.c_str()).refusal, ": no such ISA"));
+}
+
+TEST(CpuIsa, test_select_functions_follow_tern_cpu_isa) {
+  set_log_level(LogLevel::Fatal);
+  setenv("TERN_CPU_ISA", "scalar", 1);
+  EXPECT_STREQ(select_isa()->name, "scalar");
+  EXPECT_STREQ(select_qs8_kernels()->name, "scalar");
+  setenv("TERN_CPU_ISA", "avx3", 1);
+  EXPECT_EQ(select_isa(), nullptr);
+  EXPECT_EQ(select_qs8_kernels(), nullptr);
+  unsetenv("TERN_CPU_ISA");
+  EXPECT_EQ(select_isa(), choose_kernels(nullptr).isa);
+  set_log_level(LogLevel::Info);
+}
+
+// ---------------------------------------------------------------- loaded methods
+
+class CpuIsaMethod : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_EQ(register_portable_kernels(), Error::Ok);
+    ASSERT_EQ(register_cpu_backend(), Error::Ok);
+  }
+  void TearDown() override { unsetenv("TERN_CPU_ISA"); }
+
+  // The description of the one delegate of `file`'s forward, loaded with
+  // TERN_CPU_ISA=forced (nullptr: unset); "" and the error if it fails to load.
+  static std::string describe(const char* file, const char* forced, Error* error = nullptr) {
+    if (forced) setenv("TERN_CPU_ISA", forced, 1);
+    else unsetenv("TERN_CPU_ISA");
+    Module module;
+    const Error e = module.load((std::string(TERN_TEST_DATA_DIR) + "/v1_1/" + file).c_str());
+    if (error) *error = e;
+    if (e != Error::Ok) return "";
+    Method* m = module.method();
+    EXPECT_EQ(m->num_delegates(), 1u);
+    EXPECT_STREQ(m->delegate_backend(0), "cpu");
+    EXPECT_STREQ(m->delegate_backend(1), "");
+    EXPECT_STREQ(m->delegate_description(1), "");
+    return m->delegate_description(0);
+  }
+};
+
+TEST_F(CpuIsaMethod, test_a_loaded_method_reports_the_kernel_sets_it_runs) {
+  for (const char* file : {"cpu_block.tern", "cpu_qs8.tern"}) {
+    EXPECT_EQ(describe(file, "scalar"), "float=scalar int8=scalar") << file;
+    const KernelChoice best = choose_kernels(nullptr);
+    EXPECT_EQ(describe(file, nullptr), std::string("float=") + best.isa->name + " int8=" + best.qs8->name) << file;
+    for (const Expected& e : kExpected) {
+      const KernelChoice c = choose_kernels(e.forced);
+      if (c.isa == nullptr) continue;
+      EXPECT_EQ(describe(file, e.forced), std::string("float=") + c.isa->name + " int8=" + c.qs8->name) << file;
+    }
+  }
+}
+
+TEST_F(CpuIsaMethod, test_a_refused_isa_fails_the_load_with_its_reason) {
+  set_log_level(LogLevel::Fatal);
+  Error e = Error::Ok;
+  EXPECT_EQ(describe("cpu_block.tern", "avx3", &e), "");
+  EXPECT_EQ(e, Error::NotSupported);
+  EXPECT_TRUE(contains(last_error_message(), "TERN_CPU_ISA=avx3: no such ISA")) << last_error_message();
+  const char* foreign = kX86 ? "neon" : "avx2";
+  EXPECT_EQ(describe("cpu_block.tern", foreign, &e), "");
+  EXPECT_EQ(e, Error::NotSupported);
+  EXPECT_TRUE(contains(last_error_message(), ": this CPU lacks it (")) << last_error_message();
+  set_log_level(LogLevel::Info);
+}
+
+}  // namespace
+}  // namespace cpu
+}  // namespace tern
