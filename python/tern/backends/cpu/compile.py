@@ -1071,7 +1071,10 @@ class _Compiler:
     def _mark_row_chains(self) -> None:
         """Sets fuse_next on each pointwise Conv whose output only the next op,
         a depthwise Conv, reads, and on that depthwise Conv where only the
-        op after it, another pointwise Conv, reads its output (ROW_CHAINS)."""
+        op after it, another pointwise Conv, reads its output (ROW_CHAINS). A
+        Conv already a stage of one chain never heads another: in pw > dw > pw
+        > dw > pw (MobileNetV1) the second pw ends the first chain and the
+        third pw heads the next."""
         if not ROW_CHAINS:
             return
         values, ops = self.p.values, self.p.ops
@@ -1090,16 +1093,19 @@ class _Compiler:
             y = values[a.fields["y"]]
             return (b.fields["x"] == a.fields["y"] and y.storage == "Workspace" and readers.get(y.buffer) == 1)
 
-        for a, b, c in zip(ops, ops[1:], ops[2:] + [None]):
-            if not (pointwise(a) and a.fields["residual"] < 0 and b.kind == "Conv" and b.fields["depthwise"]
-                    and feeds(a, b) and values[a.fields["y"]].nbytes >= ROW_CHAIN_MIN_BYTES):
+        staged: set[int] = set()  # ops already a stage of a chain: never the head of another
+        for i, (a, b, c) in enumerate(zip(ops, ops[1:], ops[2:] + [None])):
+            if not (i not in staged and pointwise(a) and a.fields["residual"] < 0 and b.kind == "Conv"
+                    and b.fields["depthwise"] and feeds(a, b) and values[a.fields["y"]].nbytes >= ROW_CHAIN_MIN_BYTES):
                 continue
             # the chain reads x while it writes its output: x lives until the end
             a.fields["fuse_next"] = True
             b.reads.append(a.fields["x"])
+            staged.add(i + 1)
             if c is not None and pointwise(c) and feeds(b, c):
                 b.fields["fuse_next"] = True
                 c.reads.append(a.fields["x"])
+                staged.add(i + 2)
 
     # memory
 
