@@ -10,7 +10,8 @@ with the pinned torch):
   (each op's dtypes: those of its first tensor argument the kernel takes) and
   that the exporter checks models against;
 - docs/opinfo_status.json: per op and dtype, the OpInfo samples that ran
-  through the kernel and passed against PyTorch eager, and the dtypes in
+  through the kernel and passed against PyTorch eager, the samples its
+  kernel refused at load (OperatorMissing: kernel gaps), and the dtypes in
   which eager ran the op on OpInfo samples (PyTorch's CPU kernel takes
   them); written by `make test-ops-full`;
 - PyTorch's core ATen op set (ops tagged torch.Tag.core), from the pinned torch.
@@ -72,16 +73,18 @@ def _dtypes(names: object) -> str:
 
 def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[str], torch_version: str) -> str:
     runs = status.get("ops", {})
+    refused = status.get("refused", {})
     eager = {op: set(d) for op, d in status.get("eager_dtypes", {}).items()}
     core_set = set(core)
     have = [op for op in core if op in kernels]
 
     def complete(op: str) -> bool:
-        """The kernel takes every dtype eager ran the op in, and every sample passed."""
+        """The kernel takes every dtype eager ran the op in, every sample passed
+        and it refused none at load."""
         claimed = kernels[op]
         wanted = eager.get(op, set())
         failed = any(r["passed"] < r["ran"] for r in runs.get(op, {}).values())
-        return not failed and (claimed is None or wanted <= claimed)
+        return not failed and not refused.get(op) and (claimed is None or wanted <= claimed)
 
     done = [op for op in have if complete(op)]
     by_exporter = [op for op in core if op in EXPORTER_OPS and op not in kernels]
@@ -98,14 +101,16 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
         "",
         f"**{all_dtypes} of {len(core)} core ATen ops ({100 * all_dtypes / len(core):.1f}%) run in every dtype "
         "PyTorch's CPU kernel takes**",
-        f"(every dtype eager ran the op's kernel in on OpInfo samples, every sample passing): {len(done)} portable "
+        f"(every dtype eager ran the op's kernel in on OpInfo samples, every sample passing, none refused by the "
+        f"kernel at load): {len(done)} portable "
         f"kernels, and {len(by_exporter)} ops that the exporter computes or rewrites (below). "
         f"{runs_ok} of {len(core)} run in some dtype; {len(core) - runs_ok} have no kernel (listed at the end).",
         "float16 and bfloat16 are computed in float32 and rounded once per op.",
         "",
         "Dtypes are those of the op's first tensor argument: what the runtime selects a kernel by, and what eager's",
         "ATen kernel was called with (a softmax with dtype= casts first, so its kernel runs in the cast's dtype).",
-        "OpInfo: samples passed / run per dtype, through this kernel, against PyTorch eager.",
+        "OpInfo: samples passed / run per dtype, through this kernel, against PyTorch eager; \"refused\": samples",
+        "the kernel refused at load (OperatorMissing: it does not take their dtypes or arguments), a kernel gap.",
         "",
         "| op | core | kernel dtypes | PyTorch dtypes not taken | OpInfo passed/run |",
         "|---|---|---|---|---|",
@@ -115,14 +120,24 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
         missing = sorted(eager.get(op, set()) - (claimed or set(eager.get(op, set()))), key=DTYPES.index)
         tested = ", ".join(f"{d} {r['passed']}/{r['ran']}" for d, r in sorted(runs.get(op, {}).items(),
                                                                              key=lambda kv: DTYPES.index(kv[0])))
+        if refused.get(op):
+            tested += ("; " if tested else "") + "refused " + ", ".join(
+                f"{d} {n}" for d, n in sorted(refused[op].items(), key=lambda kv: _dtype_order(kv[0])))
         lines.append(f"| `{op}` | {'yes' if op in core_set else ''} | {_dtypes(claimed)} | {' '.join(missing)} | "
                      f"{tested or 'no OpInfo sample (hand-written tests)'} |")
     if "samples_run" in status:
         lines += ["", "## The OpInfo run", "",
                   f"{status['samples_run']} samples of {status['opinfos_tested']} OpInfos ran through Tern "
                   f"(of {status['opinfos_seen']} OpInfos in torch's op_db); "
-                  f"**{status['samples_failed']} differed from eager**. Every sample not run is counted here, by reason.",
-                  "", "Selected samples not run:", ""]
+                  f"**{status['samples_failed']} differed from eager**; "
+                  f"**{sum(n for ds in refused.values() for n in ds.values())} were refused at load by a kernel** "
+                  "(kernel gaps, below). Every sample not run is counted here, by reason.",
+                  "", "Kernel gaps: selected samples a kernel refused at load (OperatorMissing: the kernel does not take "
+                  "their dtypes or arguments), by op and dtype:", ""]
+        lines += [f"- `{op}` {d}: {n} ({', '.join(f'`{o}`' for o in status['refused_by'][op])})"
+                  for op, ds in sorted(refused.items()) for d, n in sorted(ds.items(), key=lambda kv: _dtype_order(kv[0]))
+                  ] or ["- none"]
+        lines += ["", "Selected samples not run:", ""]
         lines += [f"- {n}: {reason}" for reason, n in sorted(status["skipped"].items(), key=lambda kv: -kv[1])] or ["- none"]
         lines += ["", "Samples screened out before export (an eager call per sample decides):", ""]
         lines += [f"- {n}: {reason}" for reason, n in sorted(status["screened_out"].items(),
@@ -136,26 +151,39 @@ def render(kernels: dict[str, frozenset[str] | None], status: dict, core: list[s
     return "\n".join(lines) + "\n"
 
 
+def _dtype_order(d: str) -> int:
+    return DTYPES.index(d) if d in DTYPES else len(DTYPES)
+
+
 def merge_status(status: dict, parts: list[dict]) -> dict:
     """`status` with the OpInfo entries of `parts` (written by the OpInfo test
     processes, tests/python/test_opinfo.py status_part) put in: an OpInfo
-    that ran again replaces its entry, the others stay."""
+    that ran again replaces its entry, the others stay. An entry of a run of
+    the fixed subset (`make test`'s, "full": false) does not replace a full
+    run's: only its record of what the subset reaches ("subset", the floor
+    test_opinfo_coverage_report holds `make test` to) goes in."""
     merged = {"torch": status.get("torch"), "opinfos": dict(status.get("opinfos", {}))}
     for p in parts:
         if merged["torch"] not in (None, p["torch"]):
             raise SystemExit(f"OpInfo results from two torch versions ({merged['torch']}, {p['torch']}): "
                              f"run `make test-ops-full` without K= to start over")
         merged["torch"] = p["torch"]
-        merged["opinfos"].update(p["opinfos"])
+        for opinfo, entry in p["opinfos"].items():
+            old = merged["opinfos"].get(opinfo)
+            if old is not None and old.get("full") and not entry.get("full"):
+                entry = {**old, "subset": entry.get("subset", {})}
+            merged["opinfos"][opinfo] = entry
     return merged
 
 
 def aggregate(status: dict) -> dict:
     """Per op and over every OpInfo entry of `status`: samples ran and passed
     per dtype ("ops"), the dtypes eager's kernel ran in ("eager_dtypes"), and
-    the totals the document quotes."""
+    the totals the document quotes; the samples each op's kernel refused at
+    load, per dtype ("refused"), and the OpInfos they came from ("refused_by")."""
     entries = status.get("opinfos", {})
-    out: dict = {"ops": {}, "eager_dtypes": {}, "skipped": {}, "screened_out": {}, "not_run": {},
+    out: dict = {"ops": {}, "eager_dtypes": {}, "skipped": {}, "screened_out": {}, "not_run": {}, "refused": {},
+                 "refused_by": {},
                  "full": bool(entries) and all(e["full"] for e in entries.values()),
                  "opinfos_seen": len(entries), "opinfos_tested": sum(e["samples_run"] > 0 for e in entries.values()),
                  "samples_run": sum(e["samples_run"] for e in entries.values()),
@@ -168,6 +196,10 @@ def aggregate(status: dict) -> dict:
                 r["passed"] += passed
         for op, dtypes in e["eager_dtypes"].items():
             out["eager_dtypes"].setdefault(op, set()).update(dtypes)
+        for op, dtypes in e.get("refused", {}).items():
+            for d, n in dtypes.items():
+                out["refused"].setdefault(op, {})[d] = out["refused"].get(op, {}).get(d, 0) + n
+            out["refused_by"].setdefault(op, []).append(opinfo)
         for key in ("skipped", "screened_out"):
             for reason, n in e[key].items():
                 out[key][reason] = out[key].get(reason, 0) + n
@@ -198,7 +230,10 @@ def main(argv: list[str] | None = None) -> int:
             p.unlink()
         new = aggregate({"opinfos": {k: v for p in parts for k, v in p["opinfos"].items()}})
         print(f"merged {len(paths)} parts into {STATUS}: {new['opinfos_seen']} OpInfos, {new['samples_run']} "
-              f"samples ran, {new['samples_failed']} differed from eager")
+              f"samples ran, {new['samples_failed']} differed from eager, "
+              f"{sum(n for ds in new['refused'].values() for n in ds.values())} refused at load (kernel gaps)"
+              + ("" if new["full"] else "; a run of the fixed subset: only its floor (\"subset\") replaced "
+                 "that of full entries"))
     status = aggregate(json.loads(STATUS.read_text())) if STATUS.is_file() else {}
     text = render(parse_ops_dtypes(OPS_DEF), status, core_ops(), torch.__version__.split("+")[0])
     if args.check:

@@ -22,17 +22,34 @@ which sample is read back from the file (tern.inspect). The op list is
 whatever the runtime registers when the tests run.
 
 Skipped samples are counted, never dropped silently: torch.export cannot
-trace it, it needs an op without a kernel, a kernel declares it does not take
-its dtype or arguments (OperatorMissing at load), format v1 cannot hold it.
+trace it, it needs an op without a kernel, format v1 cannot hold it. A sample
+whose instruction a kernel refuses at load (OperatorMissing: the kernel does
+not take its dtype or arguments) is a kernel gap, counted apart from the
+skips, per op and dtype. A sample whose outputs export computed itself
+(constants folded) credits no kernel and is counted as such; the ops of a
+sample are those connected to its outputs through values, views included
+(a view the exporter aliases to its source has no instruction of its own).
 test_opinfo_coverage_report (last in the file) prints, for each registered op,
 how many samples ran through it and passed, the registered ops that no sample
-reached (they need hand-written tests) and the skip counts; the same table is
-written to <pytest basetemp>/opinfo_coverage.txt.
+reached (they need hand-written tests), the kernel gaps and the skip counts;
+the same table is written to <pytest basetemp>/opinfo_coverage.txt. It then
+fails if an (op, dtype) that the fixed subset passed when docs/opinfo_status.json
+was recorded (its "subset") no longer passes in the subset of an OpInfo it
+ran: the floor that keeps a regression from moving samples to "skipped"
+unnoticed (see _lost_coverage). `make test-ops-full` records it (running the
+subset's samples beside the full selection); so does `make ops-floor`, a
+run of the subset alone, which replaces only the floor of each OpInfo's
+recorded entry (after a change that moves which samples the subset picks).
 
-Tolerance: floats max|tern - eager| <= 1e-4 * max(1, max|eager|) (NaN and
-infinities in the same places), looser for the OpInfos in LOOSE_TOLERANCE,
-each with its reason, and for float16/bfloat16 outputs (HALF_RTOL); integers
-and bools exact.
+Tolerance: floats go through tests/python/compare.py (compare.mismatch): NaN
+and infinities in the same places, every finite element within
+atol + rtol * |eager|, where atol is rtol times the output's own largest
+magnitude (not floored at 1: an output of 1e-6 is checked at its own scale).
+rtol is RTOL, looser for the OpInfos in LOOSE_TOLERANCE (each with its reason)
+and for float16/bfloat16 outputs (HALF_RTOL). For the OpInfos in
+INPUT_SCALE_ATOL, whose samples legitimately cancel (a sum of signed terms
+can be far smaller than its terms), atol is derived from the sample's
+inputs' scale instead, never from Tern's output. Integers and bools exact.
 
 Run: .venv/bin/python -m pytest -q tests/python/test_opinfo.py
 """
@@ -67,6 +84,8 @@ from tern.inspect import read_program
 from tern.op_usage import instruction_dtype
 from tern.ops import DTYPES, op_name
 
+from compare import mismatch
+
 # torch.testing._internal imports expecttest (a PyTorch test dependency that
 # the pinned environment does not carry) only for a TestCase base class and an
 # ACCEPT flag; op_db needs neither.
@@ -80,22 +99,36 @@ except ImportError:
 
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
-# Every dtype of the issue's list. TERN_OPINFO_FULL=1 (make test-ops-full) runs
-# every screened sample of every dtype instead of this fixed subset.
-SAMPLES_PER_DTYPE = {
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which samples of an OpInfo run, per dtype (see _pick)."""
+
+    per_dtype: dict[torch.dtype, int]  # at most this many, spread evenly over the runnable ones
+    screen_limit: int  # samples screened (eagerly), spread over its list; a few OpInfos have 1000+
+    screen_all_dtypes: bool  # screen_limit for every dtype, not only float32, int64 and bool
+
+
+# Every dtype of the issue's list. The fixed subset that `make test` runs:
+SUBSET = Selection({
     torch.float32: 3, torch.float64: 1, torch.float16: 1, torch.bfloat16: 1, torch.int8: 1, torch.uint8: 1,
     torch.int16: 1, torch.int32: 1, torch.int64: 1, torch.bool: 1,
-}
+}, screen_limit=12, screen_all_dtypes=False)
+# TERN_OPINFO_FULL=1 (make test-ops-full) runs every screened sample of every
+# dtype instead (and the subset's samples too, to record what the subset
+# reaches: the floor test_opinfo_coverage_report holds it to).
+EVERY = Selection(dict.fromkeys(SUBSET.per_dtype, 32), screen_limit=32, screen_all_dtypes=True)
 FULL = os.environ.get("TERN_OPINFO_FULL") == "1"
-if FULL:
-    SAMPLES_PER_DTYPE = dict.fromkeys(SAMPLES_PER_DTYPE, 32)
+SELECTION = EVERY if FULL else SUBSET
+SAMPLES_PER_DTYPE = SELECTION.per_dtype
+SCREEN_LIMIT = SELECTION.screen_limit
 # Where test_opinfo_coverage_report writes the per-op, per-dtype status as
 # JSON (make test-ops-full: docs/opinfo_status.json, read by scripts/ops_doc.py).
 STATUS_PATH = os.environ.get("TERN_OPINFO_STATUS")
-# Samples screened (eagerly) per OpInfo and dtype, spread over its list; a
-# few OpInfos have 1000+.
-SCREEN_LIMIT = 32 if FULL else 12
-# ... but only the first few if none of those has a registered main op.
+# The last `make test-ops-full`'s record, the subset's coverage floor.
+RECORDED_STATUS = Path(__file__).resolve().parents[2] / "docs" / "opinfo_status.json"
+# Samples screened first: the rest only if one of these has a registered main op.
 SCREEN_FIRST = 4
 
 RTOL = 1e-4
@@ -104,10 +137,14 @@ RTOL = 1e-4
 # same for most ops, but some compute in the 16-bit type itself (rounding
 # intermediates) or sum in another order, so results differ by a few units in
 # the last place of the output's scale: 4 ulps at 1.0 (float16 2^-10,
-# bfloat16 2^-7), times max(1, max|eager|) as for RTOL.
+# bfloat16 2^-7), relative to each element and to the output's own largest
+# magnitude, as for RTOL (compare.mismatch).
 HALF_RTOL = {torch.float16: 4 * 2.0**-10, torch.bfloat16: 4 * 2.0**-7}
 # OpInfo id -> (relative tolerance, why the default is too tight for it).
 LOOSE_TOLERANCE: dict[str, tuple[float, str]] = {}
+# OpInfo id -> why its samples legitimately cancel: atol = rtol * the scale of
+# the sample's inputs (_input_scale), not of its output.
+INPUT_SCALE_ATOL: dict[str, str] = {}
 
 # OpInfos whose output values are undefined, so eager is no oracle.
 UNDEFINED_OUTPUT = {
@@ -228,6 +265,7 @@ class Coverage:
     passed: Counter = field(default_factory=Counter)
     opinfos: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # op -> OpInfo ids
     skipped: Counter = field(default_factory=Counter)  # reason -> selected samples not run
+    refused: Counter = field(default_factory=Counter)  # (op, dtype) -> samples its kernel refused at load
     screened_out: Counter = field(default_factory=Counter)  # reason -> samples screened out
     missing: Counter = field(default_factory=Counter)  # op without a kernel -> samples it blocked
     opinfos_tested: set[str] = field(default_factory=set)
@@ -255,14 +293,20 @@ class OpInfoStatus:
     samples_run: int = 0
     samples_failed: int = 0
     skipped: Counter = field(default_factory=Counter)
+    refused: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # op -> dtype -> samples
     screened_out: Counter = field(default_factory=Counter)
     not_run: str = ""  # why no sample of the OpInfo ran at all, when it is the OpInfo's doing
+    # op -> the dtypes in which some sample of the fixed subset (SUBSET) ran
+    # through its kernel and passed: the floor _lost_coverage holds `make test` to.
+    subset: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
     def to_json(self) -> dict[str, Any]:
         return {"full": self.full, "ops": self.ops, "samples_run": self.samples_run, "not_run": self.not_run,
                 "samples_failed": self.samples_failed, "skipped": dict(self.skipped),
+                "refused": {op: dict(sorted(d.items())) for op, d in sorted(self.refused.items())},
                 "screened_out": dict(self.screened_out),
-                "eager_dtypes": {op: sorted(d) for op, d in sorted(self.eager_dtypes.items())}}
+                "eager_dtypes": {op: sorted(d) for op, d in sorted(self.eager_dtypes.items())},
+                "subset": {op: sorted(d) for op, d in sorted(self.subset.items())}}
 
 
 STATUS_BY_OPINFO: dict[str, OpInfoStatus] = defaultdict(OpInfoStatus)
@@ -294,6 +338,8 @@ class Sample:
     op_dtypes: frozenset[tuple[str, str]]  # (op, dtype its kernel ran in, see _call_dtype)
     random: bool  # one of them draws random numbers
     mutates: bool = False  # the eager call writes to an input
+    selected: bool = True  # in SELECTION: counted in the run's results (else only in the subset's, FULL)
+    in_subset: bool = True  # in SUBSET: what `make test` runs
 
     @property
     def name(self) -> str:
@@ -419,12 +465,11 @@ def _spread(items: list[Any], n: int) -> list[Any]:
     return [items[i] for i in picks]
 
 
-def _screened(op: Any, dtype: torch.dtype, reg: Registry) -> list[Sample]:
-    """The samples of `op` in `dtype` to run; counts the others by reason.
-
-    Screens SCREEN_FIRST samples spread over the list first, and the rest of
-    SCREEN_LIMIT only if one of those can run: most OpInfos have nothing to do
-    with Tern, and their samples tend to fail alike."""
+def _screened(op: Any, dtype: torch.dtype, reg: Registry, subset: bool) -> list[Sample]:
+    """The samples of `op` in `dtype` to run (SELECTION, see _pick); counts
+    the others by reason. With `subset` (FULL only), also SUBSET's samples, the
+    ones not in SELECTION marked selected=False, and each marked in_subset or
+    not: the run records what `make test`'s subset reaches (OpInfoStatus.subset)."""
     _seed(zlib.crc32(f"{_opinfo_id(op)}/{dtype}".encode()))
     try:
         raw = list(enumerate(op.reference_inputs("cpu", dtype, requires_grad=False, set_seed=False)))
@@ -432,32 +477,64 @@ def _screened(op: Any, dtype: torch.dtype, reg: Registry) -> list[Sample]:
         COVERAGE.screened_out["OpInfo cannot make samples"] += 1
         STATUS_BY_OPINFO[_opinfo_id(op)].screened_out["OpInfo cannot make samples"] += 1
         return []
-    first = _spread(raw, SCREEN_FIRST)
-    # The dtypes make test added later (float64, the small integers, the
-    # half types) screen only the first few: their samples mostly repeat
-    # float32's and int64's, and screening is eager work per sample.
-    limit = SCREEN_LIMIT if FULL or dtype in (torch.float32, torch.int64, torch.bool) else SCREEN_FIRST
-    rest = [x for x in _spread(raw, limit) if x[0] not in {i for i, _ in first}]
-    runnable: list[Sample] = []
-    for n, (index, s) in enumerate(first + rest):
-        if n == len(first) and not runnable:
-            break
+    mine = STATUS_BY_OPINFO[_opinfo_id(op)]
+    screened: dict[int, Sample | None] = {}
+
+    def screen(index: int, s: Any, count: bool) -> Sample | None:
+        """The sample if it should run, else None; each screened once."""
+        if index in screened:
+            return screened[index]
         sample = _make_sample(op, index, dtype, s)
         verdict, blame = _screen(sample, reg)
+        screened[index] = sample if verdict == "run" else None
+        if not count:  # only SUBSET's (FULL): its screening is not the run's
+            return screened[index]
         for name, op_dtype in sample.op_dtypes:  # eager's kernel for the op takes this dtype
             if name not in reg.ops:  # the op export leaves of it (eval batch norm, ...)
                 name = LOWERED_IN_EXPORT.get(name, name)
             if name in reg.ops and op_dtype in DTYPES:  # not complex, uint16, ...: no Tern dtype
                 COVERAGE.eager_dtypes[name].add(op_dtype)
-                STATUS_BY_OPINFO[_opinfo_id(op)].eager_dtypes[name].add(op_dtype)
-        if verdict == "run":
-            runnable.append(sample)
-        else:
+                mine.eager_dtypes[name].add(op_dtype)
+        if verdict != "run":
             COVERAGE.screened_out[verdict] += 1
-            STATUS_BY_OPINFO[_opinfo_id(op)].screened_out[verdict] += 1
+            mine.screened_out[verdict] += 1
             COVERAGE.missing.update(blame)
+        return screened[index]
+
+    picked = _pick(raw, dtype, SELECTION, functools.partial(screen, count=True))
+    in_subset = _pick(raw, dtype, SUBSET, functools.partial(screen, count=False)) if subset else []
+    for s in picked:
+        s.in_subset = not FULL or any(s is x for x in in_subset)
+    extra = [s for s in in_subset if not any(s is x for x in picked)]
+    for s in extra:
+        s.selected = False
+    return picked + extra
+
+
+def _pick(raw: list[tuple[int, Any]], dtype: torch.dtype, selection: Selection,
+          screen: Any) -> list[Sample]:
+    """`selection`'s samples of `raw` (index, sample input) in `dtype`: at most
+    selection.per_dtype[dtype] of the runnable ones, spread evenly, in order.
+
+    Screens SCREEN_FIRST samples spread over the list first, and the rest of
+    screen_limit only if one of those can run: most OpInfos have nothing to do
+    with Tern, and their samples tend to fail alike."""
+    first = _spread(raw, SCREEN_FIRST)
+    # The dtypes make test added later (float64, the small integers, the
+    # half types) screen only the first few in the subset: their samples
+    # mostly repeat float32's and int64's, and screening is eager work per sample.
+    all_of_limit = selection.screen_all_dtypes or dtype in (torch.float32, torch.int64, torch.bool)
+    limit = selection.screen_limit if all_of_limit else SCREEN_FIRST
+    rest = [x for x in _spread(raw, limit) if x[0] not in {i for i, _ in first}]
+    runnable: list[Sample] = []
+    for n, (index, s) in enumerate(first + rest):
+        if n == len(first) and not runnable:
+            break
+        sample = screen(index, s)
+        if sample is not None:
+            runnable.append(sample)
     runnable.sort(key=lambda sample: sample.index)
-    return _spread(runnable, SAMPLES_PER_DTYPE[dtype])
+    return _spread(runnable, selection.per_dtype[dtype])
 
 
 def _seed(seed: int) -> None:
@@ -474,12 +551,17 @@ def _seed(seed: int) -> None:
 
 def _selected(op: Any, reg: Registry) -> list[Sample]:
     """float32 samples; the other dtypes' too where the OpInfo has them and
-    some float32 sample (if it has float32 at all) can run."""
+    some float32 sample (if it has float32 at all) can run. FULL: SUBSET's
+    samples too, which stop at float32 by the same rule (see _screened)."""
     out: list[Sample] = []
+    subset = FULL
     for dtype in [d for d in SAMPLES_PER_DTYPE if d in op.supported_dtypes("cpu")]:
-        out += _screened(op, dtype, reg)
-        if dtype == torch.float32 and not out:
-            break
+        samples = _screened(op, dtype, reg, subset)
+        out += samples
+        if dtype == torch.float32:
+            if not any(s.selected for s in samples):
+                break
+            subset = subset and any(s.in_subset for s in samples)
     return out
 
 
@@ -488,11 +570,22 @@ def _selected(op: Any, reg: Registry) -> list[Sample]:
 
 
 class Skip(Exception):
-    """A sample that cannot run, for a counted reason."""
+    """A sample that cannot run, for a counted reason; `refused` (op, dtype)
+    if it is a kernel gap: that kernel refused it at load (Rejected)."""
 
-    def __init__(self, reason: str, missing: tuple[str, ...] = ()) -> None:
+    def __init__(self, reason: str, missing: tuple[str, ...] = (),
+                 refused: tuple[str, str | None] | None = None) -> None:
         super().__init__(reason)
-        self.reason, self.missing = reason, missing
+        self.reason, self.missing, self.refused = reason, missing, refused
+
+
+REFUSED = "refused at load by its kernel (OperatorMissing: the kernel does not take these dtypes or arguments)"
+
+
+def _refused(r: "Rejected", ops: list[tuple[str, str | None]]) -> Skip:
+    """The kernel gap a Rejected load is: op and the dtype its kernel was selected by."""
+    op, dtype = ops[r.instruction] if r.instruction < len(ops) else (r.op, None)
+    return Skip(f"{r.op}: {REFUSED}", refused=(r.op, dtype if op == r.op else None))
 
 
 class _One(torch.nn.Module):
@@ -658,7 +751,11 @@ def _owners(program: tern.Program, n_outputs: list[int]) -> tuple[list[int | Non
 
     The samples share no values (each has its own inputs, and every argument
     and constant is a value of its own), so a sample's instructions are the
-    ones connected to its outputs through values."""
+    ones connected to its outputs through values. A view that the exporter
+    aliases to its source (python/tern/aliasing.py) has no instruction: it is
+    connected to its source through the memory plan's aliases, so a sample
+    whose output is such a view (max_pool1d's squeeze of max_pool2d's result)
+    credits the op that computed it."""
     method = read_program(program.data)["methods"][0]
     parent = list(range(len(method["values"])))
 
@@ -675,6 +772,8 @@ def _owners(program: tern.Program, n_outputs: list[int]) -> tuple[list[int | Non
         vs = [t for a in ins.get("args", []) for t in tensors(a)]
         for v in vs[1:]:
             parent[root(v)] = root(vs[0])
+    for view, (source, _) in program.memory_plan.aliases.items():
+        parent[root(view)] = root(source)
     sample_of_root: dict[int, int] = {}
     start = 0
     for k, n in enumerate(n_outputs):
@@ -702,39 +801,35 @@ def _copies_constant(method: dict[str, Any], i: int) -> bool:
 # Comparison
 
 
-def _compare(outs: list[np.ndarray], refs: list[torch.Tensor], rtol: float) -> str | None:
-    """None if `outs` match eager's `refs`, else what differs."""
+@dataclass(frozen=True)
+class Tolerance:
+    """How one OpInfo's outputs are compared with eager's (module doc, Tolerance)."""
+
+    rtol: float = RTOL
+    input_scale: bool = False  # atol from the sample's inputs (INPUT_SCALE_ATOL), not the output's scale
+
+    @staticmethod
+    def of(opinfo_id: str) -> "Tolerance":
+        return Tolerance(LOOSE_TOLERANCE.get(opinfo_id, (RTOL, ""))[0], opinfo_id in INPUT_SCALE_ATOL)
+
+
+def _input_scale(sample: Sample) -> float:
+    """The largest magnitude among the sample's finite float inputs (1 if it
+    has none): the scale of the terms an op that cancels sums up."""
+    scales = [float(x.detach().double().abs()[x.isfinite()].max()) for x in sample.inputs
+              if (x.is_floating_point() and x.numel() and bool(x.isfinite().any()))]
+    return max(scales, default=1.0)
+
+
+def _compare(outs: list[np.ndarray], refs: list[torch.Tensor], tol: Tolerance, sample: Sample | None) -> str | None:
+    """None if `outs` match eager's `refs` (compare.mismatch), else what differs."""
     for i, (got, want) in enumerate(zip(outs, refs)):
-        want = want.detach().contiguous()
-        # NumPy has no bfloat16: tern.Module returns it widened to float32 (exact).
-        want_np = want.float().numpy() if want.dtype == torch.bfloat16 else want.numpy()
-        if got.shape != want_np.shape or got.dtype != want_np.dtype:
-            return f"output {i}: {got.dtype}{list(got.shape)}, eager {want_np.dtype}{list(want_np.shape)}"
-        err = _mismatch(got, want_np, max(rtol, HALF_RTOL.get(want.dtype, 0.0)))
+        rtol = max(tol.rtol, HALF_RTOL.get(want.dtype, 0.0))
+        atol = rtol * _input_scale(sample) if tol.input_scale and sample is not None else None
+        err = mismatch(got, want, rtol=rtol, atol=atol)
         if err:
             return f"output {i}: {err}"
     return None
-
-
-def _mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str | None:
-    if not np.issubdtype(want.dtype, np.floating):
-        bad = np.flatnonzero(got != want)
-        if bad.size:
-            i = bad[0]
-            return f"{bad.size} of {want.size} elements differ; first at flat index {i}: {got.flat[i].item()!r} vs eager {want.flat[i].item()!r}"
-        return None
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    same = (g == w) | (np.isnan(g) & np.isnan(w))  # equal infinities included
-    with np.errstate(invalid="ignore"):  # inf - inf
-        diff = np.where(same, 0.0, np.abs(g - w))
-    diff = np.where(np.isnan(diff), np.inf, diff)  # NaN on one side only
-    finite = np.abs(w[np.isfinite(w)])
-    bound = rtol * max(1.0, float(finite.max()) if finite.size else 1.0)
-    err = float(diff.max()) if diff.size else 0.0
-    if err <= bound:
-        return None
-    i = int(np.argmax(diff))
-    return f"max |diff| {err:.3g} > {bound:.3g}, at flat index {i}: {g.flat[i].item()!r} vs eager {w.flat[i].item()!r}"
 
 
 # ---------------------------------------------------------------------------
@@ -750,12 +845,16 @@ class Verdict:
     calls: tuple[tuple[str, str | None], ...] = ()  # (op, dtype its kernel was selected by)
 
     def __post_init__(self) -> None:
-        # Export computed it all (constants folded): no kernel did its work.
+        # No instruction is connected to its outputs, views included (_owners):
+        # export computed it all (constants folded), no kernel did its work.
         if self.error is None and self.skip is None and not self.ops:
-            self.skip = Skip("computed at export time (constant-folded), no kernel ran")
+            self.skip = Skip(CONSTANT_FOLDED)
 
 
-def _attempt(samples: list[Sample], path: Path, rtol: float) -> tuple[dict[int, Verdict], dict[int, str]]:
+CONSTANT_FOLDED = "computed at export time (constant-folded), no kernel ran"
+
+
+def _attempt(samples: list[Sample], path: Path, tol: Tolerance) -> tuple[dict[int, Verdict], dict[int, str]]:
     """Exports the samples as one program, runs it, compares: the verdicts it
     settles, and how the others differ from eager. A sample that needs an op
     without a kernel, or whose instruction a kernel refuses at load, is
@@ -780,8 +879,8 @@ def _attempt(samples: list[Sample], path: Path, rtol: float) -> tuple[dict[int, 
         except Rejected as r:
             owner = owners[r.instruction]
             if len(samples) == 1 or owner is None:
-                raise Skip(str(r)) from r
-            settled[live[owner]] = Verdict(samples[live[owner]], skip=Skip(str(r)))
+                raise _refused(r, ops) from r
+            settled[live[owner]] = Verdict(samples[live[owner]], skip=_refused(r, ops))
             continue
         with _timed("load + run"):
             outs = module(*inputs)
@@ -790,7 +889,7 @@ def _attempt(samples: list[Sample], path: Path, rtol: float) -> tuple[dict[int, 
         errors = {}
         for k, i in enumerate(live):
             start = sum(sizes[j] for j in live[:k])
-            error = _compare(outs[start : start + sizes[i]], samples[i].refs or [], rtol)
+            error = _compare(outs[start : start + sizes[i]], samples[i].refs or [], tol, samples[i])
             calls = [call for call, o in zip(ops, owners) if o == k and call[0]]
             mine = tuple(dict.fromkeys(op for op, _ in calls))
             if error is None or len(samples) == 1:
@@ -801,21 +900,21 @@ def _attempt(samples: list[Sample], path: Path, rtol: float) -> tuple[dict[int, 
     return settled, {}
 
 
-def _alone(sample: Sample, path: Path, rtol: float) -> Verdict:
+def _alone(sample: Sample, path: Path, tol: Tolerance) -> Verdict:
     """One sample through export, load, run and comparison."""
     try:
-        settled, _ = _attempt([sample], path, rtol)
+        settled, _ = _attempt([sample], path, tol)
     except Skip as skip:
         return Verdict(sample, skip=skip)
     except Exception as e:  # Tern failed: an exporter or kernel bug
         return Verdict(sample, error="".join(traceback.format_exception_only(e)).strip())
     v = settled[0]
-    if v.error is not None and _decomposition_differs(sample, path, rtol):
+    if v.error is not None and _decomposition_differs(sample, path, tol):
         return Verdict(sample, skip=Skip("torch's decomposed program differs from eager, Tern computes what it says"))
     return v
 
 
-def _decomposition_differs(sample: Sample, path: Path, rtol: float) -> bool:
+def _decomposition_differs(sample: Sample, path: Path, tol: Tolerance) -> bool:
     """True if the program torch.export hands Tern (after the same
     decompositions, before Tern's passes) differs from eager on this sample
     while Tern's outputs equal that program's: eager is then no oracle for
@@ -833,12 +932,13 @@ def _decomposition_differs(sample: Sample, path: Path, rtol: float) -> bool:
     except Exception:
         return False
     refs = sample.refs or []
-    if _compare([t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy() for t in decomposed], refs, rtol) is None:
+    decomposed_np = [t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy() for t in decomposed]
+    if _compare(decomposed_np, refs, tol, sample) is None:
         return False  # torch's program agrees with eager: the difference is Tern's
-    return _compare(outs, decomposed, rtol) is None
+    return _compare(outs, decomposed, tol, sample) is None
 
 
-def _verdicts(samples: list[Sample], tmp_path: Path, rtol: float) -> list[Verdict]:
+def _verdicts(samples: list[Sample], tmp_path: Path, tol: Tolerance) -> list[Verdict]:
     """All samples in one program (each export costs 100+ ms of fixed
     overhead); the samples that program does not settle, one by one.
 
@@ -848,7 +948,7 @@ def _verdicts(samples: list[Sample], tmp_path: Path, rtol: float) -> list[Verdic
     joint_errors: dict[int, str] = {}
     if len(samples) > 1:
         try:
-            settled, joint_errors = _attempt(samples, tmp_path / "joint.tern", rtol)
+            settled, joint_errors = _attempt(samples, tmp_path / "joint.tern", tol)
             COVERAGE.exports["joint ok"] += 1
         except Exception:  # Skip or failure: the samples alone say which and why
             COVERAGE.exports["joint failed"] += 1
@@ -856,7 +956,7 @@ def _verdicts(samples: list[Sample], tmp_path: Path, rtol: float) -> list[Verdic
     for i, s in enumerate(samples):
         v = settled.get(i)
         if v is None:
-            v = _alone(s, tmp_path / f"{s.name.replace(' ', '_')}.tern", rtol)
+            v = _alone(s, tmp_path / f"{s.name.replace(' ', '_')}.tern", tol)
             COVERAGE.exports["alone"] += 1
         if i in joint_errors and v.skip is None and v.error is None:
             v.error = f"differs from eager only when exported with other samples: {joint_errors[i]}"
@@ -871,9 +971,24 @@ def _quiet() -> Iterator[None]:
         yield
 
 
+def _kernel_dtype(sample: Sample, dtype: str | None) -> str:
+    return dtype or str(sample.dtype).removeprefix("torch.")
+
+
 def _record(opinfo_id: str, verdicts: list[Verdict]) -> None:
     mine = STATUS_BY_OPINFO[opinfo_id]
     for v in verdicts:
+        if v.sample.in_subset and v.skip is None and v.error is None:
+            for name, dtype in v.calls:
+                mine.subset[name].add(_kernel_dtype(v.sample, dtype))
+        if not v.sample.selected:  # SUBSET's only (FULL): not part of this run's counts
+            continue
+        if v.skip and v.skip.refused:  # a kernel gap
+            op, dtype = v.skip.refused
+            d = _kernel_dtype(v.sample, dtype)
+            COVERAGE.refused[op, d] += 1
+            mine.refused[op][d] += 1
+            continue
         if v.skip:
             COVERAGE.skipped[v.skip.reason] += 1
             mine.skipped[v.skip.reason] += 1
@@ -889,7 +1004,7 @@ def _record(opinfo_id: str, verdicts: list[Verdict]) -> None:
             COVERAGE.passed[name] += v.error is None
             COVERAGE.opinfos[name].add(opinfo_id)
         for name, dtype in v.calls:  # once per kernel dtype the sample used
-            d = dtype or str(v.sample.dtype).removeprefix("torch.")
+            d = _kernel_dtype(v.sample, dtype)
             for status in (COVERAGE.by_dtype[name][d], mine.ops.setdefault(name, {}).setdefault(d, [0, 0])):
                 status[0] += 1
                 status[1] += v.error is None
@@ -943,11 +1058,10 @@ def test_opinfo_samples_match_eager(
     if opinfo_id in DECOMPOSITION_DIFFERS:
         mine.not_run = DECOMPOSITION_DIFFERS[opinfo_id]
         pytest.skip(mine.not_run)
-    rtol = LOOSE_TOLERANCE.get(opinfo_id, (RTOL, ""))[0]
     with _quiet():
         with _timed("screen"):
             samples = _selected(OPINFOS[opinfo_id], _registry_now())
-        verdicts = _verdicts(samples, tmp_path, rtol)
+        verdicts = _verdicts(samples, tmp_path, Tolerance.of(opinfo_id))
     _record(opinfo_id, verdicts)
     failures = [f"{v.sample.name} {v.sample.text}\n    ops: {', '.join(v.ops)}\n    {v.error}" for v in verdicts if v.error]
     if failures:
@@ -980,6 +1094,40 @@ def test_opinfo_coverage_report(tmp_path_factory: pytest.TempPathFactory, capsys
     with capsys.disabled():
         print(f"\n{text}(written to {path})")
     assert COVERAGE.opinfos_tested, "no OpInfo sample ran: the harness is broken"
+    if FULL or STATUS_PATH:  # a run that records the floor is not held to the last one
+        return
+    recorded = json.loads(RECORDED_STATUS.read_text()) if RECORDED_STATUS.is_file() else {}
+    if recorded.get("torch") != torch.__version__:
+        pytest.skip(f"{RECORDED_STATUS.name} was recorded with torch {recorded.get('torch')}, this is "
+                    f"{torch.__version__}: no coverage floor (run make test-ops-full)")
+    lost = _lost_coverage(recorded.get("opinfos", {}), STATUS_BY_OPINFO)
+    assert not lost, (
+        f"{sum(len(gone) for _, gone, _ in lost)} (op, dtype) pairs of {len(lost)} OpInfos that the fixed subset's "
+        f"samples passed when {RECORDED_STATUS.name} was recorded (its \"subset\") no longer pass:\n"
+        + "\n".join(f"  {opinfo_id}: {', '.join(gone)} (now: {became})" for opinfo_id, gone, became in lost)
+        + "\n(if a change to the runtime's ops legitimately moved the subset's samples, record the subset's "
+          "floor again: make ops-floor)")
+
+
+def _lost_coverage(recorded: dict[str, Any], now: dict[str, OpInfoStatus]) -> list[tuple[str, list[str], str]]:
+    """For each OpInfo run now: the (op, dtype) pairs its subset passed when
+    docs/opinfo_status.json was recorded ("subset") and no sample passes now,
+    with what became of the OpInfo's samples: (OpInfo, ["op dtype"], what). The subset is fixed (same
+    samples on every run: _seed, _spread), so a pair goes only if its samples
+    are now skipped, refused, screened out or failing: a floor per OpInfo,
+    op and dtype. OpInfos recorded before there was a "subset" are not held."""
+    lost = []
+    for opinfo_id, mine in sorted(now.items()):
+        before = recorded.get(opinfo_id, {}).get("subset", {})
+        gone = [f"{op} {d}" for op, dtypes in sorted(before.items()) for d in dtypes if d not in mine.subset.get(op, ())]
+        if not gone:
+            continue
+        became = [f"{mine.samples_run} ran, {mine.samples_failed} failed"]
+        became += [f"{n} {reason}" for reason, n in (mine.skipped + mine.screened_out).most_common()]
+        became += [f"{n} refused at load by {op} ({d})" for op, ds in mine.refused.items() for d, n in ds.items()]
+        became += [mine.not_run] if mine.not_run else []
+        lost.append((opinfo_id, gone, "; ".join(became)))
+    return lost
 
 
 def _report(reg: Registry) -> str:
@@ -997,6 +1145,9 @@ def _report(reg: Registry) -> str:
     unreached = sorted(reg.ops - set(c.ran))
     lines.append(f"Registered ops that no OpInfo sample reached ({len(unreached)}; they need hand-written tests):")
     lines += [f"  {name}" for name in unreached] or ["  (none)"]
+    lines.append("Kernel gaps: selected samples a kernel refused at load (OperatorMissing: it does not take "
+                 "these dtypes or arguments), by op and dtype:")
+    lines += [f"  {n:>5}  {op} {d}" for (op, d), n in c.refused.most_common()] or ["  (none)"]
     lines.append("Selected samples not run, by reason:")
     lines += [f"  {n:>5}  {reason}" for reason, n in c.skipped.most_common()] or ["  (none)"]
     lines.append(f"Samples screened out before export (at most {SCREEN_LIMIT} per OpInfo and dtype), by reason:")
@@ -1013,25 +1164,59 @@ def _report(reg: Registry) -> str:
 # The harness's own checks: a comparison that passes everything proves nothing.
 
 
-def test_mismatch_float_beyond_tolerance_is_reported() -> None:
+def _cmp(got: Any, want: Any, tol: Tolerance = Tolerance(), sample: Sample | None = None) -> str | None:
+    return _compare([np.asarray(got)], [torch.as_tensor(want)], tol, sample)
+
+
+def test_compare_float_beyond_tolerance_is_reported() -> None:
     want = np.array([1.0, -200.0, 3.0], dtype=np.float32)
-    assert _mismatch(want.copy(), want, RTOL) is None
-    assert _mismatch(want + np.float32(0.01), want, RTOL) is None  # 0.01 <= 1e-4 * 200
-    assert "max |diff|" in (_mismatch(want + np.float32(0.05), want, RTOL) or "")
+    assert _cmp(want.copy(), want) is None
+    assert _cmp(want + np.float32(0.01), want) is None  # 0.01 <= 1e-4 * 200 (the output's scale)
+    assert "beyond atol" in (_cmp(want + np.float32(0.05), want) or "")
 
 
-def test_mismatch_nan_or_inf_in_other_places_is_reported() -> None:
+def test_compare_checks_small_outputs_at_their_own_scale() -> None:
+    """Not floored at 1: max|eager| 2e-6 is checked at 2e-10 + 1e-4 * |eager|,
+    where max(1, max|eager|) let an error of 1e-5 through."""
+    want = np.array([1e-6, -2e-6, 0.0], dtype=np.float32)
+    assert _cmp(want * np.float32(1 + 5e-5), want) is None
+    assert "beyond atol" in (_cmp(want + np.float32(1e-7), want) or "")
+    assert "beyond atol" in (_cmp(np.array([1e-6, -2e-6, 1e-5], np.float32), want) or "")
+
+
+def test_compare_nan_or_inf_in_other_places_is_reported() -> None:
     want = np.array([np.nan, np.inf, 1.0], dtype=np.float32)
-    assert _mismatch(want.copy(), want, RTOL) is None
-    assert _mismatch(np.array([0.0, np.inf, 1.0], np.float32), want, RTOL)
-    assert _mismatch(np.array([np.nan, 1.0, 1.0], np.float32), want, RTOL)
-    assert _mismatch(np.array([np.nan, -np.inf, 1.0], np.float32), want, RTOL)
+    assert _cmp(want.copy(), want) is None
+    assert "NaN" in (_cmp(np.array([0.0, np.inf, 1.0], np.float32), want) or "")
+    assert _cmp(np.array([np.nan, 1.0, 1.0], np.float32), want)
+    assert _cmp(np.array([np.nan, -np.inf, 1.0], np.float32), want)
+    assert "NaN" in (_cmp(np.array([np.nan, np.inf, np.nan], np.float32), want) or "")
 
 
-def test_mismatch_integers_and_bools_must_be_exact() -> None:
-    assert _mismatch(np.array([3, 4]), np.array([3, 4]), RTOL) is None
-    assert _mismatch(np.array([3, 5]), np.array([3, 4]), RTOL)
-    assert _mismatch(np.array([True, True]), np.array([True, False]), RTOL)
+def test_compare_integers_and_bools_must_be_exact() -> None:
+    assert _cmp(np.array([3, 4]), np.array([3, 4])) is None
+    assert _cmp(np.array([3, 5]), np.array([3, 4]))
+    assert _cmp(np.array([True, True]), np.array([True, False]))
+
+
+def test_compare_half_outputs_within_a_few_ulps() -> None:
+    want = torch.tensor([1.0, -0.5, 0.25], dtype=torch.float16)
+    ulp = 2.0**-10
+    assert _cmp((want.float() + 3 * ulp).half().numpy(), want) is None
+    assert _cmp((want.float() + 12 * ulp).half().numpy(), want)
+
+
+def test_compare_input_scale_atol_comes_from_the_inputs_not_the_output() -> None:
+    """A sum that cancels: eager 1e-3 from terms of 100. Held to its own scale
+    (1e-7) it fails on float32 rounding; INPUT_SCALE_ATOL's atol is
+    rtol * 100, which still catches a wrong result."""
+    x = torch.tensor([100.0, -100.0 + 1e-3], dtype=torch.float32)
+    sample = _toy(torch.sum, x)
+    want = sample.refs[0]
+    rounded = want.numpy() + np.float32(2e-6)  # float32 rounding at 100: 8e-6 per ulp
+    assert _cmp(rounded, want, Tolerance(), sample)
+    assert _cmp(rounded, want, Tolerance(input_scale=True), sample) is None
+    assert _cmp(want.numpy() + np.float32(0.1), want, Tolerance(input_scale=True), sample)
 
 
 def _toy(fn: Any, *args: Any) -> Sample:
@@ -1044,7 +1229,7 @@ def _toy(fn: Any, *args: Any) -> Sample:
 def test_samples_exported_together_map_back_to_their_ops(tmp_path: Path) -> None:
     x = torch.randn(3, 4)
     samples = [_toy(torch.relu, x), _toy(torch.sigmoid, x), _toy(torch.clone, x)]
-    settled, errors = _attempt(samples, tmp_path / "m.tern", RTOL)
+    settled, errors = _attempt(samples, tmp_path / "m.tern", Tolerance())
     assert not errors
     assert [settled[i].ops for i in range(3)] == [("aten::relu",), ("aten::sigmoid",), ("aten::clone",)]
 
@@ -1064,7 +1249,7 @@ def test_eager_dtypes_are_those_the_aten_kernels_ran_in() -> None:
 def test_file_dtypes_are_those_the_runtime_selects_kernels_by(tmp_path: Path) -> None:
     cond, x = torch.tensor([True, False, True]), torch.randn(3, dtype=torch.float64)
     samples = [_toy(torch.where, cond, x, x + 1), _toy(torch.abs, torch.tensor([-1, 2], dtype=torch.int32))]
-    settled, errors = _attempt(samples, tmp_path / "m.tern", RTOL)
+    settled, errors = _attempt(samples, tmp_path / "m.tern", Tolerance())
     assert not errors
     assert ("aten::where.self", "bool") in settled[0].calls
     assert settled[1].calls == (("aten::abs", "int32"),)
@@ -1073,7 +1258,7 @@ def test_file_dtypes_are_those_the_runtime_selects_kernels_by(tmp_path: Path) ->
 def test_sample_needing_an_op_without_kernel_is_dropped_from_joint_program(tmp_path: Path) -> None:
     x = torch.randn(3, 4)
     samples = [_toy(torch.relu, x), _toy(torch.special.i0, x), _toy(torch.tanh, x)]
-    settled, errors = _attempt(samples, tmp_path / "m.tern", RTOL)
+    settled, errors = _attempt(samples, tmp_path / "m.tern", Tolerance())
     assert not errors and settled[0].ops == ("aten::relu",) and settled[2].ops == ("aten::tanh",)
     assert settled[1].skip is not None and settled[1].skip.missing == ("aten::i0",)
 
@@ -1084,3 +1269,30 @@ def test_harness_export_equals_tern_export() -> None:
     inputs = tuple(t for s in samples for t in s.inputs)
     program = _build(_lower(samples, inputs), [True, True], [1, 1])
     assert program.data == tern.export(_Calls(samples), inputs, partitioners=()).data
+
+
+def test_sample_whose_output_is_an_aliased_view_credits_the_op_behind_it(tmp_path: Path) -> None:
+    """An unbatched max_pool1d is unsqueeze, max_pool2d, squeeze: the exporter
+    aliases the squeeze to max_pool2d's result (no instruction), which must
+    still credit max_pool2d, not count as constant-folded; a sample that
+    export computes itself still does."""
+    x = torch.randn(2, 6)
+    samples = [_toy(lambda x: torch.nn.functional.max_pool1d(x, 2), x), _toy(lambda x: torch.ones(3) * 2, x)]
+    settled, errors = _attempt(samples, tmp_path / "m.tern", Tolerance())
+    assert not errors
+    assert settled[0].skip is None and "aten::max_pool2d_with_indices" in settled[0].ops, settled[0]
+    assert settled[1].skip is not None and settled[1].skip.reason == CONSTANT_FOLDED
+
+
+def test_coverage_floor_names_what_the_subset_lost() -> None:
+    """_lost_coverage: an (op, dtype) the recorded subset passed and no sample
+    passes now is named, with what became of the OpInfo's samples."""
+    recorded = {"mm": {"subset": {"aten::mm": ["float32", "int64"]}}, "abs": {"subset": {"aten::abs": ["float32"]}}}
+    now = {"mm": OpInfoStatus(), "abs": OpInfoStatus()}
+    now["abs"].subset["aten::abs"].add("float32")
+    now["mm"].subset["aten::mm"].add("int64")
+    now["mm"].skipped["torch.export cannot trace it (X)"] = 3
+    lost = _lost_coverage(recorded, now)
+    assert [(opinfo_id, gone) for opinfo_id, gone, _ in lost] == [("mm", ["aten::mm float32"])], lost
+    assert "3 torch.export cannot trace it" in lost[0][2], lost
+    assert _lost_coverage(recorded, {"abs": now["abs"]}) == []
