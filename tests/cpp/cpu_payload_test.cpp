@@ -142,7 +142,9 @@ class CpuPayload : public ::testing::TestWithParam<const char*> {
     const bool bad_version = memcmp(p, "TCPU", 4) == 0 && (version < 1 || version > 3);
     EXPECT_EQ(o.error, bad_version ? Error::NotSupported : Error::InvalidProgram);
     EXPECT_NE(o.message.find("(backend cpu)"), std::string::npos);
-    if (bad_version) EXPECT_NE(o.message.find("payload version " + std::to_string(version)), std::string::npos);
+    if (bad_version) {
+      EXPECT_NE(o.message.find("payload version " + std::to_string(version)), std::string::npos);
+    }
   }
 
   AlignedBytes file;
