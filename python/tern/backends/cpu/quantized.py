@@ -14,9 +14,14 @@ Dequantize ops; a dequantize only where a float op reads it).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tern.backends.cpu.activations import activation_of
+from tern.backends.cpu.ir import VIEWS, pair
+from tern.backends.cpu.pooling import POOLS
+from tern.backends.cpu.pooling import supports as pool_refusal
 from tern.ops import op_name
 
 Q = "quantized_decomposed::quantize_per_tensor"
@@ -25,7 +30,6 @@ DQC = "quantized_decomposed::dequantize_per_channel"
 # The int32 accumulators of the qs8 microkernels hold at most this many
 # products per output (backends/cpu/program.cpp checks it too).
 MAX_PRODUCTS = 1 << 15
-_VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape")
 
 
 @dataclass
@@ -117,7 +121,7 @@ def _x_input(x: Any) -> tuple[Any, QParams, list[Any]] | None:
     """(int8 node, its parameters, views passed) if x is a dequantize, or
     reshapes of one each used once."""
     views = []
-    while getattr(x, "op", None) == "call_function" and op_name(x.target) in _VIEWS and len(x.users) == 1:
+    while getattr(x, "op", None) == "call_function" and op_name(x.target) in VIEWS and len(x.users) == 1:
         views.append(x)
         x = x.args[0]
     p = qparams(x)
@@ -130,13 +134,11 @@ def _output(node: Any, views: bool = False) -> tuple[Any, QParams, list[Any]] | 
     """(the quantize, its range narrowed by a relu / clamp between, the nodes
     between) if node's only user, past an activation (and, with `views`,
     reshapes), quantizes it."""
-    from tern.backends.cpu.compile import activation_of
-
     between: list[Any] = []
 
     def next_user(n: Any) -> Any:
         u = _only_user(n)
-        while views and u is not None and op_name(u.target) in _VIEWS:
+        while views and u is not None and op_name(u.target) in VIEWS:
             between.append(u)
             u = _only_user(u)
         return u
@@ -284,13 +286,8 @@ MAX_POOL_TAPS = 1 << 16
 def qpool_of(node: Any) -> QPoolPattern | None:
     """The pattern around a pool node (the cpu backend's POOLS) of a
     dequantized int8 tensor whose values are quantized again, else None."""
-    import operator
-
-    from tern.backends.cpu import POOLS, pool_supported
-    from tern.backends.cpu.compile import pair
-
     name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
-    if name not in POOLS or not pool_supported(node):
+    if name not in POOLS or pool_refusal(node) is not None:
         return None
     x = node.args[0]
     px = qparams(x)
@@ -336,8 +333,6 @@ class DynamicQuant:
 
 def dynamic_of(dq: Any) -> DynamicQuant | None:
     """The dynamic quantization chain ending at a dequantize_per_tensor.tensor node, else None."""
-    import operator
-
     import torch
 
     if getattr(dq, "op", None) != "call_function" or op_name(dq.target) != DQT or len(dq.args) < 6:
@@ -383,7 +378,7 @@ def qlinear_dynamic_of(node: Any, check_siblings: bool = True) -> QLinearPattern
         return None
     x, wt, b = parts
     views = []
-    while getattr(x, "op", None) == "call_function" and op_name(x.target) in _VIEWS and len(x.users) == 1:
+    while getattr(x, "op", None) == "call_function" and op_name(x.target) in VIEWS and len(x.users) == 1:
         views.append(x)
         x = x.args[0]
     dyn, wi = dynamic_of(x), weight_of(wt.args[0])
@@ -396,7 +391,7 @@ def qlinear_dynamic_of(node: Any, check_siblings: bool = True) -> QLinearPattern
 
 def _dynamic_linear_use(u: Any) -> bool:
     """u (a reader of a dynamic dequantize) is, past reshapes, a QLinear pattern."""
-    while getattr(u, "op", None) == "call_function" and op_name(u.target) in _VIEWS and len(u.users) == 1:
+    while getattr(u, "op", None) == "call_function" and op_name(u.target) in VIEWS and len(u.users) == 1:
         u = next(iter(u.users))
     return qlinear_dynamic_of(u, check_siblings=False) is not None
 
@@ -463,8 +458,6 @@ def claims(node: Any) -> bool | None:
     """Whether the cpu backend claims `node` as part of a quantized operator
     (or a quantize / dequantize of its own); None for nodes this module does
     not decide."""
-    import operator
-
     name = op_name(node.target) if node.op == "call_function" else ""
     if name in (Q, DQ):
         return qparams(node) is not None
@@ -493,8 +486,6 @@ def claims(node: Any) -> bool | None:
 def _dynamic_claimed(node: Any) -> bool:
     """A node of a dynamic quantization chain is claimed when every reader of
     its dequantized value is a QLinear pattern."""
-    import operator
-
     name = op_name(node.target)
     if name == DQT:
         dq = node
