@@ -679,3 +679,50 @@ def test_every_family_refusal_names_the_failed_condition() -> None:
     assert why == {"avg_pool2d": "an average pool with divisor_override",
                    "_softmax": "a softmax over a dim other than the last",
                    "permute": None, "add": None}, why
+
+
+class _KeepPrograms(CpuPartitioner):
+    """The cpu partitioner, keeping each subgraph's compiled program."""
+
+    def __init__(self, options: CpuOptions | None = None) -> None:
+        super().__init__(options)
+        self.programs: list[Any] = []
+
+    def preprocess(self, subgraph: Any) -> Any:
+        from tern.backends.cpu.compile import compile_subgraph
+
+        self.programs.append(compile_subgraph(subgraph, self.options))
+        return super().preprocess(subgraph)
+
+
+def test_fusion_passes_record_their_decisions_on_the_ops() -> None:
+    """Winograd (before lowering), residual and activation (while lowering)
+    name what they took in; with Winograd off the same convolutions are
+    direct Convs that record the same epilogue."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 128, 8, 9)
+    on, off = _KeepPrograms(), _KeepPrograms(CpuOptions(winograd=False))
+    for cpu in (on, off):
+        tern.export(WinogradBlock().eval(), (x,), partitioners=[cpu])
+    (wino,), (direct,) = on.programs, off.programs
+    outputs = [op for op in wino.ops if op.kind == "WinogradOutput"]
+    assert [op.decisions for op in outputs] == [
+        {"activation": "relu", "winograd": True},
+        {"residual": "add", "activation": "relu_1", "winograd": True},
+        {"activation": "sigmoid", "winograd": True},
+    ]
+    convs = [op for op in direct.ops if op.kind == "Conv"]
+    assert [op.decisions for op in convs] == [{"activation": "relu"}, {"residual": "add", "activation": "relu_1"},
+                                              {"activation": "sigmoid"}]
+
+
+def test_row_chains_record_head_and_stages() -> None:
+    torch.manual_seed(0)
+    cpu = _KeepPrograms(CpuOptions(row_chain_min_bytes=0))
+    tern.export(InvertedResiduals().eval(), (torch.randn(1, 8, 15, 13),), partitioners=[cpu])
+    (program,) = cpu.programs
+    chained = [(op.decisions.get("row_chain"), op.fields.get("fuse_next", False)) for op in program.ops
+               if op.kind == "Conv"]
+    # as in test_inverted_residual_blocks_run_as_row_chains: b1, b2 whole chains, b3 expand + depthwise
+    assert chained[:8] == [("head", True), ("stage", True), ("stage", False), ("head", True), ("stage", True),
+                           ("stage", False), ("head", True), ("stage", False)]
