@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tern.backends.cpu.activations import NO_ACTIVATION, activation_of
-from tern.backends.cpu.ir import VIEWS, Builder, Op, Program, name_of, shape
+from tern.backends.cpu.ir import VIEWS, Builder, Op, Program, name_of, only_user, shape
 from tern.backends.cpu.layout import simplify_permute
 from tern.backends.cpu.options import CpuOptions
 
@@ -47,11 +47,6 @@ def choose_winograd(gm: "torch.fx.GraphModule", options: CpuOptions) -> None:
                                             options)
 
 
-def _only_user(node: Any) -> Any:
-    users = list(node.users)
-    return users[0] if len(users) == 1 and users[0].op == "call_function" else None
-
-
 def is_view(node: Any) -> bool:
     """A reshape, or a permute that keeps the elements in order (of size-1 dims)."""
     name = name_of(node)
@@ -64,10 +59,10 @@ def past_views(node: Any, views: bool) -> tuple[Any, list[Any]]:
     """node's only user and, with `views`, past a chain of reshapes each
     used once (an elementwise op after them may be fused all the same, in
     the plain layout): (that user or None, the reshapes passed)."""
-    u, passed = _only_user(node), []
-    while views and u is not None and is_view(u) and _only_user(u) is not None:
+    u, passed = only_user(node), []
+    while views and u is not None and is_view(u) and only_user(u) is not None:
         passed.append(u)
-        u = _only_user(u)
+        u = only_user(u)
     return u, passed
 
 

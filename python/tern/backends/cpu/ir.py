@@ -131,6 +131,12 @@ def not_float32(node: Any) -> str | None:
     return f"the backend runs float32 tensors; this op has {', '.join(dtypes) or 'none'}"
 
 
+def only_user(node: Any) -> Any:
+    """node's one user if it has one and it is a call, else None."""
+    users = list(node.users)
+    return users[0] if len(users) == 1 and users[0].op == "call_function" else None
+
+
 def only_values_used(node: Any) -> bool:
     return all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
 
