@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from tern.errors import ExportError
 from tern.program import Program
+from tern.version import __version__
 
 if TYPE_CHECKING:
     import torch
@@ -56,7 +57,7 @@ def export(
     a max: memory is planned for the largest shapes. Dynamic parts run on
     kernels (backends take static shapes).
     """
-    from tern import ops as _ops
+    import tern.ops as _ops
 
     supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
     if partitioners is None:
@@ -381,7 +382,7 @@ def check_loads(program: Program, gm: "torch.fx.GraphModule") -> None:
     backend's own checks of its arguments) and raises ExportError with the
     runtime's reason, the op and the user's source line if it refuses: a
     model that exports also loads."""
-    from tern import _runtime
+    import tern._runtime as _runtime
     from tern.graph import user_frame
     from tern.inspect import read_program
 
@@ -420,7 +421,6 @@ def build_program(gm: "torch.fx.GraphModule") -> Program:
     """Emits, plans and serializes `gm` (already checked) into a Program."""
     import torch
 
-    import tern
     from tern.emit import emit_method
     from tern.aliasing import alias_views
     from tern.memory_plan import check_plan, lifetimes, plan, with_aliases
@@ -442,7 +442,7 @@ def build_program(gm: "torch.fx.GraphModule") -> Program:
     mem = plan(intervals)
     check_plan(mem.intervals, mem.offsets, mem.planned_bytes)
     mem = with_aliases(mem, {v: (a.root, a.offset) for v, a in views.items() if v in nbytes}, nbytes)
-    producer = f"tern {tern.__version__} / torch {torch.__version__}"
+    producer = f"tern {__version__} / torch {torch.__version__}"
     return Program(
         data=serialize(method, mem, producer),
         input_specs=_specs(method, method.inputs, method.input_names),

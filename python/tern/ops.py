@@ -50,7 +50,7 @@ def supported_dtypes() -> dict[str, frozenset[str] | None]:
     the runtime takes (None: any, the kernel's prepare decides). Like
     supported_ops(): the compiled runtime's registry, else ops.def."""
     try:
-        from tern import _runtime
+        import tern._runtime as _runtime
     except ImportError:
         if OPS_DEF.is_file():
             return parse_ops_dtypes(OPS_DEF)
@@ -65,7 +65,7 @@ def supported_dtypes() -> dict[str, frozenset[str] | None]:
 
 def _runtime_ops() -> frozenset[str] | None:
     try:
-        from tern import _runtime  # the compiled bindings, when built
+        import tern._runtime as _runtime  # the compiled bindings, when built
     except ImportError:
         return None
     return frozenset(_runtime.registered_ops())

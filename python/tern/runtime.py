@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tern import _runtime
+import tern._runtime as _runtime
 
 # Tern dtype names (runtime/core/scalar_type.h) -> NumPy dtypes.
 _NUMPY_DTYPES = {

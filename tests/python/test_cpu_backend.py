@@ -16,6 +16,7 @@ from torch import nn
 
 import tern
 from compare import assert_close, assert_outputs_close
+from tern.backends.cpu import CpuOptions, CpuPartitioner
 from tern.inspect import read_program
 
 ISAS = ["scalar", "avx2", "avx512"]
@@ -40,15 +41,16 @@ def _payload_ops(path: Path) -> list[list[tuple[str, str]]]:
     return out
 
 
-def _check(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path, tol: float = 1e-4) -> Path:
-    """Exports with the cpu backend, runs with 1/2/3 threads (identical bits)
-    and compares with eager."""
+def _check(model: nn.Module, args: tuple[torch.Tensor, ...], tmp_path: Path, tol: float = 1e-4,
+           options: CpuOptions | None = None) -> Path:
+    """Exports with the cpu backend (with `options`), runs with 1/2/3 threads
+    (identical bits) and compares with eager."""
     model.eval()
     with torch.no_grad():
         ref = model(*args)
     refs = [ref] if isinstance(ref, torch.Tensor) else list(ref)
     path = tmp_path / "model.tern"
-    tern.export(model, args).save(path)
+    tern.export(model, args, partitioners=[CpuPartitioner(options=options)]).save(path)
     outs = tern.load(str(path), threads=1)(*args)
     for threads in (2, 3):
         for a, b in zip(tern.load(str(path), threads=threads)(*args), outs):
@@ -263,10 +265,11 @@ def load_on_isa(path: Path, isa: str, monkeypatch: pytest.MonkeyPatch, threads: 
 
 
 def _check_on_isa(model: nn.Module, args: tuple[torch.Tensor, ...], isa: str, tmp_path: Path,
-                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Exports, loads with TERN_CPU_ISA=isa (skips if this CPU lacks it), compares with eager."""
+                  monkeypatch: pytest.MonkeyPatch, options: CpuOptions | None = None) -> None:
+    """Exports (with `options`), loads with TERN_CPU_ISA=isa (skips if this
+    CPU lacks it), compares with eager."""
     path = tmp_path / "m.tern"
-    tern.export(model, args).save(path)
+    tern.export(model, args, partitioners=[CpuPartitioner(options=options)]).save(path)
     m = load_on_isa(path, isa, monkeypatch)
     with torch.no_grad():
         assert_close(m(*args)[0], model(*args), what=f"TERN_CPU_ISA={isa}")
@@ -318,23 +321,19 @@ def _fuse_next(path: Path) -> list[tuple[str, bool]]:
     return out
 
 
-def test_inverted_residual_blocks_run_as_row_chains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inverted_residual_blocks_run_as_row_chains(tmp_path: Path) -> None:
     """Expand, depthwise and projection convolutions whose outputs only the
     next one reads are marked to run row by row (Conv.fuse_next); the results
     match eager and are the bits the same model gives unchained."""
-    from tern.backends.cpu import compile as cpu_compile
-
-    monkeypatch.setattr(cpu_compile, "ROW_CHAIN_MIN_BYTES", 0)  # the test's tensors are small
     torch.manual_seed(0)
     model, x = InvertedResiduals().eval(), torch.randn(2, 8, 15, 13)
-    path = _check(model, (x,), tmp_path)
+    path = _check(model, (x,), tmp_path, options=CpuOptions(row_chain_min_bytes=0))  # the test's tensors are small
     flags = [f for _, f in _fuse_next(path)]
     # b1: expand, depthwise chain into the projection; b2 likewise; b3: expand
     # into the depthwise only (its output also feeds the gate); gate, projection
     assert flags == [True, True, False, True, True, False, True, False, False, False]
-    monkeypatch.setattr(cpu_compile, "ROW_CHAINS", False)
     plain = tmp_path / "plain.tern"
-    tern.export(model, (x,)).save(plain)
+    tern.export(model, (x,), partitioners=[CpuPartitioner(options=CpuOptions(row_chains=False))]).save(plain)
     assert not any(f for _, f in _fuse_next(plain))
     for threads in (1, 2):
         np.testing.assert_array_equal(tern.load(str(path), threads=threads)(x)[0],
@@ -348,12 +347,12 @@ def test_a_row_chain_flag_on_convolutions_that_cannot_chain_fails_to_load(tmp_pa
     op: at export already, which loads the file to check it."""
     from tern.backends.cpu import compile as cpu_compile
 
-    def mark_all(self: Any) -> None:
-        for op in self.p.ops:
+    def mark_all(p: Any, options: CpuOptions) -> None:  # a broken row-chain pass
+        for op in p.ops:
             if op.kind == "Conv":
                 op.fields["fuse_next"] = True
 
-    monkeypatch.setattr(cpu_compile._Compiler, "_mark_row_chains", mark_all)
+    monkeypatch.setattr(cpu_compile, "mark_row_chains", mark_all)
     model = nn.Sequential(nn.Conv2d(4, 8, 1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1)).eval()
     with pytest.raises(tern.ExportError, match=r"op \d+ \(convolution[^)]*\): fuse_next needs a pointwise Conv"):
         tern.export(model, (torch.randn(1, 4, 6, 6),))
@@ -361,11 +360,9 @@ def test_a_row_chain_flag_on_convolutions_that_cannot_chain_fails_to_load(tmp_pa
 
 @pytest.mark.parametrize("isa", ISAS)
 def test_row_chains_on_each_isa_give_eager_results(isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tern.backends.cpu import compile as cpu_compile
-
-    monkeypatch.setattr(cpu_compile, "ROW_CHAIN_MIN_BYTES", 0)
     torch.manual_seed(0)
-    _check_on_isa(InvertedResiduals().eval(), (torch.randn(1, 8, 17, 10),), isa, tmp_path, monkeypatch)
+    _check_on_isa(InvertedResiduals().eval(), (torch.randn(1, 8, 17, 10),), isa, tmp_path, monkeypatch,
+                  CpuOptions(row_chain_min_bytes=0))
 
 
 def test_weights_are_packed_in_the_payload_and_used_in_place(tmp_path: Path) -> None:
@@ -636,3 +633,96 @@ def test_recurrent_layers_on_each_isa_give_eager_results(isa: str, tmp_path: Pat
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
     _check_on_isa(Recurrent().eval(), (torch.randn(1, 7, 12),), isa, tmp_path, monkeypatch)
+
+
+class _PartlyPortable(nn.Module):
+    """A convolution the backend runs, then three nodes it refuses, each for its own reason."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = nn.functional.max_pool2d(self.conv(x), 2, ceil_mode=True)
+        return nn.functional.gelu(y, approximate="tanh"), y.to(torch.float64) * 2
+
+
+def test_the_partitioner_reports_each_refused_node_with_its_reason() -> None:
+    cpu = CpuPartitioner()
+    tern.export(_PartlyPortable().eval(), (torch.randn(1, 3, 9, 9),), partitioners=[cpu])
+    assert sorted(cpu.refused) == [
+        ("_to_copy", "aten::_to_copy", "no cpu backend op for it"),
+        ("gelu", "aten::gelu", "gelu with the tanh approximation"),
+        ("max_pool2d_with_indices", "aten::max_pool2d_with_indices", "a pool with ceil_mode"),
+        ("mul_scalar", "aten::mul.Scalar", "the backend runs float32 tensors; this op has float64"),
+    ]
+    report = cpu.report().splitlines()
+    assert report[0] == "cpu backend: left on the portable kernels"
+    assert "  aten::max_pool2d_with_indices: a pool with ceil_mode [max_pool2d_with_indices]" in report
+    assert not any("convolution" in line for line in report)  # claimed: not listed
+
+
+def test_every_family_refusal_names_the_failed_condition() -> None:
+    """supports(node) of each family: None when claimed, else the condition."""
+    from tern.backends.cpu import SUPPORTS
+    from tern.backends.cpu.ir import name_of
+    from tern.export import lower_to_graph
+    from tern.ops import supported_ops
+
+    class Two(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            a = nn.functional.avg_pool2d(x, 3, stride=1, padding=1, divisor_override=2)
+            return torch.softmax(a, 1) + x.permute(0, 1, 3, 2)
+
+    gm = lower_to_graph(Two().eval(), (torch.randn(1, 2, 4, 4),), frozenset(supported_ops()))
+    why = {n.name: SUPPORTS[name_of(n)](n) for n in gm.graph.nodes if name_of(n) in SUPPORTS}
+    assert why == {"avg_pool2d": "an average pool with divisor_override",
+                   "_softmax": "a softmax over a dim other than the last",
+                   "permute": None, "add": None}, why
+
+
+class _KeepPrograms(CpuPartitioner):
+    """The cpu partitioner, keeping each subgraph's compiled program."""
+
+    def __init__(self, options: CpuOptions | None = None) -> None:
+        super().__init__(options)
+        self.programs: list[Any] = []
+
+    def preprocess(self, subgraph: Any) -> Any:
+        from tern.backends.cpu.compile import compile_subgraph
+
+        self.programs.append(compile_subgraph(subgraph, self.options))
+        return super().preprocess(subgraph)
+
+
+def test_fusion_passes_record_their_decisions_on_the_ops() -> None:
+    """Winograd (before lowering), residual and activation (while lowering)
+    name what they took in; with Winograd off the same convolutions are
+    direct Convs that record the same epilogue."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 128, 8, 9)
+    on, off = _KeepPrograms(), _KeepPrograms(CpuOptions(winograd=False))
+    for cpu in (on, off):
+        tern.export(WinogradBlock().eval(), (x,), partitioners=[cpu])
+    (wino,), (direct,) = on.programs, off.programs
+    outputs = [op for op in wino.ops if op.kind == "WinogradOutput"]
+    assert [op.decisions for op in outputs] == [
+        {"activation": "relu", "winograd": True},
+        {"residual": "add", "activation": "relu_1", "winograd": True},
+        {"activation": "sigmoid", "winograd": True},
+    ]
+    convs = [op for op in direct.ops if op.kind == "Conv"]
+    assert [op.decisions for op in convs] == [{"activation": "relu"}, {"residual": "add", "activation": "relu_1"},
+                                              {"activation": "sigmoid"}]
+
+
+def test_row_chains_record_head_and_stages() -> None:
+    torch.manual_seed(0)
+    cpu = _KeepPrograms(CpuOptions(row_chain_min_bytes=0))
+    tern.export(InvertedResiduals().eval(), (torch.randn(1, 8, 15, 13),), partitioners=[cpu])
+    (program,) = cpu.programs
+    chained = [(op.decisions.get("row_chain"), op.fields.get("fuse_next", False)) for op in program.ops
+               if op.kind == "Conv"]
+    # as in test_inverted_residual_blocks_run_as_row_chains: b1, b2 whole chains, b3 expand + depthwise
+    assert chained[:8] == [("head", True), ("stage", True), ("stage", False), ("head", True), ("stage", True),
+                           ("stage", False), ("head", True), ("stage", False)]

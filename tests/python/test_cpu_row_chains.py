@@ -16,6 +16,7 @@ from torch import nn
 
 import tern
 from compare import assert_close, assert_outputs_close
+from tern.backends.cpu import CpuOptions, CpuPartitioner
 from zoo_models import calibrate_batch_norm
 
 
@@ -98,19 +99,13 @@ def _heads_and_stages(path: Path) -> tuple[int, list[bool]]:
     return sum(1 for i, f in enumerate(flags) if f and (i == 0 or not flags[i - 1])), flags
 
 
-def _export_both(model: nn.Module, x: torch.Tensor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                 min_bytes: int | None) -> tuple[Path, Path]:
-    """The model exported with row chains (ROW_CHAIN_MIN_BYTES = min_bytes,
-    None: the default) and without."""
-    from tern.backends.cpu import compile as cpu_compile
-
-    if min_bytes is not None:
-        monkeypatch.setattr(cpu_compile, "ROW_CHAIN_MIN_BYTES", min_bytes)
+def _export_both(model: nn.Module, x: torch.Tensor, tmp_path: Path, min_bytes: int | None) -> tuple[Path, Path]:
+    """The model exported with row chains (CpuOptions.row_chain_min_bytes =
+    min_bytes, None: the default) and without."""
     chained, plain = tmp_path / "chained.tern", tmp_path / "plain.tern"
-    tern.export(model, (x,)).save(chained)
-    monkeypatch.setattr(cpu_compile, "ROW_CHAINS", False)
-    tern.export(model, (x,)).save(plain)
-    monkeypatch.setattr(cpu_compile, "ROW_CHAINS", True)
+    options = CpuOptions() if min_bytes is None else CpuOptions(row_chain_min_bytes=min_bytes)
+    tern.export(model, (x,), partitioners=[CpuPartitioner(options=options)]).save(chained)
+    tern.export(model, (x,), partitioners=[CpuPartitioner(options=CpuOptions(row_chains=False))]).save(plain)
     return chained, plain
 
 
@@ -132,8 +127,7 @@ def _calibrated(model: nn.Module, shape: tuple[int, ...]) -> nn.Module:
     return calibrate_batch_norm(model, lambda g: (torch.randn(*shape, generator=g),), passes=2)
 
 
-def test_mobilenet_v1_exports_with_the_default_partitioners_and_matches_eager(tmp_path: Path,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mobilenet_v1_exports_with_the_default_partitioners_and_matches_eager(tmp_path: Path) -> None:
     """224x224, width 0.75: the first pointwise outputs (48 channels at
     112x112, 96 at 56x56) pass the default 1 MiB threshold, so the chain
     pw1 > dw2 > pw2 forms and pw2 could head pw2 > dw3 > pw3 (the export
@@ -151,8 +145,7 @@ def test_mobilenet_v1_exports_with_the_default_partitioners_and_matches_eager(tm
     assert_outputs_close(tern.load(str(path), threads=2)(x), want)
 
 
-def test_mobilenet_v1_chains_alternate_pairs_when_every_tensor_qualifies(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mobilenet_v1_chains_alternate_pairs_when_every_tensor_qualifies(tmp_path: Path) -> None:
     """Threshold 0: every pw > dw > pw triple could chain, but a pointwise
     conv that ends one chain cannot head the next. Convs in order: stem, then
     (dw, pw) x 13; pw1 > dw2 > pw2, pw3 > dw4 > pw4, ..., pw11 > dw12 > pw12,
@@ -161,7 +154,7 @@ def test_mobilenet_v1_chains_alternate_pairs_when_every_tensor_qualifies(tmp_pat
     shape = (1, 3, 64, 64)
     model = _calibrated(mobilenet_v1(width=0.25, classes=10), shape)
     x = torch.randn(*shape)
-    chained, plain = _export_both(model, x, tmp_path, monkeypatch, 0)
+    chained, plain = _export_both(model, x, tmp_path, 0)
     chains, flags = _heads_and_stages(chained)
     want = [False, False]  # stem, dw1
     for _ in range(6):
@@ -172,8 +165,7 @@ def test_mobilenet_v1_chains_alternate_pairs_when_every_tensor_qualifies(tmp_pat
 
 
 @pytest.mark.parametrize("min_bytes", [None, 0], ids=["default", "threshold0"])
-def test_a_ds_cnn_exports_and_matches_eager(min_bytes: int | None, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_ds_cnn_exports_and_matches_eager(min_bytes: int | None, tmp_path: Path) -> None:
     torch.manual_seed(0)
     shape = (1, 1, 49, 10)
     model = _calibrated(ds_cnn(), shape)
@@ -185,14 +177,13 @@ def test_a_ds_cnn_exports_and_matches_eager(min_bytes: int | None, tmp_path: Pat
         with torch.no_grad():
             assert_outputs_close(tern.load(str(path), threads=2)(x), model(x))
         return
-    chained, plain = _export_both(model, x, tmp_path, monkeypatch, min_bytes)
+    chained, plain = _export_both(model, x, tmp_path, min_bytes)
     assert _heads_and_stages(chained)[0] == 2  # pw1 > dw2 > pw2, pw3 > dw4 > pw4
     _check(model, x, chained, plain)
 
 
 @pytest.mark.parametrize("residual", [True, False], ids=["residual", "no_residual"])
-def test_stacked_inverted_residual_blocks_chain_and_match_eager(residual: bool, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stacked_inverted_residual_blocks_chain_and_match_eager(residual: bool, tmp_path: Path) -> None:
     """Each block's expand > depthwise > project is one chain: the projection
     ends it, the next block's expansion heads the next (with a residual the
     projection adds the block's input, which a chain stage can carry)."""
@@ -200,18 +191,17 @@ def test_stacked_inverted_residual_blocks_chain_and_match_eager(residual: bool, 
     shape = (2, 8, 20, 12)
     model = _calibrated(nn.Sequential(*[InvertedResidual(8, 8, 1, 4, residual) for _ in range(3)]), shape)
     x = torch.randn(*shape)
-    chained, plain = _export_both(model, x, tmp_path, monkeypatch, 0)
+    chained, plain = _export_both(model, x, tmp_path, 0)
     chains, _ = _heads_and_stages(chained)
     assert chains == 3
     _check(model, x, chained, plain)
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_random_pointwise_and_depthwise_stacks_export_and_match_eager(seed: int, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_random_pointwise_and_depthwise_stacks_export_and_match_eager(seed: int, tmp_path: Path) -> None:
     torch.manual_seed(seed)
     model, cin = random_stack(seed)
     x = torch.randn(1, cin, 23, 17)
     model.eval()
-    chained, plain = _export_both(model, x, tmp_path, monkeypatch, 0)
+    chained, plain = _export_both(model, x, tmp_path, 0)
     _check(model, x, chained, plain)

@@ -5,6 +5,7 @@ application reads a method through MethodMeta instead)."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -88,11 +89,100 @@ def test_the_check_flags_upward_includes_and_passes_downward_ones(tmp_path: Path
 
 def test_the_python_package_has_no_assert_statements() -> None:
     # python -O removes them: every check the exporter relies on must raise.
-    import ast
-
     found = []
     for path in sorted((ROOT / "python" / "tern").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Assert):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not found, found
+
+
+# Python: no import cycle among python/tern's modules, whether the import is
+# at the top of a file or inside a function (an import inside a function only
+# hides a cycle until someone moves it).
+
+PYTHON = ROOT / "python"
+
+
+def python_modules(root: Path, package: str = "tern") -> dict[str, Path]:
+    """Dotted module name -> its file, for every .py under root/package."""
+    mods = {}
+    for p in sorted((root / package).rglob("*.py")):
+        parts = list(p.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mods[".".join(parts)] = p
+    return mods
+
+
+def import_edges(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of `mods` it imports, at any depth of its code:
+    `import a.b` is an edge to a.b; `from a.b import c` to a.b and, if a.b.c
+    is a module, to a.b.c (relative imports resolved)."""
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, path in mods.items():
+        package = m if path.name == "__init__.py" else m.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([base] if base else []))
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            edges[m].update(t for t in targets if t in mods and t != m)
+    return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle (its modules in order, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        path.append(m)
+        for n in sorted(edges[m]):
+            if state.get(n) == 1:
+                return path[path.index(n):] + [n]
+            if n not in state:
+                found = visit(n)
+                if found:
+                    return found
+        path.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(edges):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_python_modules_import_no_cycle() -> None:
+    mods = python_modules(PYTHON)
+    assert "tern.backends.cpu.compile" in mods and "tern.export" in mods, sorted(mods)
+    cycle = find_cycle(import_edges(mods))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_check_sees_imports_inside_functions_and_from_packages(tmp_path: Path) -> None:
+    pkg = tmp_path / "tern"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from tern.a import f\n")
+    (pkg / "a.py").write_text("def f():\n    from tern.sub import b\n    return b\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("import math\nfrom . import c\n")
+    (pkg / "sub" / "c.py").write_text("from tern import version\n")
+    (pkg / "version.py").write_text("")
+    edges = import_edges(python_modules(tmp_path))
+    assert edges["tern.a"] == {"tern.sub", "tern.sub.b"} and edges["tern.sub.b"] == {"tern.sub", "tern.sub.c"}
+    # tern -> tern.a (at the top) -> tern.sub.b (in a function) -> tern.sub.c -> tern (the package)
+    assert find_cycle(edges) == ["tern", "tern.a", "tern.sub.b", "tern.sub.c", "tern"]
+    (pkg / "sub" / "c.py").write_text("from tern.version import x\n")
+    assert find_cycle(import_edges(python_modules(tmp_path))) is None

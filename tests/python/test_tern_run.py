@@ -107,15 +107,15 @@ def test_trace_and_profile_show_the_cpu_backends_fused_ops(tmp_path: Path) -> No
 def test_trace_shows_a_row_chain_as_one_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An inverted residual block (expand, depthwise, project) runs as one
     backend step named after the three convolutions it chains."""
-    from tern.backends.cpu import compile as cpu_compile
+    from tern.backends.cpu import CpuOptions, CpuPartitioner
 
-    monkeypatch.setattr(cpu_compile, "ROW_CHAIN_MIN_BYTES", 0)
     torch.manual_seed(0)
     block = torch.nn.Sequential(torch.nn.Conv2d(4, 16, 1), torch.nn.ReLU6(),
                                 torch.nn.Conv2d(16, 16, 3, padding=1, groups=16), torch.nn.ReLU6(),
                                 torch.nn.Conv2d(16, 4, 1))
     path = tmp_path / "chain.tern"
-    tern.export(block.eval(), (torch.randn(1, 4, 12, 12),)).save(path)
+    cpu = CpuPartitioner(options=CpuOptions(row_chain_min_bytes=0))  # the block's tensors are small
+    tern.export(block.eval(), (torch.randn(1, 4, 12, 12),), partitioners=[cpu]).save(path)
     out = tmp_path / "trace.json"
     r = _run(str(path), "--iterations", "1", "--warmup", "0", "--trace", str(out))
     assert r.returncode == 0, r.stderr

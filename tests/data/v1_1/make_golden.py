@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 import tern
+from tern.backends.cpu import CpuOptions, CpuPartitioner
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "python"))
@@ -198,16 +199,12 @@ def main(names: list[str]) -> None:
         save("cpu_block", CpuBlock(), (torch.randn(1, 3, 20, 20),))
     torch.manual_seed(0)
     if "cpu_ops_v2" in names:
-        import tern.backends.cpu.compile as cpu_compile
-
-        cpu_compile.WINOGRAD_MIN_CHANNELS, cpu_compile.WINOGRAD_MIN_PIXELS = 16, 16
-        save("cpu_ops_v2", CpuOpsV2(), (torch.randn(1, 4, 4, 4),))
+        options = CpuOptions(winograd_min_channels=16, winograd_min_pixels=16)
+        save("cpu_ops_v2", CpuOpsV2(), (torch.randn(1, 4, 4, 4),), partitioners=[CpuPartitioner(options=options)])
     torch.manual_seed(0)
     if "cpu_chain" in names:
-        import tern.backends.cpu.compile as cpu_compile
-
-        cpu_compile.ROW_CHAIN_MIN_BYTES = 0
-        save("cpu_chain", CpuChain(), (torch.randn(1, 4, 11, 10),))
+        options = CpuOptions(row_chain_min_bytes=0)
+        save("cpu_chain", CpuChain(), (torch.randn(1, 4, 11, 10),), partitioners=[CpuPartitioner(options=options)])
     torch.manual_seed(0)
     if "cpu_qs8" in names:
         calibration = [(torch.randn(1, 3, 16, 16),) for _ in range(4)]

@@ -1,238 +1,143 @@
 """The cpu backend's exporter side: which nodes it claims, and their payload.
 
     import tern
-    from tern.backends.cpu import CpuPartitioner
-    program = tern.export(model, (x,), partitioners=[CpuPartitioner()])
+    from tern.backends.cpu import CpuOptions, CpuPartitioner
+    cpu = CpuPartitioner()                        # or CpuPartitioner(options=CpuOptions(winograd=False))
+    program = tern.export(model, (x,), partitioners=[cpu])
+    print(cpu.report())                           # what stayed on the portable kernels, and why
 
-tern.export uses it by default. It claims float32 convolutions (2-d,
-general, grouped, depthwise or transposed), linear layers, residual adds, the activations it can
-fuse or run (relu, relu6/hardtanh/clamp, hardswish, sigmoid, tanh, gelu,
-silu), add/sub/mul of tensors (same shape, a scalar, a per-channel gate, a
-bias over the last dims), add/sub/mul/div by a number, select, slice
-(step 1) and split, layer norm and
-softmax over the last dim, batched matmul, scaled dot-product attention (one
-op: float or constant bool mask, causal, grouped-query; no dropout), concat
-(a convolution whose output is only concatenated writes into its slice), permutes,
-pooling (max, average, global average) and the reshapes between them; and
-of quantized models (tern.quantize), int8 convolutions and linear layers
-with what they fuse, quantize and dequantize (quantized.py). compile.py turns each claimed
-subgraph into the backend's program (NHWC inside, fused, weights packed,
-workspace planned). What it does not claim runs on the portable kernels.
+tern.export uses CpuPartitioner() by default. It claims, one module per op
+family (each with supports(node) -> None, or why not, and its lowering):
+  convolution.py   float32 convolutions: 2-d, general, grouped, depthwise or
+                   transposed; Winograd for wide 3x3 ones
+  linear.py        linear layers (addmm, mm of a constant weight), batched matmul
+  attention.py     scaled dot-product attention as one op (float or constant
+                   bool mask, causal, grouped-query; no dropout)
+  elementwise.py   add/sub/mul of tensors (same shape, a number, a per-channel
+                   gate, a bias over the last dims), activations (relu,
+                   relu6/hardtanh/clamp, hardswish, sigmoid, tanh, gelu, silu)
+                   and x op number (activations.py), layer norm and softmax
+                   over the last dims
+  pooling.py       max, average and global average pools
+  layout.py        reshapes, expand, permute, select, slice (step 1), split, concat
+  quantized_ops.py of quantized models (tern.quantize): int8 convolutions and
+                   linear layers with what they fuse, add, mul, pools,
+                   quantize and dequantize (patterns: quantized.py)
+compile.py turns each claimed subgraph into the backend's program (NHWC
+inside, fused by the passes of fusion.py, weights packed, workspace
+planned); options.py holds what it decides by measurement. What it does not
+claim runs on the portable kernels; report() says which nodes and why.
 The runtime side is backends/cpu/ (tern::register_cpu_backend()).
 """
 from __future__ import annotations
 
-import operator
-from typing import TYPE_CHECKING, Any, Sequence
+import collections
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+import tern.backends.cpu.attention as attention
+import tern.backends.cpu.convolution as convolution
+import tern.backends.cpu.elementwise as elementwise
+import tern.backends.cpu.layout as layout
+import tern.backends.cpu.linear as linear
+import tern.backends.cpu.pooling as pooling
+import tern.backends.cpu.quantized_ops as quantized_ops
 from tern.backend import Lowered, Partitioner
+from tern.backends.cpu.activations import ACTIVATIONS, AFFINE
+from tern.backends.cpu.compile import compile_subgraph
+from tern.backends.cpu.ir import name_of, not_float32
+from tern.backends.cpu.options import CpuOptions
+from tern.backends.cpu.payload import serialize
+from tern.ops import op_name
 
 if TYPE_CHECKING:
     import torch.fx
 
-_ELEMENTWISE = ("aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor")
-_RESHAPES = ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::clone", "aten::alias", "aten::unsqueeze",
-             "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims")
-_SHAPE_ONLY = _RESHAPES + ("aten::expand", "aten::permute", "aten::select.int", "aten::slice.Tensor",
-                            "aten::split.Tensor", "aten::split_with_sizes")
+__all__ = ["CpuOptions", "CpuPartitioner", "SUPPORTS"]
+
+
+def _getitem(node: Any) -> str | None:
+    """A getitem of max pool's values or layer norm's output (their other
+    results go unused), or of a split's piece."""
+    src = node.args[0]
+    if name_of(src) in ("aten::max_pool2d_with_indices", "aten::native_layer_norm") and node.args[1] == 0:
+        return None
+    if layout.split_of(src) is not None:
+        return None
+    return f"an item of {op_name(getattr(src, 'target', src))} that is not its first result or a split's piece"
+
+
+# op name -> the family's supports(node): None if the backend runs it, else why not
+SUPPORTS: dict[str, Callable[[Any], str | None]] = {
+    "aten::convolution": convolution.supports,
+    "aten::addmm": linear.supports_linear,
+    "aten::mm": linear.supports_linear,
+    "aten::bmm": linear.supports_bmm,
+    "aten::scaled_dot_product_attention": attention.supports,
+    **{name: elementwise.supports_binary for name in elementwise.BINARY},
+    **{name: elementwise.supports_affine for name in AFFINE},
+    **{name: elementwise.supports_activation for name in ACTIVATIONS},
+    "aten::native_layer_norm": elementwise.supports_layer_norm,
+    "aten::_softmax": elementwise.supports_softmax,
+    **{name: pooling.supports for name in pooling.POOLS},
+    **{name: layout.supports_reshape for name in layout.RESHAPES},
+    "aten::expand": layout.supports_expand,
+    "aten::permute": layout.supports_permute,
+    **{name: layout.supports_slice for name in layout.SLICES},
+    **{name: layout.supports_split for name in layout.SPLITS},
+    "aten::cat": layout.supports_cat,
+    "getitem": _getitem,
+}
+# checks their own dtypes (attention's mask may be bool)
+_ANY_DTYPE = ("aten::scaled_dot_product_attention",)
 
 
 class CpuPartitioner(Partitioner):
     backend = "cpu"
 
+    def __init__(self, options: CpuOptions | None = None) -> None:
+        self.options = options or CpuOptions()
+        # (node name, op, why) of each node refused, across the exports it took part in
+        self.refused: list[tuple[str, str, str]] = []
+
+    def refusal(self, node: "torch.fx.Node") -> str | None:
+        """None if the backend runs this call_function node, else why not."""
+        int8 = quantized_ops.supports(node)  # int8 convolutions, linear layers, add, mul, pools; (de)quantize
+        if int8 is not False:
+            return int8
+        name = name_of(node)
+        family = SUPPORTS.get(name)
+        if family is None:
+            return "no cpu backend op for it"
+        if name not in _ANY_DTYPE:
+            wrong = not_float32(node)
+            if wrong is not None:
+                return wrong
+        return family(node)
+
     def supports(self, node: "torch.fx.Node") -> bool:
-        from tern.backends.cpu.compile import activation_of
-        from tern.backends.cpu.quantized import claims
-        from tern.ops import op_name
+        why = self.refusal(node)
+        if why is not None:
+            self.refused.append((node.name, name_of(node), why))
+        return why is None
 
-        quantized = claims(node)  # int8 convolutions, linear layers, add, mul; quantize, dequantize
-        if quantized is not None:
-            return quantized
-        if node.target is operator.getitem:
-            from tern.backends.cpu.compile import split_of
-
-            # float32 only, like every node it claims (a float16 max pool's item stays portable)
-            return _all_float32(node) and (
-                _is_first_of(node, ("aten::max_pool2d_with_indices", "aten::native_layer_norm"))
-                or split_of(node.args[0]) is not None)
-        if op_name(node.target) == "aten::scaled_dot_product_attention":
-            from tern.backends.cpu.compile import attention_of
-
-            return attention_of(node) is not None
-        if not _all_float32(node):
-            return False
-        name = op_name(node.target)
-        if name == "aten::convolution":
-            return _conv_ok(node)
-        if name in ("aten::addmm", "aten::mm"):
-            return _linear_ok(node)
-        if name in _ELEMENTWISE:
-            return _binary_ok(node)
-        if name in ("aten::add.Scalar", "aten::sub.Scalar", "aten::mul.Scalar", "aten::div.Scalar"):
-            from tern.backends.cpu.compile import affine_of
-
-            return affine_of(node) is not None
-        if name in _RESHAPES:
-            return True
-        if name == "aten::expand":
-            from tern.backends.cpu.compile import expanded_weight
-
-            # a no-op, or a constant matrix repeated over a batch for bmm (a linear layer)
-            return tuple(_val(node).shape) == tuple(_val(node.args[0]).shape) or expanded_weight(node) is not None
-        if name == "aten::permute":
-            from tern.backends.cpu.compile import simplify_permute
-
-            sizes, _ = simplify_permute(tuple(_val(node.args[0]).shape), node.args[1])
-            return len(sizes) <= 4
-        if name in ("aten::split.Tensor", "aten::split_with_sizes"):
-            from tern.backends.cpu.compile import split_of
-
-            return split_of(node) is not None
-        if name in ("aten::select.int", "aten::slice.Tensor"):
-            from tern.backends.cpu.compile import slice_of
-
-            return slice_of(node) is not None
-        if name == "aten::native_layer_norm":
-            x, shape, w, b = node.args[:4]
-            return (_only_values_used(node) and all(a is None or _is_const(a) for a in (w, b))
-                    and tuple(_val(x).shape[-len(shape):]) == tuple(shape))
-        if name == "aten::_softmax":
-            dim, half = node.args[1], node.args[2] if len(node.args) > 2 else False
-            return not half and dim % _rank(node) == _rank(node) - 1
-        if name == "aten::cat":
-            return len(node.args[0]) >= 1 and all(hasattr(t, "meta") for t in node.args[0]) and 1 <= _rank(node) <= 8
-        if name == "aten::bmm":
-            return _rank(node.args[0]) == 3 and _rank(node.args[1]) == 3
-        if name in POOLS:
-            return pool_supported(node)
-        return activation_of(node) is not None
+    def report(self) -> str:
+        """What stayed on the portable kernels and why, one line per op and
+        reason, with the nodes (dynamic shapes are refused before asking)."""
+        groups: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+        for node, op, why in dict.fromkeys(self.refused):  # a node asked twice is listed once
+            groups[(op, why)].append(node)
+        if not groups:
+            return "cpu backend: every node with static shapes was claimed"
+        lines = ["cpu backend: left on the portable kernels"]
+        for (op, why), nodes in sorted(groups.items()):
+            shown = ", ".join(nodes[:4]) + (f", ... ({len(nodes)})" if len(nodes) > 4 else "")
+            lines.append(f"  {op}: {why} [{shown}]")
+        return "\n".join(lines)
 
     def keep(self, nodes: Sequence["torch.fx.Node"]) -> bool:
         """Not a group of reshapes and getitems alone."""
-        from tern.ops import op_name
-
-        return any(n.target is not operator.getitem and op_name(n.target) not in _SHAPE_ONLY for n in nodes)
+        return any(name_of(n) not in layout.SHAPE_ONLY + ("getitem",) for n in nodes)
 
     def preprocess(self, subgraph: "torch.fx.GraphModule") -> Lowered:
-        from tern.backends.cpu.compile import compile_subgraph
-        from tern.backends.cpu.payload import serialize
-
-        program = compile_subgraph(subgraph)
+        program = compile_subgraph(subgraph, self.options)
         return Lowered(serialize(program), program.workspace_bytes)
-
-
-def _val(node: Any) -> Any:
-    return node.meta.get("val") if hasattr(node, "meta") else None
-
-
-def _rank(node: Any) -> int:
-    v = _val(node)
-    return v.dim() if v is not None and hasattr(v, "dim") else -1
-
-
-def _all_float32(node: Any) -> bool:
-    """Every tensor it reads and writes is float32."""
-    import torch
-
-    vals = [_val(a) for a in node.all_input_nodes] + [_val(node)]
-    tensors = []
-    for v in vals:
-        tensors += list(v) if isinstance(v, (tuple, list)) else [v]
-    tensors = [t for t in tensors if isinstance(t, torch.Tensor)]
-    # max_pool's indices are int64: they are allowed, just never used
-    return bool(tensors) and all(t.dtype in (torch.float32, torch.int64) for t in tensors) and any(
-        t.dtype == torch.float32 for t in tensors)
-
-
-def _is_const(node: Any) -> bool:
-    return getattr(node, "op", None) == "get_attr"
-
-
-def _conv_ok(node: Any) -> bool:
-    x, w, b, stride, padding, dilation, transposed, _, groups = node.args
-    if _rank(x) != 4 or not _is_const(w) or (b is not None and not _is_const(b)):
-        return False
-    if transposed:  # stride x stride phases (compile.py), each at least one pixel
-        oh, ow = _val(node).shape[2:]
-        return groups == 1 and oh >= stride[0] and ow >= stride[1]
-    return True  # groups == 1, depthwise, or one Conv per group (compile.py)
-
-
-def _linear_ok(node: Any) -> bool:
-    from tern.ops import op_name
-
-    if op_name(node.target) == "aten::mm":
-        x, w = node.args[:2]
-        return _rank(x) == 2 and _is_const(w)
-    b, x, w = node.args[:3]
-    beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
-    alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
-    return _rank(x) == 2 and _is_const(w) and _is_const(b) and _rank(b) == 1 and beta == 1 and alpha == 1
-
-
-def _binary_ok(node: Any) -> bool:
-    """Both operands tensors; one of the output's shape, the other the same
-    or broadcast in a way the backend runs (compile.broadcast_of) in either
-    layout it may pick; sub only with the full-size operand first."""
-    from tern.backends.cpu.compile import broadcast_of
-    from tern.ops import op_name
-
-    if len(node.args) != 2 or node.kwargs.get("alpha", 1) != 1 or not all(hasattr(t, "meta") for t in node.args):
-        return False
-    out = tuple(_val(node).shape)
-    a, b = (tuple(_val(t).shape) for t in node.args)
-    if a != out:
-        if op_name(node.target) == "aten::sub.Tensor" or b != out:
-            return False
-        a, b = b, a
-    # a 4-d op may run in either layout, but always can in NHWC (compile.py
-    # picks NHWC when the graph's layout cannot broadcast b)
-    return broadcast_of(out, b, True) is not None if len(out) == 4 else broadcast_of(out, b, False) is not None
-
-
-POOLS = ("aten::mean.dim", "aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::max_pool2d_with_indices")
-
-
-def pool_supported(node: Any) -> bool:
-    """Whether a pool node (one of POOLS) fits the backend's Pool / QPool
-    window: NHWC, no ceil mode, no dilation, no divisor override, padding at
-    most half the window; a mean or adaptive pool over the whole image."""
-    from tern.ops import op_name
-
-    name = op_name(node.target)
-    if _rank(node.args[0]) != 4:
-        return False
-    if name == "aten::mean.dim":
-        return sorted(d % 4 for d in node.args[1]) == [2, 3]
-    if name == "aten::adaptive_avg_pool2d":
-        return tuple(node.args[1]) in ((1, 1), (1,))
-    if name == "aten::avg_pool2d":
-        return _pool_ok(node, divisor_at=6)
-    return _pool_ok(node, dilation_at=4) and _only_values_used(node)
-
-
-def _pool_ok(node: Any, dilation_at: int | None = None, divisor_at: int | None = None) -> bool:
-    args = list(node.args) + [None] * 8
-    kernel = tuple(args[1])
-    padding = tuple(args[3]) if args[3] else (0,)
-    pads = padding * (2 // len(padding))
-    kern = kernel * (2 // len(kernel))
-    ceil_mode = args[5] if dilation_at is not None else args[4]
-    if ceil_mode or any(2 * p > k for p, k in zip(pads, kern)):
-        return False
-    if dilation_at is not None and args[dilation_at] and any(d != 1 for d in args[dilation_at]):
-        return False
-    return divisor_at is None or args[divisor_at] is None
-
-
-def _only_values_used(node: Any) -> bool:
-    return all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
-
-
-def _is_first_of(node: Any, ops: tuple[str, ...]) -> bool:
-    """A getitem of the first result of one of `ops` (max pool's values,
-    layer norm's output: their other results go unused)."""
-    from tern.ops import op_name
-
-    src = node.args[0]
-    return getattr(src, "op", None) == "call_function" and op_name(src.target) in ops and node.args[1] == 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import flatbuffers
 
-from tern.backends.cpu.compile import Op, Program
+from tern.backends.cpu.ir import Op, Program
 from tern.memory_plan import align
 from tern.serialize import offsets_vector
 

@@ -14,9 +14,14 @@ Dequantize ops; a dequantize only where a float op reads it).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tern.backends.cpu.activations import activation_of
+from tern.backends.cpu.ir import VIEWS, only_user, pair, shape
+from tern.backends.cpu.pooling import POOLS
+from tern.backends.cpu.pooling import supports as pool_refusal
 from tern.ops import op_name
 
 Q = "quantized_decomposed::quantize_per_tensor"
@@ -25,7 +30,6 @@ DQC = "quantized_decomposed::dequantize_per_channel"
 # The int32 accumulators of the qs8 microkernels hold at most this many
 # products per output (backends/cpu/program.cpp checks it too).
 MAX_PRODUCTS = 1 << 15
-_VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape")
 
 
 @dataclass
@@ -109,15 +113,11 @@ def _const(node: Any) -> Any:
     return getattr(gm, node.target, None)
 
 
-def _shape(node: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in node.meta["val"].shape)
-
-
 def _x_input(x: Any) -> tuple[Any, QParams, list[Any]] | None:
     """(int8 node, its parameters, views passed) if x is a dequantize, or
     reshapes of one each used once."""
     views = []
-    while getattr(x, "op", None) == "call_function" and op_name(x.target) in _VIEWS and len(x.users) == 1:
+    while getattr(x, "op", None) == "call_function" and op_name(x.target) in VIEWS and len(x.users) == 1:
         views.append(x)
         x = x.args[0]
     p = qparams(x)
@@ -130,15 +130,13 @@ def _output(node: Any, views: bool = False) -> tuple[Any, QParams, list[Any]] | 
     """(the quantize, its range narrowed by a relu / clamp between, the nodes
     between) if node's only user, past an activation (and, with `views`,
     reshapes), quantizes it."""
-    from tern.backends.cpu.compile import activation_of
-
     between: list[Any] = []
 
     def next_user(n: Any) -> Any:
-        u = _only_user(n)
-        while views and u is not None and op_name(u.target) in _VIEWS:
+        u = only_user(n)
+        while views and u is not None and op_name(u.target) in VIEWS:
             between.append(u)
-            u = _only_user(u)
+            u = only_user(u)
         return u
 
     u = next_user(node)
@@ -171,20 +169,15 @@ def narrow(p: QParams, lo: float, hi: float) -> QParams:
     return QParams(p.scale, p.zero_point, qmin, qmax)
 
 
-def _only_user(node: Any) -> Any:
-    users = list(node.users)
-    return users[0] if len(users) == 1 and users[0].op == "call_function" else None
-
-
 def _conv(node: Any) -> QConvPattern | None:
     x, w, b, stride, padding, dilation, transposed, _, groups = node.args
     xi, wi, out = _x_input(x), weight_of(w), _output(node)
-    if xi is None or wi is None or out is None or transposed or len(_shape(node)) != 4:
+    if xi is None or wi is None or out is None or transposed or len(shape(node)) != 4:
         return None
     if b is not None and getattr(b, "op", None) != "get_attr":
         return None
-    oc, c, kh, kw = _shape(wi[0])
-    cin = _shape(x)[1]
+    oc, c, kh, kw = shape(wi[0])
+    cin = shape(x)[1]
     depthwise = groups > 1 and groups == cin == oc and c == 1
     if (groups != 1 and not depthwise) or any(int(p) < 0 for p in padding):
         return None
@@ -203,14 +196,14 @@ def _linear_operands(node: Any) -> tuple[Any, Any, Any] | None:
         b, x, wt = node.args[:3]
         beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
         alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
-        if beta != 1 or alpha != 1 or getattr(b, "op", None) != "get_attr" or len(_shape(b)) != 1:
+        if beta != 1 or alpha != 1 or getattr(b, "op", None) != "get_attr" or len(shape(b)) != 1:
             return None
     elif name == "aten::mm":
         (x, wt), b = node.args[:2], None
     else:
         return None
     if getattr(wt, "op", None) != "call_function" or op_name(wt.target) != "aten::permute" \
-            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1 or len(_shape(x)) != 2:
+            or list(wt.args[1]) != [1, 0] or len(wt.users) != 1 or len(shape(x)) != 2:
         return None
     return x, wt, b
 
@@ -223,7 +216,7 @@ def _linear(node: Any) -> QConvPattern | None:
     xi, wi, out = _x_input(x), weight_of(wt.args[0]), _output(node, views=True)
     if xi is None or wi is None or out is None:
         return None
-    n, k = _shape(wi[0])
+    n, k = shape(wi[0])
     if (k + 3) // 4 * 4 > MAX_PRODUCTS:
         return None
     q, yp, between = out
@@ -255,7 +248,7 @@ def qbinary_of(node: Any) -> QBinaryPattern | None:
     pa, pb = qparams(a), qparams(b)
     if pa is None or pb is None or op_name(a.target) != DQ or op_name(b.target) != DQ:
         return None
-    if _shape(a) != _shape(node) or _shape(b) != _shape(node):
+    if shape(a) != shape(node) or shape(b) != shape(node):
         return None
     out = _output(node)
     if out is None:
@@ -284,19 +277,14 @@ MAX_POOL_TAPS = 1 << 16
 def qpool_of(node: Any) -> QPoolPattern | None:
     """The pattern around a pool node (the cpu backend's POOLS) of a
     dequantized int8 tensor whose values are quantized again, else None."""
-    import operator
-
-    from tern.backends.cpu import POOLS, pool_supported
-    from tern.backends.cpu.compile import pair
-
     name = op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
-    if name not in POOLS or not pool_supported(node):
+    if name not in POOLS or pool_refusal(node) is not None:
         return None
     x = node.args[0]
     px = qparams(x)
     if px is None or op_name(x.target) != DQ:
         return None
-    _, _, h, w = _shape(x)
+    _, _, h, w = shape(x)
     taps = h * w if name in ("aten::mean.dim", "aten::adaptive_avg_pool2d") else math.prod(pair(node.args[1]))
     if taps > MAX_POOL_TAPS:
         return None
@@ -336,8 +324,6 @@ class DynamicQuant:
 
 def dynamic_of(dq: Any) -> DynamicQuant | None:
     """The dynamic quantization chain ending at a dequantize_per_tensor.tensor node, else None."""
-    import operator
-
     import torch
 
     if getattr(dq, "op", None) != "call_function" or op_name(dq.target) != DQT or len(dq.args) < 6:
@@ -383,11 +369,11 @@ def qlinear_dynamic_of(node: Any, check_siblings: bool = True) -> QLinearPattern
         return None
     x, wt, b = parts
     views = []
-    while getattr(x, "op", None) == "call_function" and op_name(x.target) in _VIEWS and len(x.users) == 1:
+    while getattr(x, "op", None) == "call_function" and op_name(x.target) in VIEWS and len(x.users) == 1:
         views.append(x)
         x = x.args[0]
     dyn, wi = dynamic_of(x), weight_of(wt.args[0])
-    if dyn is None or wi is None or (_shape(wi[0])[1] + 3) // 4 * 4 > MAX_PRODUCTS:
+    if dyn is None or wi is None or (shape(wi[0])[1] + 3) // 4 * 4 > MAX_PRODUCTS:
         return None
     if check_siblings and not all(_dynamic_linear_use(u) for u in dyn.dq.users):
         return None
@@ -396,7 +382,7 @@ def qlinear_dynamic_of(node: Any, check_siblings: bool = True) -> QLinearPattern
 
 def _dynamic_linear_use(u: Any) -> bool:
     """u (a reader of a dynamic dequantize) is, past reshapes, a QLinear pattern."""
-    while getattr(u, "op", None) == "call_function" and op_name(u.target) in _VIEWS and len(u.users) == 1:
+    while getattr(u, "op", None) == "call_function" and op_name(u.target) in VIEWS and len(u.users) == 1:
         u = next(iter(u.users))
     return qlinear_dynamic_of(u, check_siblings=False) is not None
 
@@ -431,7 +417,7 @@ def _int4_weight(node: Any) -> tuple[Any, Any, Any, int, int] | None:
     if getattr(packed, "op", None) != "get_attr" or getattr(scale, "op", None) != "get_attr" \
             or (zp is not None and getattr(zp, "op", None) != "get_attr"):
         return None
-    if packed.meta["val"].dtype != torch.uint8 or len(_shape(packed)) != 2 or len(block) != 2 or block[0] != 1:
+    if packed.meta["val"].dtype != torch.uint8 or len(shape(packed)) != 2 or len(block) != 2 or block[0] != 1:
         return None
     if scale.meta["val"].dtype != torch.float32 or (zp is not None and zp.meta["val"].dtype != torch.float32):
         return None
@@ -463,8 +449,6 @@ def claims(node: Any) -> bool | None:
     """Whether the cpu backend claims `node` as part of a quantized operator
     (or a quantize / dequantize of its own); None for nodes this module does
     not decide."""
-    import operator
-
     name = op_name(node.target) if node.op == "call_function" else ""
     if name in (Q, DQ):
         return qparams(node) is not None
@@ -493,8 +477,6 @@ def claims(node: Any) -> bool | None:
 def _dynamic_claimed(node: Any) -> bool:
     """A node of a dynamic quantization chain is claimed when every reader of
     its dequantized value is a QLinear pattern."""
-    import operator
-
     name = op_name(node.target)
     if name == DQT:
         dq = node

@@ -1,0 +1,122 @@
+"""Scaled dot-product attention as one Attention op: float32 q, k, v, a
+float or constant bool mask or causal, grouped-query heads, no dropout.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tern.backends.cpu.ir import PLAIN, Builder, name_of, shape
+from tern.errors import ExportError
+
+
+@dataclass
+class Attention:
+    """An aten::scaled_dot_product_attention node the backend runs (attention_of)."""
+    q: Any
+    k: Any
+    v: Any
+    mask: Any  # None, or a node: a float32 tensor, or a constant bool one
+    causal: bool
+    scale: float
+    batch: int
+    heads: int
+    kv_heads: int
+
+
+_SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+
+
+def attention_of(node: Any) -> Attention | str:
+    """What the cpu backend's Attention op needs of an SDPA node, or why it
+    cannot run it: it takes float32 q, k, v of rank 3 or 4 with the same
+    leading dims (heads may be fewer in k and v than in q when grouped), no
+    dropout, a mask that is a float32 tensor or a constant bool one
+    broadcasting to the scores, or causal, not both."""
+    import torch
+
+    if name_of(node) != "aten::scaled_dot_product_attention":
+        return "not a scaled_dot_product_attention"
+    a = dict(zip(_SDPA_ARGS, node.args))
+    a.update(node.kwargs)
+    q, k, v, mask = a["query"], a["key"], a["value"], a.get("attn_mask")
+    dropout, causal, scale = a.get("dropout_p", 0.0), bool(a.get("is_causal", False)), a.get("scale")
+    vals = [getattr(t, "meta", {}).get("val") for t in (q, k, v)] + [node.meta.get("val")]
+    if any(not isinstance(t, torch.Tensor) or t.dtype != torch.float32 for t in vals):
+        return "attention over tensors that are not all float32"
+    if dropout:
+        return "attention with dropout"
+    qs, ks, vs = (tuple(int(d) for d in t.shape) for t in vals[:3])
+    if len(qs) not in (3, 4) or not len(qs) == len(ks) == len(vs) or qs[:-3] != ks[:-3] or ks[:-3] != vs[:-3]:
+        return "attention whose q, k, v are not all 3-d or all 4-d with the same batch"
+    lead = qs[:-3] if len(qs) == 4 else ()
+    heads, kv_heads = qs[-3], ks[-3]
+    if len(qs) == 3:  # [batch, l, e]: one head
+        lead, heads, kv_heads = (qs[0],), 1, 1
+        if ks[0] != qs[0] or vs[0] != qs[0]:
+            return "attention whose q, k, v batches differ"
+    if ks[-1] != qs[-1] or vs[-2] != ks[-2] or vs[-3] != ks[-3] or heads % kv_heads or (
+            kv_heads != heads and not a.get("enable_gqa", False)):
+        return "attention whose q, k, v sizes do not match (heads, lengths or embedding)"
+    if min(qs + ks + vs) < 1:
+        return "attention over an empty tensor"
+    if mask is not None:
+        refusal = _mask_refusal(mask, causal, (lead[0] if lead else 1, heads, qs[-2], ks[-2]))
+        if refusal is not None:
+            return refusal
+    e = qs[-1]
+    return Attention(q, k, v, mask, causal, float(scale) if scale is not None else 1.0 / math.sqrt(e),
+                     lead[0] if lead else 1, heads, kv_heads)
+
+
+def _mask_refusal(mask: Any, causal: bool, full: tuple[int, int, int, int]) -> str | None:
+    import torch
+
+    m = getattr(mask, "meta", {}).get("val")
+    if causal:
+        return "attention with both a mask and is_causal"
+    if not isinstance(m, torch.Tensor) or m.dim() > 4:
+        return "attention with a mask that is not a tensor of at most 4 dims"
+    if m.dtype == torch.bool and getattr(mask, "op", None) != "get_attr":
+        return "attention with a bool mask computed at run time"
+    if m.dtype not in (torch.float32, torch.bool):
+        return f"attention with a {str(m.dtype).replace('torch.', '')} mask (float32 or bool run)"
+    ms = (1,) * (4 - m.dim()) + tuple(int(d) for d in m.shape)
+    if any(d not in (1, f) for d, f in zip(ms, full)):
+        return "attention with a mask that does not broadcast to the scores"
+    return None
+
+
+def supports(node: Any) -> str | None:
+    at = attention_of(node)
+    return at if isinstance(at, str) else None
+
+
+def lower(c: Builder, node: Any) -> None:
+    at = attention_of(node)
+    if isinstance(at, str):
+        raise ExportError(f"cpu backend: node {node.name} is not an attention pattern: {at}")
+    qv, kv, vv = c.plain(at.q), c.plain(at.k), c.plain(at.v)
+    l, e = shape(at.q)[-2:]
+    s, ev = shape(at.v)[-2:]
+    reads = [qv, kv, vv]
+    mv = -1
+    if at.mask is not None:
+        if not at.mask.meta["val"].is_floating_point():  # bool (attention_of allows float32 and bool)
+            allowed = c.const_bool(at.mask)
+            mv = c.alias(c.weights(np.where(allowed, 0.0, -np.inf).astype(np.float32).reshape(-1)),
+                         tuple(allowed.shape) or (1,))
+        else:
+            mv = c.plain(at.mask)
+        reads.append(mv)
+    kpanels, vpanels = (s + 15) // 16, (ev + 15) // 16
+    packed = c.workspace((at.batch * at.kv_heads * (kpanels * 16 * (1 + e) + vpanels * 16 * (1 + s)),))
+    y = c.workspace(shape(node))
+    fields = {"q": qv, "k": kv, "v": vv, "y": y, "mask": mv, "packed": packed, "causal": at.causal,
+              "scale": at.scale, "batch": at.batch, "heads": at.heads, "kv_heads": at.kv_heads,
+              "l": l, "s": s, "e": e, "ev": ev}
+    c.op("Attention", fields, [node], reads + [packed], [y, packed])
+    c.env[node] = (y, PLAIN)

@@ -1,0 +1,147 @@
+"""Convolutions: 2-d, general, grouped (one Conv per group), depthwise, or
+transposed (one Conv per output phase, then an Interleave), and 3x3
+stride-1 ones as Winograd F(2x2, 3x3) where fusion.choose_winograd says so.
+NHWC inside; a residual add and an activation fused into the epilogue.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from tern.backends.cpu.fusion import WINOGRAD, fuse_activation, fuse_residual
+from tern.backends.cpu.pack import pack_conv, pack_depthwise
+from tern.backends.cpu.activations import NO_ACTIVATION, epilogue
+from tern.backends.cpu.ir import NHWC, Builder, is_const, rank, shape, val
+
+
+def supports(node: Any) -> str | None:
+    x, w, b, stride, padding, dilation, transposed, _, groups = node.args
+    if rank(x) != 4:
+        return f"a convolution of a rank-{rank(x)} input (2-d convolutions run)"
+    if not is_const(w) or (b is not None and not is_const(b)):
+        return "a convolution whose weight or bias is computed, not a constant"
+    if transposed:  # stride x stride phases, each at least one pixel
+        oh, ow = val(node).shape[2:]
+        if groups != 1:
+            return "a grouped transposed convolution"
+        if oh < stride[0] or ow < stride[1]:
+            return "a transposed convolution whose output is smaller than its stride"
+    return None  # groups == 1, depthwise, or one Conv per group
+
+
+def winograd_weights(weight: np.ndarray) -> np.ndarray:
+    """G g G^T of each [oc, c] 3x3 kernel (in double, then float32): [16, oc, c]."""
+    g = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+    u = np.einsum("ij,ocjk,lk->iloc", g, weight.astype(np.float64), g)  # [4, 4, oc, c]
+    return np.ascontiguousarray(u.reshape(16, *weight.shape[:2]), dtype=np.float32)
+
+
+def lower(c: Builder, node: Any) -> None:
+    x, w, b, stride, padding, dilation, transposed, _, groups = node.args
+    if transposed:
+        return _lower_transposed(c, node)
+    weight = c.const(w)
+    bias = c.const(b) if b is not None else None
+    n, oc, oh, ow = shape(node)
+    ch = shape(x)[1]
+    depthwise = groups > 1 and groups == ch == oc
+    xv = c.nhwc(x)
+    fused, decisions = [node], {}
+    res, last = fuse_residual(c, node, fused, decisions) if groups == 1 or depthwise else (None, node)
+    last, act = fuse_activation(last, fused, decisions)
+    y = c.workspace((n, oh, ow, oc))
+    rv = c.nhwc(res) if res is not None else -1
+    common = {"x": xv, "residual": rv, "y": y, "kernel": tuple(weight.shape[2:]), "stride": tuple(stride),
+              "padding": tuple(padding), "dilation": tuple(dilation), "depthwise": depthwise, **epilogue(act)}
+    if groups == 1 and node.meta.get(WINOGRAD):
+        _lower_winograd(c, xv, weight, bias, tuple(padding), rv, y, act, fused, {**decisions, "winograd": True})
+    elif groups == 1 or depthwise:
+        wv = c.weights(pack_depthwise(weight, bias) if depthwise else pack_conv(weight, bias))
+        c.op("Conv", {**common, "weights": wv}, fused, [xv, wv] + ([rv] if rv >= 0 else []), [y], decisions)
+    else:  # one Conv per group, over its channel slices of x and y
+        cg, og = ch // groups, oc // groups
+        for gi in range(groups):
+            part = slice(gi * og, (gi + 1) * og)
+            wv = c.weights(pack_conv(weight[part], bias[part] if bias is not None else None))
+            fields = {**common, "weights": wv, "x_offset": gi * cg, "in_channels": cg, "y_offset": gi * og,
+                      "out_channels": og}
+            c.op("Conv", fields, fused, [xv, wv], [y], decisions)
+    c.done.update(fused)
+    c.env[last] = (y, NHWC)
+
+
+def _lower_winograd(c: Builder, xv: int, weight: np.ndarray, bias: np.ndarray | None, padding: tuple[int, int],
+                    rv: int, y: int, act: tuple[str, float, float], fused: list[Any], decisions: dict[str, Any]) -> None:
+    """A 3x3 stride-1 convolution as Winograd F(2x2, 3x3) (cpu.fbs):
+    WinogradInput, 16 1x1 Convs with weights G g G^T, WinogradOutput."""
+    n, oh, ow, oc = c.p.values[y].sizes
+    ch = weight.shape[1]
+    tiles = n * ((oh + 1) // 2) * ((ow + 1) // 2)
+    vb, mb = tiles * ch + 16, tiles * oc + 16  # blocks 64 bytes more than their rows (cpu.fbs)
+    v = c.workspace((16, vb))
+    m = c.workspace((16, mb))
+    c.op("WinogradInput", {"x": xv, "v": v, "padding": padding, "oh": oh, "ow": ow}, fused, [xv], [v], decisions)
+    u = winograd_weights(weight)  # [16, oc, c]
+    for t in range(16):
+        vt = c.part(v, t * vb, (tiles, 1, 1, ch))
+        mt = c.part(m, t * mb, (tiles, 1, 1, oc))
+        wv = c.weights(pack_conv(u[t].reshape(oc, ch, 1, 1), None))
+        fields = {"x": vt, "weights": wv, "residual": -1, "y": mt, "kernel": (1, 1), "stride": (1, 1),
+                  "padding": (0, 0), "dilation": (1, 1), "depthwise": False, **epilogue(NO_ACTIVATION)}
+        c.op("Conv", fields, fused, [vt, wv], [mt], decisions)
+    bv = c.weights(bias.reshape(-1)) if bias is not None else -1
+    fields = {"m": m, "y": y, "bias": bv, "residual": rv, **epilogue(act)}
+    c.op("WinogradOutput", fields, fused, [m] + [x for x in (bv, rv) if x >= 0], [y], decisions)
+
+
+def _taps(p: int, k: int, s: int, pad: int, d: int) -> tuple[list[int], int, int]:
+    """(taps ky of output phase p listed by descending ky, the phase
+    convolution's padding, its dilation) (see _lower_transposed)."""
+    ks = [kk for kk in reversed(range(k)) if (p + pad - kk * d) % s == 0]
+    if not ks:
+        return [], 0, 1
+    return ks, -((p + pad - ks[0] * d) // s), d // math.gcd(s, d)
+
+
+def _lower_transposed(c: Builder, node: Any) -> None:
+    """A transposed convolution as stride x stride ordinary convolutions of
+    stride 1, one per output phase (py, px), each over the taps that land
+    on that phase, then an Interleave. Output row oy = py + sh * t takes
+    tap ky from input row t + (py + ph - ky * dh) / sh where that divides;
+    listed by descending ky those offsets rise by dh / gcd(sh, dh): a
+    convolution with that dilation and padding -(first offset)."""
+    x, w, b, stride, padding, dilation = node.args[:6]
+    weight = c.const(w)  # [c, oc, kh, kw]
+    bias = c.const(b) if b is not None else None
+    n, oc, oh, ow = shape(node)
+    ch, _, kh, kw = weight.shape
+    xv = c.nhwc(x)
+    fused, decisions = [node], {}
+    last, act = fuse_activation(node, fused, decisions)
+    sh, sw = stride
+    phases = []
+    for py in range(sh):
+        rows, pad_h, dil_h = _taps(py, kh, sh, padding[0], dilation[0])
+        for px in range(sw):
+            cols, pad_w, dil_w = _taps(px, kw, sw, padding[1], dilation[1])
+            y = c.workspace((n, -(-(oh - py) // sh), -(-(ow - px) // sw), oc))
+            if rows and cols:
+                wp = weight[:, :, rows][:, :, :, cols].transpose(1, 0, 2, 3)  # [oc, c, taps_h, taps_w]
+                kernel, pad, dil = (len(rows), len(cols)), (pad_h, pad_w), (dil_h, dil_w)
+            else:  # no tap lands here: the bias alone
+                wp = np.zeros((oc, ch, 1, 1), np.float32)
+                kernel, pad, dil = (1, 1), (0, 0), (1, 1)
+            wv = c.weights(pack_conv(np.ascontiguousarray(wp), bias))
+            fields = {"x": xv, "weights": wv, "residual": -1, "y": y, "kernel": kernel, "stride": (1, 1),
+                      "padding": pad, "dilation": dil, "depthwise": False, **epilogue(act)}
+            c.op("Conv", fields, fused, [xv, wv], [y], decisions)
+            phases.append(y)
+    if len(phases) == 1:  # stride 1: the one phase is the output
+        y = phases[0]
+    else:
+        y = c.workspace((n, oh, ow, oc))
+        c.op("Interleave", {"xs": phases, "y": y, "stride": (sh, sw)}, fused, phases, [y], decisions)
+    c.done.update(fused)
+    c.env[last] = (y, NHWC)

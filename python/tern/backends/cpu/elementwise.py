@@ -1,0 +1,138 @@
+"""Elementwise ops and row-wise normalizations: add / sub / mul of tensors
+(Binary: same shape, a scalar, a per-channel gate, a bias over the last
+dims), an activation or x op number (Unary), each taking in a following
+activation; softmax and layer norm over the last dims.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tern.backends.cpu.fusion import fuse_activation
+from tern.backends.cpu.activations import activation_of, affine_of, epilogue
+from tern.backends.cpu.ir import NHWC, PLAIN, Builder, is_const, name_of, only_values_used, rank, shape, val
+from tern.errors import ExportError
+
+BINARY = {"aten::add.Tensor": "Add", "aten::sub.Tensor": "Sub", "aten::mul.Tensor": "Mul"}
+
+
+def broadcast_of(out: tuple[int, ...], b: tuple[int, ...], nhwc: bool) -> tuple[int, int] | None:
+    """(b_inner, b_block) of b broadcast to `out` (cpu.fbs Binary), in the
+    layout the op runs in, or None if this broadcast is not supported.
+    (0, 0): same shape."""
+    if b == out:
+        return (0, 0)
+    b = (1,) * (len(out) - len(b)) + tuple(b)
+    total = math.prod(out)
+    if math.prod(b) == 1:
+        return (1, 0)
+    if nhwc and len(out) == 4 and b[2:] == (1, 1) and b[1] == out[1] and b[0] in (1, out[0]):
+        c = out[1]  # a per-channel gate: NHWC [n, 1, 1, c] over [n, h, w, c]
+        return (c, total // out[0] if b[0] > 1 and out[0] > 1 else 0)
+    if not nhwc:
+        # b equals out's trailing dims, 1 before them: [d] or [1, s, d] over [b, s, d]
+        k = next((i for i, s in enumerate(b) if s != 1), len(b))
+        if b[k:] == out[k:]:
+            return (math.prod(b), 0)
+    return None
+
+
+def supports_binary(node: Any) -> str | None:
+    """Both operands tensors; one of the output's shape, the other the same
+    or broadcast in a way the backend runs (broadcast_of) in either layout
+    it may pick; sub only with the full-size operand first."""
+    if len(node.args) != 2 or not all(hasattr(t, "meta") for t in node.args):
+        return "an elementwise op with a number operand (x op number runs as its .Scalar form)"
+    if node.kwargs.get("alpha", 1) != 1:
+        return "an add or sub with alpha other than 1"
+    out = tuple(val(node).shape)
+    a, b = (tuple(val(t).shape) for t in node.args)
+    if a != out:
+        if name_of(node) == "aten::sub.Tensor" or b != out:
+            return f"a broadcast of both operands, or of the first of a sub ({list(a)} and {list(b)} to {list(out)})"
+        a, b = b, a
+    # a 4-d op may run in either layout, but always can in NHWC (lower_binary
+    # picks NHWC when the graph's layout cannot broadcast b)
+    if broadcast_of(out, b, len(out) == 4) is None:
+        return f"a broadcast of {list(b)} to {list(out)} (same shape, a number, a per-channel gate or trailing dims run)"
+    return None
+
+
+def supports_affine(node: Any) -> str | None:
+    return None if affine_of(node) is not None else "x op number with a number that is not finite, or a division by 0"
+
+
+def supports_activation(node: Any) -> str | None:
+    return None if activation_of(node) is not None else "gelu with the tanh approximation"
+
+
+def supports_layer_norm(node: Any) -> str | None:
+    x, norm_shape, w, b = node.args[:4]
+    if not only_values_used(node):
+        return "a layer norm whose mean or rstd is used"
+    if not all(a is None or is_const(a) for a in (w, b)):
+        return "a layer norm whose weight or bias is computed, not a constant"
+    return None if tuple(val(x).shape[-len(norm_shape):]) == tuple(norm_shape) else "a layer norm of a shape it does not end with"
+
+
+def supports_softmax(node: Any) -> str | None:
+    dim, half = node.args[1], node.args[2] if len(node.args) > 2 else False
+    if half:
+        return "a softmax to half precision"
+    return None if dim % rank(node) == rank(node) - 1 else "a softmax over a dim other than the last"
+
+
+def lower_binary(c: Builder, node: Any) -> None:
+    a, b = node.args[:2]
+    out = shape(node)
+    if shape(a) != out:  # the full-size operand first (add and mul commute; supports() checked sub)
+        a, b = b, a
+    nhwc = len(out) == 4 and (c.get(a)[1] == NHWC or c.get(b)[1] == NHWC
+                              or broadcast_of(out, shape(b), False) is None)  # a per-channel gate: NHWC
+    inner, block = broadcast_of(out, shape(b), nhwc) or (0, 0)
+    av = c.nhwc(a) if nhwc else c.plain(a)
+    bv = (c.nhwc(b) if len(shape(b)) == 4 else c.plain(b)) if nhwc else c.plain(b)
+    fused, decisions = [node], {}
+    last, act = fuse_activation(node, fused, decisions)
+    y = c.workspace(c.p.values[av].sizes)
+    fields = {"a": av, "b": bv, "y": y, "kind": BINARY[name_of(node)], **epilogue(act), "b_inner": inner,
+              "b_block": block}
+    c.op("Binary", fields, fused, [av, bv], [y], decisions)
+    c.done.update(fused)
+    c.env[last] = (y, NHWC if nhwc else PLAIN)
+
+
+def lower_unary(c: Builder, node: Any) -> None:
+    """An activation, or x * scale + shift and the activation after it."""
+    xv, layout = c.get(node.args[0])
+    y = c.workspace(c.p.values[xv].sizes)
+    affine = affine_of(node)
+    fused, decisions = [node], {}
+    if affine is None:
+        last, act = node, activation_of(node)
+        if act is None:
+            raise ExportError(f"cpu backend: node {node.name} is neither an affine op nor an activation")
+    else:
+        last, act = fuse_activation(node, fused, decisions)
+    scale, shift = affine or (1.0, 0.0)
+    c.op("Unary", {"x": xv, "y": y, **epilogue(act), "scale": scale, "shift": shift}, fused, [xv], [y], decisions)
+    c.done.update(fused)
+    c.env[last] = (y, layout)
+
+
+def lower_layer_norm(c: Builder, node: Any) -> None:
+    x, norm_shape, w, b, eps = node.args[:5]
+    xv = c.plain(x)
+    wv = c.weights(c.const(w).reshape(-1)) if w is not None else -1
+    bv = c.weights(c.const(b).reshape(-1)) if b is not None else -1
+    y = c.workspace(shape(x))
+    fields = {"x": xv, "y": y, "weight": wv, "bias": bv, "inner": math.prod(norm_shape), "eps": float(eps)}
+    c.op("LayerNorm", fields, [node], [v for v in (xv, wv, bv) if v >= 0], [y])
+    c.env[node] = (y, PLAIN)  # its getitem 0 (the only use) reads it
+
+
+def lower_softmax(c: Builder, node: Any) -> None:
+    x = c.plain(node.args[0])
+    y = c.workspace(shape(node))
+    c.op("Softmax", {"x": x, "y": y, "inner": shape(node)[-1]}, [node], [x], [y])
+    c.env[node] = (y, PLAIN)

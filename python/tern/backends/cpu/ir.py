@@ -1,0 +1,156 @@
+"""The cpu backend's program as the exporter builds it (the ops of
+backends/cpu/schema/cpu.fbs over values), and what every op family asks of
+an fx node. Imports nothing else of the backend: every family may use it.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from tern.ops import op_name
+
+NHWC, PLAIN = "nhwc", "plain"
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+INF = float("inf")
+VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape")
+ELEMENT_BYTES = {"Float32": 4, "Int8": 1}
+
+
+@dataclass
+class Value:
+    sizes: tuple[int, ...]
+    storage: str  # "Input", "Output", "Workspace" or "Weights"
+    index: int = 0  # Input / Output
+    buffer: int = -1  # Workspace: the buffer (aliases share one)
+    data: np.ndarray | None = None  # Weights
+    offset: int = 0  # set by the compiler's plan
+    within: int = 0  # Workspace: bytes into its buffer (a part of a larger value)
+    dtype: str = "Float32"  # cpu.fbs DType: "Float32" or "Int8"
+
+    @property
+    def nbytes(self) -> int:
+        return ELEMENT_BYTES[self.dtype] * math.prod(self.sizes)
+
+
+@dataclass
+class Op:
+    kind: str  # a member of cpu.fbs's OpKind
+    fields: dict[str, Any]
+    nodes: str
+    reads: list[int]
+    writes: list[int]
+    # what fusion passes decided for it (fusion.py): {"activation": node name, ...};
+    # for readers and tests, not serialized
+    decisions: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    values: list[Value] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    num_inputs: int = 0
+    num_outputs: int = 0
+    workspace_bytes: int = 0
+    weights: bytes = b""
+
+
+class Builder(Protocol):
+    """What a family's lower(c, node) asks of the compiler (compile.Compiler)."""
+
+    gm: Any  # the claimed subgraph (torch.fx.GraphModule)
+    p: Program
+    env: dict[Any, tuple[int, str]]  # node -> (value, layout NHWC or PLAIN)
+    done: set[Any]  # nodes an op already covers
+    lazy_dq: dict[Any, tuple[Any, float, int]]
+    dynamic: dict[Any, tuple[int, int]]
+
+    def workspace(self, sizes: tuple[int, ...], dtype: str = "Float32") -> int: ...
+    def alias(self, v: int, sizes: tuple[int, ...]) -> int: ...
+    def part(self, v: int, start: int, sizes: tuple[int, ...]) -> int: ...
+    def weights(self, data: np.ndarray) -> int: ...
+    def weights_int8(self, data: np.ndarray) -> int: ...
+    def const(self, node: Any) -> np.ndarray: ...
+    def const_bool(self, node: Any) -> np.ndarray: ...
+    def op(self, kind: str, fields: dict[str, Any], nodes: list[Any], reads: list[int], writes: list[int],
+           decisions: dict[str, Any] | None = None) -> None: ...
+    def has_value(self, node: Any) -> bool: ...
+    def get(self, node: Any) -> tuple[int, str]: ...
+    def nhwc(self, node: Any) -> int: ...
+    def plain(self, node: Any) -> int: ...
+
+
+# node helpers
+
+
+def name_of(node: Any) -> str:
+    """The op name of a call_function node, else ""."""
+    return op_name(node.target) if getattr(node, "op", None) == "call_function" else ""
+
+
+def val(node: Any) -> Any:
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def rank(node: Any) -> int:
+    v = val(node)
+    return v.dim() if v is not None and hasattr(v, "dim") else -1
+
+
+def shape(node: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in node.meta["val"].shape)
+
+
+def is_const(node: Any) -> bool:
+    return getattr(node, "op", None) == "get_attr"
+
+
+def dtype_of(node: Any) -> str:
+    import torch
+
+    return "Int8" if node.meta["val"].dtype == torch.int8 else "Float32"
+
+
+def not_float32(node: Any) -> str | None:
+    """None if every tensor the node reads and writes is float32 (max pool's
+    int64 indices allowed: never used), else what is not."""
+    import torch
+
+    vals = [val(a) for a in node.all_input_nodes] + [val(node)]
+    tensors = []
+    for v in vals:
+        tensors += list(v) if isinstance(v, (tuple, list)) else [v]
+    tensors = [t for t in tensors if isinstance(t, torch.Tensor)]
+    if tensors and all(t.dtype in (torch.float32, torch.int64) for t in tensors) and any(
+            t.dtype == torch.float32 for t in tensors):
+        return None
+    dtypes = sorted({str(t.dtype).replace("torch.", "") for t in tensors})
+    return f"the backend runs float32 tensors; this op has {', '.join(dtypes) or 'none'}"
+
+
+def only_user(node: Any) -> Any:
+    """node's one user if it has one and it is a call, else None."""
+    users = list(node.users)
+    return users[0] if len(users) == 1 and users[0].op == "call_function" else None
+
+
+def only_values_used(node: Any) -> bool:
+    return all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
+
+
+def before(a: Any, b: Any) -> bool:
+    """Node a comes before node b in their graph."""
+    n = a
+    while n is not None and n.op != "root":
+        if n is b:
+            return True
+        n = n.next
+    return False
+
+
+def pair(v: Any) -> tuple[int, int]:
+    v = tuple(int(x) for x in v)
+    return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])

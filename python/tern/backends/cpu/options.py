@@ -1,0 +1,37 @@
+"""What the cpu backend's exporter decides by measurement rather than by
+rule, in one object given to the partitioner:
+
+    from tern.backends.cpu import CpuOptions, CpuPartitioner
+    cpu = CpuPartitioner(options=CpuOptions(row_chain_min_bytes=0))
+    program = tern.export(model, (x,), partitioners=[cpu])
+
+The defaults are the measured ones below; tests and benchmarks change them
+per export, never module-wide.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CpuOptions:
+    # Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions of at least
+    # winograd_min_pixels output pixels and winograd_min_channels input and
+    # output channels. Measured (2026-12-01, AVX-512, 1 thread, four 3x3
+    # convolutions in a row, Winograd / direct time): 64 channels at 56x56
+    # 1.01, 128 at 28x28 0.77, 256 at 14x14 0.66, 512 at 7x7 0.80: with
+    # fewer channels the 16 GEMMs' short k and the transforms eat the 2.25x
+    # fewer multiply-adds.
+    winograd: bool = True
+    winograd_min_pixels: int = 36
+    winograd_min_channels: int = 128
+    # Row chains (cpu.fbs Conv.fuse_next): a pointwise convolution, the
+    # depthwise one that alone reads its output and, where it alone reads the
+    # depthwise output, the pointwise projection after it (an inverted
+    # residual block) run output row by output row, so the wide tensors
+    # between them stay in cache. Only where the expanded tensor is at least
+    # row_chain_min_bytes: smaller ones stay in cache anyway, and each thread
+    # recomputes the rows its first output row needs (about (k - stride)
+    # rows a thread).
+    row_chains: bool = True
+    row_chain_min_bytes: int = 1 << 20
