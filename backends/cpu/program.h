@@ -46,11 +46,23 @@ struct AttentionGeometry {
   bool causal;
 };
 
-// ConvChain: this op and the next chain - 1 Convs run as one
-// (run_conv_chain); the ops it covers are Chained and skipped.
-enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
-                                 Concat, Interleave, Slice, WinogradInput, WinogradOutput, ConvChain, Chained,
-                                 QConv, Quantize, Dequantize, QBinary, DynamicQuantize, QLinear, QPool };
+// The op kinds, cpu.fbs's OpKind union's values (ops.def); 0 is none.
+enum class CpuOpKind : uint8_t {
+  None,
+#define CPU_OP(Kind, family) Kind,
+#include "backends/cpu/ops.def"
+#undef CPU_OP
+};
+constexpr size_t kCpuOpKinds = 0
+#define CPU_OP(Kind, family) +1
+#include "backends/cpu/ops.def"
+#undef CPU_OP
+                               + 1;  // with None
+
+struct CpuOp;
+struct CpuProgram;
+// Runs one op, blind: everything it reads was checked by its prepare.
+using CpuRunFn = void (*)(const CpuOp& op, const CpuProgram& p, RunContext& ctx);
 
 // Concat (cpu.fbs): y as [outer, row]; input i fills columns
 // [offsets[i], offsets[i] + inners[i]) of every row.
@@ -70,6 +82,8 @@ struct InterleaveParts {
 
 struct CpuOp {
   CpuOpKind kind;
+  CpuRunFn run;       // its kind's run (the run table, program.cpp), run_conv_chain's for a chain's head;
+                      // nullptr: a Conv its chain's head runs
   const char* nodes;  // the torch.export nodes it covers ("convolution_3+relu_2"), or ""
   const char* label;  // what profiles call it: the nodes, else the op kind
   const float* x;     // Binary: a
@@ -88,7 +102,7 @@ struct CpuOp {
   float* packed;             // MatMul: b packed at run time (workspace)
   Epilogue ep;
   bool fuse_next;            // Conv: cpu.fbs Conv.fuse_next
-  int chain;                 // ConvChain: Convs it runs (2 or 3) ...
+  int chain;                 // a chain's head (link_chain): Convs it runs (2 or 3) ...
   const ConvStage* stages;   // ... and their stages (y: the last one's output)
   ConvGeometry conv;
   Transpose4 transpose;
@@ -130,42 +144,20 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
 // Runs every op in order over ctx's threads.
 void run_cpu_program(const CpuProgram& p, RunContext& ctx);
 
-// The ops other than convolution (backends/cpu/ops.cpp).
-void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx);
-void run_transpose_int8(const Transpose4& t, const int8_t* x, int8_t* y, RunContext& ctx);
-// Quantize, Dequantize and QBinary (cpu.fbs), as the portable kernels compute them.
-void run_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-void run_dequantize(const CpuOp& op, RunContext& ctx);
-void run_qbinary(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-void run_dynamic_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-void run_qlinear(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-// QPool: op.pool's window over int8 x (cpu.fbs); scratch: qpool_scratch_bytes.
-void run_qpool(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-size_t qpool_scratch_bytes(const PoolGeometry& g);
-// zeros: at least c floats (an average's padding taps); per-thread scratch:
-// pool_scratch_bytes.
+// The run table (program.cpp): each kind's run, at its union value.
+extern const CpuRunFn kCpuRun[kCpuOpKinds];
+
+// The fewest elements worth a thread, for the ops that split plain loops.
+constexpr int64_t kMinElementsPerThread = 16384;
+
+// Pool (ops/pool.cpp): zeros: at least c floats (an average's padding taps);
+// per-thread scratch: pool_scratch_bytes; QPool's: qpool_scratch_bytes.
 void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx);
 size_t pool_scratch_bytes(const PoolGeometry& g);
-void run_binary(const CpuOp& op, RunContext& ctx);
-void run_unary(const CpuOp& op, RunContext& ctx);
-void run_layer_norm(const CpuOp& op, RunContext& ctx);
-void run_softmax(const CpuOp& op, const Isa& isa, RunContext& ctx);
-void run_matmul(const CpuOp& op, const Isa& isa, RunContext& ctx);
-void run_attention(const CpuOp& op, const Isa& isa, RunContext& ctx);
-void run_concat(const CpuOp& op, RunContext& ctx);
-void run_interleave(const CpuOp& op, RunContext& ctx);
-void run_slice(const CpuOp& op, RunContext& ctx);
-// Winograd F(2x2, 3x3) transforms (cpu.fbs); op.conv holds n, h, w, c (input:
-// x's), oh, ow, oc (output: y's) and the padding. The input transform reads
-// zeros (at least c floats) outside x.
-// zeros: at least max(c, oc) zeros; the output needs winograd_scratch_bytes
-// of per-thread scratch.
-void run_winograd_input(const CpuOp& op, const Isa& isa, const float* zeros, RunContext& ctx);
-void run_winograd_output(const CpuOp& op, const Isa& isa, const float* zeros, RunContext& ctx);
-size_t winograd_scratch_bytes(int64_t oc);
-// Floats from one of v's (or m's) 16 blocks to the next (cpu.fbs).
-int64_t winograd_block(int64_t tiles, int64_t channels);
+size_t qpool_scratch_bytes(const PoolGeometry& g);
 
+// Attention (ops/attention.cpp): op.attention over q (op.x) into op.y.
+void run_attention(const CpuOp& op, const Isa& isa, RunContext& ctx);
 // Floats of Attention's `packed` workspace, and the per-thread scratch it needs.
 int64_t attention_packed_floats(const AttentionGeometry& a);
 size_t attention_scratch_bytes(const AttentionGeometry& a, const Isa& isa);

@@ -1,4 +1,4 @@
-// The cpu backend's attention op (backends/cpu/attention.cpp) on every ISA
+// The cpu backend's attention op (backends/cpu/ops/attention.cpp) on every ISA
 // this build and CPU have, against softmax(q k^T * scale + mask) v computed
 // in double precision: tile edges in queries and keys, grouped heads,
 // broadcast masks, causal cuts, rows that see no key (zeros); and the same

@@ -10,12 +10,15 @@
 // The scores of a head never exist whole: a thread holds mr rows of them.
 // Under a causal mask, a block of rows reads only the keys its last row sees.
 // Each output row is computed by the same calls whatever the thread count.
+//
+// prepare_Attention checks the payload's table; run_attention is the op.
 #include <cstring>
 
-#include "backends/cpu/program.h"
+#include "backends/cpu/loader.h"
 
 namespace tern {
 namespace cpu {
+
 namespace {
 
 constexpr MinMax kNoClamp = {-__builtin_inff(), __builtin_inff()};
@@ -127,6 +130,57 @@ void run_attention(const CpuOp& o, const Isa& isa, RunContext& ctx) {
     }
   });
 }
+
+Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp* op) {
+  const ValueInfo *q = nullptr, *k = nullptr, *v = nullptr, *y = nullptr, *m = nullptr, *p = nullptr;
+  TERN_CHECK_OK(ld.value(oi, at.q(), 0, false, &q));
+  TERN_CHECK_OK(ld.value(oi, at.k(), 0, false, &k));
+  TERN_CHECK_OK(ld.value(oi, at.v(), 0, false, &v));
+  TERN_CHECK_OK(ld.value(oi, at.y(), 0, true, &y));
+  TERN_CHECK_OK(ld.value(oi, at.packed(), 0, true, &p));
+  if (at.mask() >= 0) TERN_CHECK_OK(ld.value(oi, at.mask(), 0, false, &m));
+  AttentionGeometry& a = op->attention;
+  a.batch = at.batch(), a.heads = at.heads(), a.kv_heads = at.kv_heads();
+  a.l = at.l(), a.s = at.s(), a.e = at.e(), a.ev = at.ev();
+  const int64_t limit = int64_t(1) << 24;
+  bool ok = true;
+  for (int64_t d : {a.batch, a.heads, a.kv_heads, a.l, a.s, a.e, a.ev}) ok = ok && d >= 1 && d < limit;
+  // with q, k, v and y within 2^40 elements, attention_packed_floats cannot overflow
+  ok = ok && a.heads % a.kv_heads == 0 && q->numel == elements({a.batch, a.heads, a.l, a.e}) &&
+       k->numel == elements({a.batch, a.kv_heads, a.s, a.e}) && v->numel == elements({a.batch, a.kv_heads, a.s, a.ev}) &&
+       y->numel == elements({a.batch, a.heads, a.l, a.ev}) && std::isfinite(at.scale());
+  if (!ok) {
+    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): attention sizes do not fit q, k, v and y", oi, op->nodes);
+  }
+  if (p->numel < attention_packed_floats(a)) {
+    return ld.ctx.fail(Error::InvalidProgram, "op %u: attention workspace of %lld floats, it needs %lld", oi,
+                       (long long)p->numel, (long long)attention_packed_floats(a));
+  }
+  // the mask broadcasts to [batch, heads, l, s], aligned on the right
+  for (int d = 0; d < 4; ++d) a.mask_strides[d] = 0;
+  if (m != nullptr) {
+    const int64_t full[4] = {a.batch, a.heads, a.l, a.s};
+    if (m->rank > 4) return ld.ctx.fail(Error::InvalidProgram, "op %u: attention mask of rank %d (at most 4)", oi, m->rank);
+    int64_t stride = 1;
+    for (int d = m->rank - 1; d >= 0; --d) {
+      const int fd = 4 - m->rank + d;
+      if (m->sizes[d] != full[fd] && m->sizes[d] != 1) {
+        return ld.ctx.fail(Error::InvalidProgram, "op %u: attention mask dim %d (%lld) does not broadcast to %lld", oi, d,
+                           (long long)m->sizes[d], (long long)full[fd]);
+      }
+      a.mask_strides[fd] = m->sizes[d] == 1 ? 0 : stride;
+      stride *= m->sizes[d];
+    }
+  }
+  a.k = k->data, a.v = v->data, a.mask = m ? m->data : nullptr, a.packed = p->data;
+  a.scale = at.scale(), a.causal = at.causal();
+  op->x = q->data, op->y = y->data, op->numel = y->numel;
+  const size_t s = attention_scratch_bytes(a, ld.isa);
+  ld.need_scratch(s);
+  return Error::Ok;
+}
+
+void run_Attention(const CpuOp& op, const CpuProgram& p, RunContext& ctx) { run_attention(op, *p.isa, ctx); }
 
 }  // namespace cpu
 }  // namespace tern
