@@ -3,6 +3,7 @@
 #include "backends/cpu/loader.h"
 
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
@@ -239,6 +240,28 @@ Error Loader::epilogue(uint32_t oi, fb::Activation a, float lo, float hi, Epilog
   ep->clamp = {lo, hi};
   ep->vact = isa.vact;
   return Error::Ok;
+}
+
+Error Loader::quantization(uint32_t oi, const CpuOp& op, float x_scale, int32_t x_zero, float y_scale, int32_t y_zero,
+                           bool y_inverse, int32_t qmin, int32_t qmax) {
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, qparams_ok(x_scale, x_zero));
+  TERN_CPU_NEED(failed, qparams_ok(y_scale, y_zero));
+  TERN_CPU_NEED(failed, qrange_ok(qmin, qmax));
+  if (failed) {
+    return refuse(failed, "op %u (%s): bad quantization (scales %g, %s%g; zero points %d, %d; range [%d, %d])", oi,
+                  op.nodes, double(x_scale), y_inverse ? "1/" : "", double(y_scale), x_zero, y_zero, qmin, qmax);
+  }
+  return Error::Ok;
+}
+
+Error Loader::refuse(const char* cond, const char* fmt, ...) {
+  char what[320];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof(what), fmt, ap);
+  va_end(ap);
+  return ctx.fail(Error::InvalidProgram, "%s (needs %s)", what, cond);
 }
 
 // "Conv: convolution_3+relu_2" (kind, then the nodes it covers), kept for the

@@ -6,10 +6,14 @@
 //     const ValueInfo *x = nullptr, *y = nullptr;
 //     TERN_CHECK_OK(ld.value(oi, p.x(), 4, false, &x));   // in range, float32, 4-d
 //     TERN_CHECK_OK(ld.value(oi, p.y(), 4, true, &y));    // ... and writable
-//     TERN_CPU_CHECK(ld, x->sizes[0] == y->sizes[0], "op %u (%s): batch differs", oi, op->nodes);
+//     TERN_CPU_CHECK(ld, x->sizes[3] == y->sizes[3], "op %u (%s): pool sizes do not fit", oi, op->nodes);
 //     ld.need_scratch(pool_scratch_bytes(g));
 //     ...
 //   }
+//
+// A refusal names the op (its index and nodes) and the condition that
+// failed, as the code states it: "op 3 (max_pool2d): pool sizes do not fit
+// (needs x->sizes[3] == y->sizes[3])".
 //
 // A Loader lives for one load_cpu_program call; what it allocates comes from
 // its PrepareContext (persistent, the method's life). Internal to the cpu
@@ -44,6 +48,8 @@ int64_t window_out(int64_t in, int32_t k, int32_t s, int32_t p, int32_t d);
 // An int8 quantization parameter pair: a positive finite scale and a zero
 // point in int8's range.
 bool qparams_ok(float scale, int32_t zero_point);
+// An int8 output range: qmin <= qmax, both in int8's range.
+inline bool qrange_ok(int32_t qmin, int32_t qmax) { return qmin >= -128 && qmax <= 127 && qmin <= qmax; }
 
 struct ValueInfo {
   float* data;  // int8 values: their bytes, through this pointer's type
@@ -101,6 +107,14 @@ struct Loader {
   // Two ints from a [int] field, each in [lo, 1 << 16].
   Error pair(uint32_t oi, const flatbuffers::Vector<int32_t>* v, const char* what, int32_t lo, int32_t* a, int32_t* b);
   Error epilogue(uint32_t oi, fb::Activation a, float lo, float hi, Epilogue* ep);
+  // An int8 op's quantization: x's and y's parameters (y_scale: y's scale,
+  // or its inverse when `y_inverse`) and its output range.
+  Error quantization(uint32_t oi, const CpuOp& op, float x_scale, int32_t x_zero, float y_scale, int32_t y_zero,
+                     bool y_inverse, int32_t qmin, int32_t qmax);
+
+  // Fails the load (InvalidProgram) with the message, then "(needs <cond>)":
+  // what TERN_CPU_CHECK and TERN_CPU_NEED report.
+  Error refuse(const char* cond, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
   // What the ops ask for: per-thread scratch bytes, zeros for padding taps.
   void need_scratch(size_t bytes) { scratch = bytes > scratch ? bytes : scratch; }
@@ -112,6 +126,24 @@ struct Loader {
   Error resolve_value(uint32_t vi);
   Error make_label(const fb::Op& o, CpuOp* op);
 };
+
+// Refuses the payload unless `cond` holds, naming it:
+//   TERN_CPU_CHECK(ld, g.c >= 1, "op %u (%s): conv sizes do not fit", oi, op->nodes);
+#define TERN_CPU_CHECK(ld, cond, ...)                      \
+  do {                                                     \
+    if (!(cond)) return (ld).refuse(#cond, __VA_ARGS__);   \
+  } while (0)
+
+// Conditions that share one message: `failed` becomes the first that does
+// not hold; those after it are not evaluated (as in a || chain).
+//   const char* failed = nullptr;
+//   TERN_CPU_NEED(failed, xs != nullptr);
+//   TERN_CPU_NEED(failed, xs->size() == 2);
+//   if (failed) return ld.refuse(failed, "op %u (%s): ...", oi, op->nodes);
+#define TERN_CPU_NEED(failed, cond)                        \
+  do {                                                   \
+    if ((failed) == nullptr && !(cond)) (failed) = #cond; \
+  } while (0)
 
 // The families' entry points, one pair per line of ops.def.
 #define CPU_OP(Kind, family)                                             \

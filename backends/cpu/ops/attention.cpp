@@ -143,15 +143,16 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   a.batch = at.batch(), a.heads = at.heads(), a.kv_heads = at.kv_heads();
   a.l = at.l(), a.s = at.s(), a.e = at.e(), a.ev = at.ev();
   const int64_t limit = int64_t(1) << 24;
-  bool ok = true;
-  for (int64_t d : {a.batch, a.heads, a.kv_heads, a.l, a.s, a.e, a.ev}) ok = ok && d >= 1 && d < limit;
+  const char* failed = nullptr;
+  for (int64_t d : {a.batch, a.heads, a.kv_heads, a.l, a.s, a.e, a.ev}) TERN_CPU_NEED(failed, d >= 1 && d < limit);
   // with q, k, v and y within 2^40 elements, attention_packed_floats cannot overflow
-  ok = ok && a.heads % a.kv_heads == 0 && q->numel == elements({a.batch, a.heads, a.l, a.e}) &&
-       k->numel == elements({a.batch, a.kv_heads, a.s, a.e}) && v->numel == elements({a.batch, a.kv_heads, a.s, a.ev}) &&
-       y->numel == elements({a.batch, a.heads, a.l, a.ev}) && std::isfinite(at.scale());
-  if (!ok) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): attention sizes do not fit q, k, v and y", oi, op->nodes);
-  }
+  TERN_CPU_NEED(failed, a.heads % a.kv_heads == 0);
+  TERN_CPU_NEED(failed, q->numel == elements({a.batch, a.heads, a.l, a.e}));
+  TERN_CPU_NEED(failed, k->numel == elements({a.batch, a.kv_heads, a.s, a.e}));
+  TERN_CPU_NEED(failed, v->numel == elements({a.batch, a.kv_heads, a.s, a.ev}));
+  TERN_CPU_NEED(failed, y->numel == elements({a.batch, a.heads, a.l, a.ev}));
+  TERN_CPU_NEED(failed, std::isfinite(at.scale()));
+  if (failed) return ld.refuse(failed, "op %u (%s): attention sizes do not fit q, k, v and y", oi, op->nodes);
   if (p->numel < attention_packed_floats(a)) {
     return ld.ctx.fail(Error::InvalidProgram, "op %u: attention workspace of %lld floats, it needs %lld", oi,
                        (long long)p->numel, (long long)attention_packed_floats(a));

@@ -73,21 +73,33 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   g.depthwise = c.depthwise();
   const int64_t xo = c.x_offset(), yo = c.y_offset();
   const bool dense = xo == 0 && yo == 0 && g.c == g.x_stride && g.oc == g.y_stride;
-  if (xo < 0 || yo < 0 || g.c < 1 || g.oc < 1 || g.c > g.x_stride - xo || g.oc > g.y_stride - yo ||
-      (!dense && (g.depthwise || r != nullptr))) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): channel slices [%lld, +%lld) of %lld -> [%lld, +%lld) of %lld "
-                       "do not fit (or are not whole for a depthwise convolution or a residual)", oi, op->nodes,
-                       (long long)xo, (long long)c.in_channels(), (long long)g.x_stride, (long long)yo,
-                       (long long)c.out_channels(), (long long)g.y_stride);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, xo >= 0 && yo >= 0);
+  TERN_CPU_NEED(failed, g.c >= 1 && g.oc >= 1);
+  TERN_CPU_NEED(failed, g.c <= g.x_stride - xo);
+  TERN_CPU_NEED(failed, g.oc <= g.y_stride - yo);
+  TERN_CPU_NEED(failed, dense || (!g.depthwise && r == nullptr));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): channel slices [%lld, +%lld) of %lld -> [%lld, +%lld) of %lld "
+                     "do not fit (or are not whole for a depthwise convolution or a residual)", oi, op->nodes,
+                     (long long)xo, (long long)c.in_channels(), (long long)g.x_stride, (long long)yo,
+                     (long long)c.out_channels(), (long long)g.y_stride);
   }
   // every tap is bounds-checked, so any output size is safe; depthwise
   // convolutions (whose row kernel assumes it) have the one their window gives
   const bool window = g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh) && g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw);
-  if (y->sizes[0] != g.n || g.n < 1 || g.h < 1 || g.w < 1 || g.oh < 1 || g.ow < 1 ||
-      (g.depthwise && (!window || g.ph < 0 || g.pw < 0)) ||
-      (g.depthwise && g.oc != g.c) || g.c < 1 || g.oc < 1 || g.c > (1 << 24) || int64_t(g.kh) * g.kw > 1024) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y", oi,
-                       op->nodes, (long long)g.n, (long long)g.h, (long long)g.w, (long long)g.c);
+  failed = nullptr;
+  TERN_CPU_NEED(failed, y->sizes[0] == g.n);
+  TERN_CPU_NEED(failed, g.n >= 1);
+  TERN_CPU_NEED(failed, g.h >= 1 && g.w >= 1);
+  TERN_CPU_NEED(failed, g.oh >= 1 && g.ow >= 1);
+  TERN_CPU_NEED(failed, !g.depthwise || (window && g.ph >= 0 && g.pw >= 0));
+  TERN_CPU_NEED(failed, !g.depthwise || g.oc == g.c);
+  TERN_CPU_NEED(failed, g.c <= (1 << 24));
+  TERN_CPU_NEED(failed, int64_t(g.kh) * g.kw <= 1024);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y", oi,
+                     op->nodes, (long long)g.n, (long long)g.h, (long long)g.w, (long long)g.c);
   }
   // The packed floats, overflow-checked: an output channel count near 2^40
   // would wrap conv_packed_floats and let a short weights value pass.
@@ -124,18 +136,29 @@ void run_Conv(const CpuOp& op, const CpuProgram& p, RunContext& ctx) {
 // (cpu.fbs Conv.fuse_next), or fails naming what does not fit.
 Error link_chain(Loader& ld, uint32_t oi, CpuOp* ops, uint32_t n) {
   CpuOp& a = ops[oi];
-  if (!chain_pointwise(a.conv) || a.x2 != nullptr || oi + 1 >= n || ops[oi + 1].kind != CpuOpKind::Conv ||
-      !ops[oi + 1].conv.depthwise || !reads_output(a, ops[oi + 1])) {
+  const CpuOp* d = oi + 1 < n ? &ops[oi + 1] : nullptr;
+  const char* why = !chain_pointwise(a.conv) ? "it is not a pointwise Conv (1x1, stride 1, no padding, dense x and y)"
+                    : a.x2 != nullptr        ? "it has a residual"
+                    : d == nullptr           ? "it is the last op"
+                    : d->kind != CpuOpKind::Conv ? "the next op is not a Conv"
+                    : !d->conv.depthwise     ? "the next Conv is not depthwise"
+                    : !reads_output(a, *d)   ? "the next Conv does not read exactly its output"
+                                             : nullptr;
+  if (why != nullptr) {
     return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): fuse_next needs a pointwise Conv without a residual followed "
-                       "by a depthwise Conv of its output", oi, a.nodes);
+                       "by a depthwise Conv of its output: %s", oi, a.nodes, why);
   }
-  CpuOp& d = ops[oi + 1];
   int count = 2;
-  if (d.fuse_next) {
-    if (oi + 2 >= n || ops[oi + 2].kind != CpuOpKind::Conv || !chain_pointwise(ops[oi + 2].conv) ||
-        !reads_output(d, ops[oi + 2])) {
-      return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): fuse_next needs a pointwise Conv of its output next", oi + 1,
-                         d.nodes);
+  if (d->fuse_next) {
+    const CpuOp* e = oi + 2 < n ? &ops[oi + 2] : nullptr;
+    why = e == nullptr                    ? "it is the last op"
+          : e->kind != CpuOpKind::Conv    ? "the next op is not a Conv"
+          : !chain_pointwise(e->conv)     ? "the next Conv is not pointwise (1x1, stride 1, no padding, dense x and y)"
+          : !reads_output(*d, *e)         ? "the next Conv does not read exactly its output"
+                                          : nullptr;
+    if (why != nullptr) {
+      return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): fuse_next needs a pointwise Conv of its output next: %s",
+                         oi + 1, d->nodes, why);
     }
     count = 3;
   }
@@ -168,13 +191,20 @@ Error prepare_WinogradInput(Loader& ld, uint32_t oi, const fb::WinogradInput& wi
   g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3], g.oh = wi.oh(), g.ow = wi.ow();
   const int64_t limit = int64_t(1) << 24;
   // oh and ow come from the payload: bounded before they are used.
-  if (g.c < 1 || g.oh < 1 || g.ow < 1 || g.oh > limit || g.ow > limit) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): winograd input output size %lld x %lld, channels %lld: each "
-                       "must be in [1, 2^24]", oi, op->nodes, (long long)g.oh, (long long)g.ow, (long long)g.c);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, g.c >= 1);
+  TERN_CPU_NEED(failed, g.oh >= 1 && g.ow >= 1);
+  TERN_CPU_NEED(failed, g.oh <= limit && g.ow <= limit);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): winograd input output size %lld x %lld, channels %lld: each "
+                     "must be in [1, 2^24]", oi, op->nodes, (long long)g.oh, (long long)g.ow, (long long)g.c);
   }
   const int64_t rows = elements({g.n, (g.oh + 1) / 2, (g.ow + 1) / 2, g.c});  // tiles * c
-  if (rows < 0 || v->numel != 16 * winograd_block(rows / g.c, g.c)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): winograd input sizes do not fit x and v", oi, op->nodes);
+  failed = nullptr;
+  TERN_CPU_NEED(failed, rows >= 0);
+  TERN_CPU_NEED(failed, v->numel == 16 * winograd_block(rows / g.c, g.c));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): winograd input sizes do not fit x and v", oi, op->nodes);
   }
   op->x = x->data, op->y = v->data, op->numel = v->numel;
   ld.need_zeros(g.c);
@@ -210,11 +240,15 @@ Error prepare_WinogradOutput(Loader& ld, uint32_t oi, const fb::WinogradOutput& 
   if (wo.residual() >= 0) TERN_CHECK_OK(ld.value(oi, wo.residual(), 4, false, &r));
   ConvGeometry& g = op->conv;
   g.n = y->sizes[0], g.oh = y->sizes[1], g.ow = y->sizes[2], g.oc = y->sizes[3];
-  if (g.oc < 1 || g.oh < 1 || g.ow < 1 || g.oh > (1 << 24) || g.ow > (1 << 24) ||
-      m->numel != 16 * winograd_block(g.n * ((g.oh + 1) / 2) * ((g.ow + 1) / 2), g.oc) ||
-      (b && b->numel != g.oc) || (r && memcmp(r->sizes, y->sizes, sizeof(int64_t) * 4) != 0)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): winograd output sizes do not fit m, y, bias and residual", oi,
-                       op->nodes);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, g.oc >= 1 && g.oh >= 1 && g.ow >= 1);
+  TERN_CPU_NEED(failed, g.oh <= (1 << 24) && g.ow <= (1 << 24));
+  TERN_CPU_NEED(failed, m->numel == 16 * winograd_block(g.n * ((g.oh + 1) / 2) * ((g.ow + 1) / 2), g.oc));
+  TERN_CPU_NEED(failed, !b || b->numel == g.oc);
+  TERN_CPU_NEED(failed, !r || memcmp(r->sizes, y->sizes, sizeof(int64_t) * 4) == 0);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): winograd output sizes do not fit m, y, bias and residual", oi,
+                     op->nodes);
   }
   TERN_CHECK_OK(ld.epilogue(oi, wo.activation(), wo.min(), wo.max(), &op->ep));
   op->x = m->data, op->y = y->data, op->x2 = r ? r->data : nullptr, op->bias = b ? b->data : nullptr;

@@ -42,9 +42,13 @@ Error rows(Loader& ld, uint32_t oi, int64_t xi, int64_t yi, int64_t inner, CpuOp
   TERN_CHECK_OK(ld.value(oi, xi, 0, false, &x));
   TERN_CHECK_OK(ld.value(oi, yi, 0, true, &y));
   op->inner = inner;
-  if (x->numel != y->numel || op->inner < 1 || y->numel % op->inner != 0) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): rows of %lld do not fit %lld elements", oi, op->nodes,
-                       (long long)op->inner, (long long)y->numel);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, x->numel == y->numel);
+  TERN_CPU_NEED(failed, op->inner >= 1);
+  TERN_CPU_NEED(failed, y->numel % op->inner == 0);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): rows of %lld do not fit %lld elements", oi, op->nodes,
+                     (long long)op->inner, (long long)y->numel);
   }
   op->x = x->data, op->y = y->data, op->numel = y->numel;
   return Error::Ok;
@@ -139,8 +143,12 @@ Error prepare_LayerNorm(Loader& ld, uint32_t oi, const fb::LayerNorm& ln, CpuOp*
   const ValueInfo *w = nullptr, *b = nullptr;
   if (ln.weight() >= 0) TERN_CHECK_OK(ld.value(oi, ln.weight(), 0, false, &w));
   if (ln.bias() >= 0) TERN_CHECK_OK(ld.value(oi, ln.bias(), 0, false, &b));
-  if ((w && w->numel != op->inner) || (b && b->numel != op->inner) || !(ln.eps() >= 0.f) || !std::isfinite(ln.eps())) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: layer norm weight, bias or eps do not fit", oi);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, !w || w->numel == op->inner);
+  TERN_CPU_NEED(failed, !b || b->numel == op->inner);
+  TERN_CPU_NEED(failed, ln.eps() >= 0.f && std::isfinite(ln.eps()));
+  if (failed) {
+    return ld.refuse(failed, "op %u: layer norm weight, bias or eps do not fit", oi);
   }
   op->eps = ln.eps();
   op->weights = w ? w->data : nullptr, op->bias = b ? b->data : nullptr;
@@ -195,12 +203,16 @@ Error prepare_QBinary(Loader& ld, uint32_t oi, const fb::QBinary& q, CpuOp* op) 
     }
   }
   const float y_scale = q.y_inv_scale();  // positive and finite like a scale
-  if ((q.kind() != fb::BinaryKind::Add && q.kind() != fb::BinaryKind::Mul) ||
-      !qparams_ok(q.a_scale(), q.a_zero_point()) || !qparams_ok(q.b_scale(), q.b_zero_point()) ||
-      !qparams_ok(y_scale, q.y_zero_point()) || q.qmin() < -128 || q.qmax() > 127 || q.qmin() > q.qmax()) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): bad kind or quantization (scales %g, %g, 1/%g; zero "
-                       "points %d, %d, %d; range [%d, %d])", oi, op->nodes, double(q.a_scale()), double(q.b_scale()),
-                       double(y_scale), q.a_zero_point(), q.b_zero_point(), q.y_zero_point(), q.qmin(), q.qmax());
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, q.kind() == fb::BinaryKind::Add || q.kind() == fb::BinaryKind::Mul);
+  TERN_CPU_NEED(failed, qparams_ok(q.a_scale(), q.a_zero_point()));
+  TERN_CPU_NEED(failed, qparams_ok(q.b_scale(), q.b_zero_point()));
+  TERN_CPU_NEED(failed, qparams_ok(y_scale, q.y_zero_point()));
+  TERN_CPU_NEED(failed, qrange_ok(q.qmin(), q.qmax()));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): bad kind or quantization (scales %g, %g, 1/%g; zero "
+                     "points %d, %d, %d; range [%d, %d])", oi, op->nodes, double(q.a_scale()), double(q.b_scale()),
+                     double(y_scale), q.a_zero_point(), q.b_zero_point(), q.y_zero_point(), q.qmin(), q.qmax());
   }
   // The largest floats the kernel computes (each operand dequantized, their
   // sum or product, that requantized), in double: each within 2^64, so that

@@ -53,8 +53,12 @@ Error prepare_Transpose(Loader& ld, uint32_t oi, const fb::Transpose& t, CpuOp* 
   op->int8 = int8;
   const int r = x->rank;
   const auto* perm = t.perm();
-  if (r > 4 || y->rank != r || perm == nullptr || perm->size() != uint32_t(r)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: transpose of rank %d (at most 4) needs a perm of that length", oi, r);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, r <= 4);
+  TERN_CPU_NEED(failed, y->rank == r);
+  TERN_CPU_NEED(failed, perm != nullptr && perm->size() == uint32_t(r));
+  if (failed) {
+    return ld.refuse(failed, "op %u: transpose of rank %d (at most 4) needs a perm of that length", oi, r);
   }
   int64_t x_strides[4] = {};
   int64_t stride = 1;
@@ -112,10 +116,14 @@ Error prepare_Concat(Loader& ld, uint32_t oi, const fb::Concat& cc, CpuOp* op) {
   const auto* offsets = cc.offsets();
   const int64_t outer = cc.outer();
   if (!items_aligned(offsets)) return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): misaligned concat offsets", oi, op->nodes);
-  if (xs == nullptr || offsets == nullptr || xs->size() != offsets->size() || outer < 1 || y->numel < outer ||
-      y->numel % outer != 0) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): concat needs as many offsets as inputs and outer dividing y", oi,
-                       op->nodes);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, xs != nullptr && offsets != nullptr);
+  TERN_CPU_NEED(failed, xs->size() == offsets->size());
+  TERN_CPU_NEED(failed, outer >= 1);
+  TERN_CPU_NEED(failed, y->numel >= outer && y->numel % outer == 0);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): concat needs as many offsets as inputs and outer dividing y", oi,
+                     op->nodes);
   }
   ConcatParts& c = op->concat;
   c.count = xs->size(), c.outer = outer, c.row = y->numel / outer;
@@ -157,9 +165,14 @@ Error prepare_Interleave(Loader& ld, uint32_t oi, const fb::Interleave& il, CpuO
   TERN_CHECK_OK(ld.pair(oi, il.stride(), "stride", 1, &p.sh, &p.sw));
   p.n = y->sizes[0], p.oh = y->sizes[1], p.ow = y->sizes[2], p.c = y->sizes[3];
   const auto* xs = il.xs();
-  if (xs == nullptr || uint64_t(xs->size()) != uint64_t(p.sh) * uint64_t(p.sw) || p.oh < p.sh || p.ow < p.sw || p.c < 1) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): interleave needs stride[0] * stride[1] inputs and an output "
-                       "at least as large as its stride", oi, op->nodes);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, xs != nullptr);
+  TERN_CPU_NEED(failed, uint64_t(xs->size()) == uint64_t(p.sh) * uint64_t(p.sw));
+  TERN_CPU_NEED(failed, p.oh >= p.sh && p.ow >= p.sw);
+  TERN_CPU_NEED(failed, p.c >= 1);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): interleave needs stride[0] * stride[1] inputs and an output "
+                     "at least as large as its stride", oi, op->nodes);
   }
   const float** ptrs = static_cast<const float**>(ld.ctx.allocate(sizeof(float*) * xs->size()));
   if (ptrs == nullptr) return Error::OutOfMemory;
@@ -201,11 +214,16 @@ Error prepare_Slice(Loader& ld, uint32_t oi, const fb::Slice& sl, CpuOp* op) {
   TERN_CHECK_OK(ld.value(oi, sl.x(), 0, false, &x));
   TERN_CHECK_OK(ld.value(oi, sl.y(), 0, true, &y));
   const int64_t outer = sl.outer(), offset = sl.offset();
-  if (outer < 1 || x->numel % outer != 0 || y->numel % outer != 0 || offset < 0 ||
-      y->numel / outer > x->numel / outer - offset || x->data == y->data) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): slice of %lld rows at %lld does not fit x (%lld elements) and "
-                       "y (%lld)", oi, op->nodes, (long long)outer, (long long)offset, (long long)x->numel,
-                       (long long)y->numel);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, outer >= 1);
+  TERN_CPU_NEED(failed, x->numel % outer == 0 && y->numel % outer == 0);
+  TERN_CPU_NEED(failed, offset >= 0);
+  TERN_CPU_NEED(failed, y->numel / outer <= x->numel / outer - offset);
+  TERN_CPU_NEED(failed, x->data != y->data);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): slice of %lld rows at %lld does not fit x (%lld elements) and "
+                     "y (%lld)", oi, op->nodes, (long long)outer, (long long)offset, (long long)x->numel,
+                     (long long)y->numel);
   }
   op->x = x->data, op->y = y->data, op->numel = y->numel;
   op->outer = outer, op->offset = offset, op->row = x->numel / outer;

@@ -19,9 +19,14 @@ Error prepare_MatMul(Loader& ld, uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
   const bool sane = bt >= 1 && m >= 1 && k >= 1 && n >= 1 && bt < limit && m < limit && k < limit && n < limit;
   const int64_t panels = sane ? (n + kPanel - 1) / kPanel : 0;  // n may be anything until sane
   const int64_t need = sane ? elements({bt, panels, kPanel, 1 + k}) : -1;
-  if (!sane || a->numel != elements({bt, m, k}) || b->numel != elements({bt, k, n}) ||
-      y->numel != elements({bt, m, n}) || need < 0 || p->numel < need) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): matmul sizes do not fit its values", oi, op->nodes);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, sane);
+  TERN_CPU_NEED(failed, a->numel == elements({bt, m, k}));
+  TERN_CPU_NEED(failed, b->numel == elements({bt, k, n}));
+  TERN_CPU_NEED(failed, y->numel == elements({bt, m, n}));
+  TERN_CPU_NEED(failed, need >= 0 && p->numel >= need);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): matmul sizes do not fit its values", oi, op->nodes);
   }
   op->x = a->data, op->x2 = b->data, op->y = y->data, op->packed = p->data, op->numel = y->numel;
   op->batch = bt, op->m = m, op->k = k, op->n = n;
@@ -70,13 +75,23 @@ Error prepare_WLinear(Loader& ld, uint32_t oi, const fb::WLinear& l, CpuOp* op) 
   const int64_t m = x->sizes[0], k = x->sizes[1], n = y->sizes[1];
   const int64_t group = int4 ? l.group() : k;
   const int64_t groups = group > 0 && k % group == 0 ? k / group : -1;
-  if ((l.bits() != 4 && l.bits() != 8) || m < 1 || k < 1 || n < 1 || k > (1 << 24) || n > (1 << 24) ||
-      y->sizes[0] != m || w->sizes[0] != n || w->sizes[1] != (int4 ? k / 2 : k) || (int4 && k % 2 != 0) ||
-      groups < 1 || sc->numel != n * groups || (zp != nullptr && zp->numel != n * groups) ||
-      (b != nullptr && b->numel != n) || l.qmin() < (int4 ? -8 : -128) || l.qmin() > (int4 ? 15 : 127)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): weight-only linear [%lld, %lld] -> %lld (%d bits, group "
-                       "%lld): its weights, scales, zero points or bias do not fit", oi, op->nodes, (long long)m,
-                       (long long)k, (long long)n, l.bits(), (long long)l.group());
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, l.bits() == 4 || l.bits() == 8);
+  TERN_CPU_NEED(failed, m >= 1 && k >= 1 && n >= 1);
+  TERN_CPU_NEED(failed, k <= (1 << 24) && n <= (1 << 24));
+  TERN_CPU_NEED(failed, y->sizes[0] == m);
+  TERN_CPU_NEED(failed, w->sizes[0] == n);
+  TERN_CPU_NEED(failed, w->sizes[1] == (int4 ? k / 2 : k));
+  TERN_CPU_NEED(failed, !int4 || k % 2 == 0);
+  TERN_CPU_NEED(failed, groups >= 1);
+  TERN_CPU_NEED(failed, sc->numel == n * groups);
+  TERN_CPU_NEED(failed, zp == nullptr || zp->numel == n * groups);
+  TERN_CPU_NEED(failed, b == nullptr || b->numel == n);
+  TERN_CPU_NEED(failed, l.qmin() >= (int4 ? -8 : -128) && l.qmin() <= (int4 ? 15 : 127));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): weight-only linear [%lld, %lld] -> %lld (%d bits, group "
+                     "%lld): its weights, scales, zero points or bias do not fit", oi, op->nodes, (long long)m,
+                     (long long)k, (long long)n, l.bits(), (long long)l.group());
   }
   ConvGeometry& g = op->conv;
   g = ConvGeometry{};

@@ -153,10 +153,15 @@ Error pool_window(Loader& ld, uint32_t oi, const Table& p, const ValueInfo& x, c
     return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): pool over an input of height %lld and width %lld (each must be "
                        "at least 1)", oi, op->nodes, (long long)g.h, (long long)g.w);
   }
-  if (int(p.kind()) < 0 || p.kind() > fb::PoolKind::Average || y.sizes[0] != g.n || y.sizes[3] != g.c ||
-      g.oh != window_out(g.h, g.kh, g.sh, g.ph, 1) || g.ow != window_out(g.w, g.kw, g.sw, g.pw, 1) ||
-      2 * g.ph > g.kh || 2 * g.pw > g.kw) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): pool sizes do not fit", oi, op->nodes);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, int(p.kind()) >= 0 && p.kind() <= fb::PoolKind::Average);
+  TERN_CPU_NEED(failed, y.sizes[0] == g.n);
+  TERN_CPU_NEED(failed, y.sizes[3] == g.c);
+  TERN_CPU_NEED(failed, g.oh == window_out(g.h, g.kh, g.sh, g.ph, 1));
+  TERN_CPU_NEED(failed, g.ow == window_out(g.w, g.kw, g.sw, g.pw, 1));
+  TERN_CPU_NEED(failed, 2 * g.ph <= g.kh && 2 * g.pw <= g.kw);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): pool sizes do not fit", oi, op->nodes);
   }
   return Error::Ok;
 }
@@ -187,16 +192,15 @@ Error prepare_QPool(Loader& ld, uint32_t oi, const fb::QPool& q, CpuOp* op) {
   TERN_CHECK_OK(ld.disjoint(oi, *x, *y));
   PoolGeometry& g = op->pool;
   // int32 sums of 65536 bytes cannot overflow, and are exact in float32
-  if (int64_t(g.kh) * g.kw > 65536 || g.c < 1) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): int8 pool of %d x %d taps over %lld channels (at most 65536 "
-                       "taps, at least 1 channel)", oi, op->nodes, g.kh, g.kw, (long long)g.c);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, int64_t(g.kh) * g.kw <= 65536);
+  TERN_CPU_NEED(failed, g.c >= 1);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): int8 pool of %d x %d taps over %lld channels (at most 65536 "
+                     "taps, at least 1 channel)", oi, op->nodes, g.kh, g.kw, (long long)g.c);
   }
-  if (!qparams_ok(q.x_scale(), q.x_zero_point()) || !qparams_ok(q.y_inv_scale(), q.y_zero_point()) ||
-      q.qmin() < -128 || q.qmax() > 127 || q.qmin() > q.qmax()) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): bad quantization (scales %g, 1/%g; zero points %d, %d; "
-                       "range [%d, %d])", oi, op->nodes, double(q.x_scale()), double(q.y_inv_scale()), q.x_zero_point(),
-                       q.y_zero_point(), q.qmin(), q.qmax());
-  }
+  TERN_CHECK_OK(ld.quantization(oi, *op, q.x_scale(), q.x_zero_point(), q.y_inv_scale(), q.y_zero_point(), true,
+                                 q.qmin(), q.qmax()));
   // The largest floats the kernel computes (a sum of up to 65536 dequantized
   // taps, that requantized), bounded as QBinary's.
   const double sum = 65536.0 * 255.0 * double(q.x_scale());

@@ -30,11 +30,21 @@ Error prepare_QConv(Loader& ld, uint32_t oi, const fb::QConv& c, CpuOp* op) {
   // The int32 accumulators hold any sum of ks * kc4 <= 2^15 products of
   // int8 values, with its zero-point corrections (ld.qs8.h).
   const int64_t ks = int64_t(g.kh) * g.kw, kc4 = g.depthwise ? 1 : (g.c + 3) / 4 * 4;
-  if (y->sizes[0] != g.n || g.n < 1 || g.h < 1 || g.w < 1 || g.oh < 1 || g.ow < 1 || !window || g.c < 1 || g.oc < 1 ||
-      g.c > (1 << 24) || g.oc > (1 << 24) || ks > 1024 || ks * kc4 > (1 << 15) || (g.depthwise && g.oc != g.c)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): int8 conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y "
-                       "(at most 2^15 products per output)", oi, op->nodes, (long long)g.n, (long long)g.h,
-                       (long long)g.w, (long long)g.c);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, y->sizes[0] == g.n);
+  TERN_CPU_NEED(failed, g.n >= 1);
+  TERN_CPU_NEED(failed, g.h >= 1 && g.w >= 1);
+  TERN_CPU_NEED(failed, g.oh >= 1 && g.ow >= 1);
+  TERN_CPU_NEED(failed, window);
+  TERN_CPU_NEED(failed, g.c >= 1 && g.oc >= 1);
+  TERN_CPU_NEED(failed, g.c <= (1 << 24) && g.oc <= (1 << 24));
+  TERN_CPU_NEED(failed, ks <= 1024);
+  TERN_CPU_NEED(failed, ks * kc4 <= (1 << 15));
+  TERN_CPU_NEED(failed, !g.depthwise || g.oc == g.c);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): int8 conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y "
+                     "(at most 2^15 products per output)", oi, op->nodes, (long long)g.n, (long long)g.h,
+                     (long long)g.w, (long long)g.c);
   }
   if (uint64_t(w->numel) != qs8_packed_bytes(g)) {  // c, oc < 2^24, ks * kc4 <= 2^15: no overflow
     return ld.ctx.fail(Error::InvalidProgram, "op %u: %lld packed int8 weights, the geometry needs %zu", oi,
@@ -43,12 +53,8 @@ Error prepare_QConv(Loader& ld, uint32_t oi, const fb::QConv& c, CpuOp* op) {
   if (ws->numel != g.oc || (b != nullptr && b->numel != g.oc)) {
     return ld.ctx.fail(Error::InvalidProgram, "op %u: w_scales and bias need %lld floats each", oi, (long long)g.oc);
   }
-  if (!qparams_ok(c.x_scale(), c.x_zero_point()) || !qparams_ok(c.y_scale(), c.y_zero_point()) ||
-      c.qmin() < -128 || c.qmax() > 127 || c.qmin() > c.qmax()) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): bad quantization (scales %g, %g; zero points %d, %d; "
-                       "range [%d, %d])", oi, op->nodes, double(c.x_scale()), double(c.y_scale()), c.x_zero_point(),
-                       c.y_zero_point(), c.qmin(), c.qmax());
-  }
+  TERN_CHECK_OK(ld.quantization(oi, *op, c.x_scale(), c.x_zero_point(), c.y_scale(), c.y_zero_point(), false,
+                                 c.qmin(), c.qmax()));
   for (int64_t j = 0; j < g.oc; ++j) {
     if (!std::isfinite(ws->data[j]) || (b != nullptr && !std::isfinite(b->data[j]))) {
       return ld.ctx.fail(Error::InvalidProgram, "op %u: w_scales or bias %lld is not finite", oi, (long long)j);
@@ -100,12 +106,20 @@ Error prepare_QLinear(Loader& ld, uint32_t oi, const fb::QLinear& l, CpuOp* op) 
   // (qparams: written by a DynamicQuantize before this op runs; any values are
   // safe: the scale only scales, the zero point is clamped to int8's range
   // (run_qlinear) and multiplies weight sums of at most 2^15 * 127)
-  if (qp->numel != 2 || y->sizes[0] != g.n || g.n < 1 || g.c < 1 || g.oc < 1 || g.c > (1 << 24) ||
-      g.oc > (1 << 24) || (g.c + 3) / 4 * 4 > (1 << 15) || uint64_t(w->numel) != qs8_packed_bytes(g) ||
-      ws->numel != g.oc || (b != nullptr && b->numel != g.oc) || pr->numel != 2 * qs8_channels(g)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): int8 linear [%lld, %lld] -> %lld: its weights (%lld "
-                       "packed bytes), scales, bias, qparams or params do not fit", oi, op->nodes, (long long)g.n,
-                       (long long)g.c, (long long)g.oc, (long long)w->numel);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, qp->numel == 2);
+  TERN_CPU_NEED(failed, y->sizes[0] == g.n);
+  TERN_CPU_NEED(failed, g.n >= 1 && g.c >= 1 && g.oc >= 1);
+  TERN_CPU_NEED(failed, g.c <= (1 << 24) && g.oc <= (1 << 24));
+  TERN_CPU_NEED(failed, (g.c + 3) / 4 * 4 <= (1 << 15));
+  TERN_CPU_NEED(failed, uint64_t(w->numel) == qs8_packed_bytes(g));
+  TERN_CPU_NEED(failed, ws->numel == g.oc);
+  TERN_CPU_NEED(failed, b == nullptr || b->numel == g.oc);
+  TERN_CPU_NEED(failed, pr->numel == 2 * qs8_channels(g));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): int8 linear [%lld, %lld] -> %lld: its weights (%lld "
+                     "packed bytes), scales, bias, qparams or params do not fit", oi, op->nodes, (long long)g.n,
+                     (long long)g.c, (long long)g.oc, (long long)w->numel);
   }
   const size_t nch = size_t(qs8_channels(g));
   int32_t* sums = static_cast<int32_t*>(ld.ctx.allocate(sizeof(int32_t) * nch));

@@ -12,9 +12,12 @@ namespace {
 // and x and y of one element count.
 Error quantize_params(Loader& ld, uint32_t oi, float scale, int32_t zero_point, const ValueInfo& x, const ValueInfo& y,
                       CpuOp* op) {
-  if (!qparams_ok(scale, zero_point) || x.numel != y.numel) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): scale %g, zero point %d, %lld -> %lld elements", oi,
-                       op->nodes, double(scale), zero_point, (long long)x.numel, (long long)y.numel);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, qparams_ok(scale, zero_point));
+  TERN_CPU_NEED(failed, x.numel == y.numel);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): scale %g, zero point %d, %lld -> %lld elements", oi,
+                     op->nodes, double(scale), zero_point, (long long)x.numel, (long long)y.numel);
   }
   op->qscale = scale;  // Quantize: the inverse already
   op->qzero = float(zero_point);
@@ -29,7 +32,7 @@ Error prepare_Quantize(Loader& ld, uint32_t oi, const fb::Quantize& q, CpuOp* op
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, q.x(), 0, false, false, &x));
   TERN_CHECK_OK(ld.value_of(oi, q.y(), 0, true, true, &y));
-  if (q.qmin() < -128 || q.qmax() > 127 || q.qmin() > q.qmax()) {
+  if (!qrange_ok(q.qmin(), q.qmax())) {
     return ld.ctx.fail(Error::InvalidProgram, "op %u: quant range [%d, %d] is not within int8's", oi, q.qmin(), q.qmax());
   }
   op->qmin = float(q.qmin()), op->qmax = float(q.qmax());
@@ -66,11 +69,15 @@ Error prepare_DynamicQuantize(Loader& ld, uint32_t oi, const fb::DynamicQuantize
   TERN_CHECK_OK(ld.value_of(oi, d.x(), 0, false, false, &x));
   TERN_CHECK_OK(ld.value_of(oi, d.y(), 0, true, true, &y));
   TERN_CHECK_OK(ld.value_of(oi, d.qparams(), 1, true, false, &qp));
-  if (x->numel != y->numel || x->numel < 1 || qp->numel != 2 || d.qmin() < -128 || d.qmax() > 127 ||
-      d.qmin() > d.qmax() || !(d.eps() > 0.0f) || !std::isfinite(d.eps())) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): x and y of %lld and %lld elements (at least 1), qparams of "
-                       "2, range [%d, %d] within int8, eps %g > 0 do not hold", oi, op->nodes, (long long)x->numel,
-                       (long long)y->numel, d.qmin(), d.qmax(), double(d.eps()));
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, x->numel == y->numel && x->numel >= 1);
+  TERN_CPU_NEED(failed, qp->numel == 2);
+  TERN_CPU_NEED(failed, qrange_ok(d.qmin(), d.qmax()));
+  TERN_CPU_NEED(failed, d.eps() > 0.0f && std::isfinite(d.eps()));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): x and y of %lld and %lld elements (at least 1), qparams of "
+                     "2, range [%d, %d] within int8, eps %g > 0 do not hold", oi, op->nodes, (long long)x->numel,
+                     (long long)y->numel, d.qmin(), d.qmax(), double(d.eps()));
   }
   op->qmin = float(d.qmin()), op->qmax = float(d.qmax()), op->qeps = d.eps();
   op->qparams = qp->data;
