@@ -116,6 +116,16 @@ struct Loader {
   // what TERN_CPU_CHECK and TERN_CPU_NEED report.
   Error refuse(const char* cond, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
+  // op's parameters: a zeroed T of its family, allocated for the method's
+  // life (nullptr when out of memory).
+  template <typename T>
+  T* params(CpuOp* op) {
+    T* p = static_cast<T*>(ctx.allocate(sizeof(T)));
+    if (p != nullptr) *p = T{};
+    op->params = p;
+    return p;
+  }
+
   // What the ops ask for: per-thread scratch bytes, zeros for padding taps.
   void need_scratch(size_t bytes) { scratch = bytes > scratch ? bytes : scratch; }
   void need_zeros(int64_t floats) { zero_floats = floats > zero_floats ? floats : zero_floats; }

@@ -31,7 +31,7 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
   for (uint32_t i = 0; i < n; ++i) TERN_CHECK_OK(ld.prepare_op(i, &ops[i]));
   for (uint32_t i = 0; i < n; ++i) {
     // a Conv a chain already covers (run nullptr) never heads another
-    if (ops[i].kind == CpuOpKind::Conv && ops[i].fuse_next && ops[i].run != nullptr) {
+    if (ops[i].kind == CpuOpKind::Conv && ops[i].run != nullptr && params_of<ConvOp>(ops[i]).fuse_next) {
       TERN_CHECK_OK(link_chain(ld, i, ops, n));
     }
   }

@@ -74,7 +74,7 @@ size_t attention_scratch_bytes(const AttentionGeometry& a, const Isa& isa) {
   return size_t(mr * round_up(a.s, kPanel)) * sizeof(float) + 2 * size_t(mr) * sizeof(float*);
 }
 
-void run_attention(const CpuOp& o, const Isa& isa, RunContext& ctx) {
+void run_attention(const AttentionOp& o, const Isa& isa, RunContext& ctx) {
   const AttentionGeometry& a = o.attention;
   const int64_t kf = k_floats(a), vf = v_floats(a), kp = ceil_div(a.s, kPanel), vp = ceil_div(a.ev, kPanel);
   const int64_t heads_per_kv = a.heads / a.kv_heads;
@@ -132,6 +132,8 @@ void run_attention(const CpuOp& o, const Isa& isa, RunContext& ctx) {
 }
 
 Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp* op) {
+  AttentionOp* par = ld.params<AttentionOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *q = nullptr, *k = nullptr, *v = nullptr, *y = nullptr, *m = nullptr, *p = nullptr;
   TERN_CHECK_OK(ld.value(oi, at.q(), 0, false, &q));
   TERN_CHECK_OK(ld.value(oi, at.k(), 0, false, &k));
@@ -139,7 +141,7 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   TERN_CHECK_OK(ld.value(oi, at.y(), 0, true, &y));
   TERN_CHECK_OK(ld.value(oi, at.packed(), 0, true, &p));
   if (at.mask() >= 0) TERN_CHECK_OK(ld.value(oi, at.mask(), 0, false, &m));
-  AttentionGeometry& a = op->attention;
+  AttentionGeometry& a = par->attention;
   a.batch = at.batch(), a.heads = at.heads(), a.kv_heads = at.kv_heads();
   a.l = at.l(), a.s = at.s(), a.e = at.e(), a.ev = at.ev();
   const int64_t limit = int64_t(1) << 24;
@@ -175,13 +177,15 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   }
   a.k = k->data, a.v = v->data, a.mask = m ? m->data : nullptr, a.packed = p->data;
   a.scale = at.scale(), a.causal = at.causal();
-  op->x = q->data, op->y = y->data, op->numel = y->numel;
+  par->x = q->data, par->y = y->data, par->numel = y->numel;
   const size_t s = attention_scratch_bytes(a, ld.isa);
   ld.need_scratch(s);
   return Error::Ok;
 }
 
-void run_Attention(const CpuOp& op, const CpuProgram& p, RunContext& ctx) { run_attention(op, *p.isa, ctx); }
+void run_Attention(const CpuOp& op, const CpuProgram& p, RunContext& ctx) {
+  run_attention(params_of<AttentionOp>(op), *p.isa, ctx);
+}
 
 }  // namespace cpu
 }  // namespace tern

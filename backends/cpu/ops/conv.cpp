@@ -44,24 +44,27 @@ bool chain_pointwise(const ConvGeometry& g) {
 }
 
 // Whether Conv b reads exactly Conv a's output.
-bool reads_output(const CpuOp& a, const CpuOp& b) {
+bool reads_output(const ConvOp& a, const ConvOp& b) {
   return b.x == a.y && b.conv.n == a.conv.n && b.conv.h == a.conv.oh && b.conv.w == a.conv.ow && b.conv.c == a.conv.oc;
 }
 
 // A chain's head runs the chain (run_conv_chain); the Convs it covers, nothing.
-void run_chain(const CpuOp& op, const CpuProgram& p, RunContext& ctx) {
+void run_chain(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
+  const ConvOp& op = params_of<ConvOp>(cpu_op);
   run_conv_chain(op.stages, op.chain, *p.isa, op.x, p.zeros, op.y, ctx);
 }
 
 }  // namespace
 
 Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
+  ConvOp* par = ld.params<ConvOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *r = nullptr;
   TERN_CHECK_OK(ld.value(oi, c.x(), 4, false, &x));
   TERN_CHECK_OK(ld.value(oi, c.y(), 4, true, &y));
   TERN_CHECK_OK(ld.value(oi, c.weights(), 1, false, &w));
   if (c.residual() >= 0) TERN_CHECK_OK(ld.value(oi, c.residual(), 4, false, &r));
-  ConvGeometry& g = op->conv;
+  ConvGeometry& g = par->conv;
   TERN_CHECK_OK(ld.pair(oi, c.kernel(), "kernel", 1, &g.kh, &g.kw));
   TERN_CHECK_OK(ld.pair(oi, c.stride(), "stride", 1, &g.sh, &g.sw));
   TERN_CHECK_OK(ld.pair(oi, c.padding(), "padding", -(1 << 16), &g.ph, &g.pw));
@@ -117,10 +120,10 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   if (r != nullptr && memcmp(r->sizes, y->sizes, sizeof(int64_t) * 4) != 0) {
     return ld.ctx.fail(Error::InvalidProgram, "op %u: residual sizes differ from the output's", oi);
   }
-  TERN_CHECK_OK(ld.epilogue(oi, c.activation(), c.min(), c.max(), &op->ep));
-  op->fuse_next = c.fuse_next();
-  op->x = x->data + xo, op->x2 = r ? r->data : nullptr, op->weights = w->data, op->y = y->data + yo;
-  op->numel = y->numel;
+  TERN_CHECK_OK(ld.epilogue(oi, c.activation(), c.min(), c.max(), &par->ep));
+  par->fuse_next = c.fuse_next();
+  par->x = x->data + xo, par->x2 = r ? r->data : nullptr, par->weights = w->data, par->y = y->data + yo;
+  par->numel = y->numel;
   const size_t s = conv_scratch_bytes(g, ld.isa);
   ld.need_scratch(s);
   const int64_t zeros = int64_t(conv_zero_floats(g));
@@ -128,43 +131,47 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   return Error::Ok;
 }
 
-void run_Conv(const CpuOp& op, const CpuProgram& p, RunContext& ctx) {
+void run_Conv(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
+  const ConvOp& op = params_of<ConvOp>(cpu_op);
   run_conv(op.conv, *p.isa, op.x, op.weights, p.zeros, op.x2, op.y, op.ep, ctx);
 }
 
 // ops[oi] has fuse_next: makes it run, as one op, the chain of the Convs after it
 // (cpu.fbs Conv.fuse_next), or fails naming what does not fit.
 Error link_chain(Loader& ld, uint32_t oi, CpuOp* ops, uint32_t n) {
-  CpuOp& a = ops[oi];
-  const CpuOp* d = oi + 1 < n ? &ops[oi + 1] : nullptr;
+  // the Convs' parameters: ops[oi]'s, the next op's and the one after (nullptr: none, or not a Conv)
+  ConvOp* c[3] = {};
+  for (uint32_t i = 0; i < 3 && oi + i < n; ++i) {
+    if (ops[oi + i].kind == CpuOpKind::Conv) c[i] = static_cast<ConvOp*>(ops[oi + i].params);
+  }
+  ConvOp& a = *c[0];
   const char* why = !chain_pointwise(a.conv) ? "it is not a pointwise Conv (1x1, stride 1, no padding, dense x and y)"
                     : a.x2 != nullptr        ? "it has a residual"
-                    : d == nullptr           ? "it is the last op"
-                    : d->kind != CpuOpKind::Conv ? "the next op is not a Conv"
-                    : !d->conv.depthwise     ? "the next Conv is not depthwise"
-                    : !reads_output(a, *d)   ? "the next Conv does not read exactly its output"
-                                             : nullptr;
+                    : oi + 1 >= n            ? "it is the last op"
+                    : c[1] == nullptr        ? "the next op is not a Conv"
+                    : !c[1]->conv.depthwise  ? "the next Conv is not depthwise"
+                    : !reads_output(a, *c[1]) ? "the next Conv does not read exactly its output"
+                                              : nullptr;
   if (why != nullptr) {
     return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): fuse_next needs a pointwise Conv without a residual followed "
-                       "by a depthwise Conv of its output: %s", oi, a.nodes, why);
+                       "by a depthwise Conv of its output: %s", oi, ops[oi].nodes, why);
   }
   int count = 2;
-  if (d->fuse_next) {
-    const CpuOp* e = oi + 2 < n ? &ops[oi + 2] : nullptr;
-    why = e == nullptr                    ? "it is the last op"
-          : e->kind != CpuOpKind::Conv    ? "the next op is not a Conv"
-          : !chain_pointwise(e->conv)     ? "the next Conv is not pointwise (1x1, stride 1, no padding, dense x and y)"
-          : !reads_output(*d, *e)         ? "the next Conv does not read exactly its output"
-                                          : nullptr;
+  if (c[1]->fuse_next) {
+    why = oi + 2 >= n                       ? "it is the last op"
+          : c[2] == nullptr                 ? "the next op is not a Conv"
+          : !chain_pointwise(c[2]->conv)    ? "the next Conv is not pointwise (1x1, stride 1, no padding, dense x and y)"
+          : !reads_output(*c[1], *c[2])     ? "the next Conv does not read exactly its output"
+                                            : nullptr;
     if (why != nullptr) {
       return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): fuse_next needs a pointwise Conv of its output next: %s",
-                         oi + 1, d->nodes, why);
+                         oi + 1, ops[oi + 1].nodes, why);
     }
     count = 3;
   }
   ConvStage* stages = static_cast<ConvStage*>(ld.ctx.allocate(sizeof(ConvStage) * size_t(count)));
   if (stages == nullptr) return Error::OutOfMemory;
-  for (int i = 0; i < count; ++i) stages[i] = {ops[oi + i].conv, ops[oi + i].weights, ops[oi + i].x2, ops[oi + i].ep};
+  for (int i = 0; i < count; ++i) stages[i] = {c[i]->conv, c[i]->weights, c[i]->x2, c[i]->ep};
   const size_t s = conv_chain_scratch_bytes(stages, count, ld.isa);
   ld.need_scratch(s);
   // what profiles call it: the stages' labels joined
@@ -177,16 +184,19 @@ Error link_chain(Loader& ld, uint32_t oi, CpuOp* ops, uint32_t n) {
     if (i > 0) strcat(label, " > ");
     strcat(label, ops[oi + i].label);
   }
-  a.run = run_chain, a.chain = count, a.stages = stages, a.label = label, a.y = ops[oi + count - 1].y;
+  a.chain = count, a.stages = stages, a.y = c[count - 1]->y;
+  ops[oi].run = run_chain, ops[oi].label = label;
   for (int i = 1; i < count; ++i) ops[oi + i].run = nullptr;
   return Error::Ok;
 }
 
 Error prepare_WinogradInput(Loader& ld, uint32_t oi, const fb::WinogradInput& wi, CpuOp* op) {
+  ConvOp* par = ld.params<ConvOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *v = nullptr;
   TERN_CHECK_OK(ld.value(oi, wi.x(), 4, false, &x));
   TERN_CHECK_OK(ld.value(oi, wi.v(), 0, true, &v));
-  ConvGeometry& g = op->conv;
+  ConvGeometry& g = par->conv;
   TERN_CHECK_OK(ld.pair(oi, wi.padding(), "padding", -(1 << 16), &g.ph, &g.pw));
   g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3], g.oh = wi.oh(), g.ow = wi.ow();
   const int64_t limit = int64_t(1) << 24;
@@ -206,12 +216,13 @@ Error prepare_WinogradInput(Loader& ld, uint32_t oi, const fb::WinogradInput& wi
   if (failed) {
     return ld.refuse(failed, "op %u (%s): winograd input sizes do not fit x and v", oi, op->nodes);
   }
-  op->x = x->data, op->y = v->data, op->numel = v->numel;
+  par->x = x->data, par->y = v->data, par->numel = v->numel;
   ld.need_zeros(g.c);
   return Error::Ok;
 }
 
-void run_WinogradInput(const CpuOp& o, const CpuProgram& p, RunContext& ctx) {
+void run_WinogradInput(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
+  const ConvOp& o = params_of<ConvOp>(cpu_op);
   const Isa& isa = *p.isa;
   const float* zeros = p.zeros;
   const ConvGeometry& g = o.conv;
@@ -233,12 +244,14 @@ void run_WinogradInput(const CpuOp& o, const CpuProgram& p, RunContext& ctx) {
 }
 
 Error prepare_WinogradOutput(Loader& ld, uint32_t oi, const fb::WinogradOutput& wo, CpuOp* op) {
+  ConvOp* par = ld.params<ConvOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *m = nullptr, *y = nullptr, *b = nullptr, *r = nullptr;
   TERN_CHECK_OK(ld.value(oi, wo.m(), 0, false, &m));
   TERN_CHECK_OK(ld.value(oi, wo.y(), 4, true, &y));
   if (wo.bias() >= 0) TERN_CHECK_OK(ld.value(oi, wo.bias(), 0, false, &b));
   if (wo.residual() >= 0) TERN_CHECK_OK(ld.value(oi, wo.residual(), 4, false, &r));
-  ConvGeometry& g = op->conv;
+  ConvGeometry& g = par->conv;
   g.n = y->sizes[0], g.oh = y->sizes[1], g.ow = y->sizes[2], g.oc = y->sizes[3];
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, g.oc >= 1 && g.oh >= 1 && g.ow >= 1);
@@ -250,16 +263,17 @@ Error prepare_WinogradOutput(Loader& ld, uint32_t oi, const fb::WinogradOutput& 
     return ld.refuse(failed, "op %u (%s): winograd output sizes do not fit m, y, bias and residual", oi,
                      op->nodes);
   }
-  TERN_CHECK_OK(ld.epilogue(oi, wo.activation(), wo.min(), wo.max(), &op->ep));
-  op->x = m->data, op->y = y->data, op->x2 = r ? r->data : nullptr, op->bias = b ? b->data : nullptr;
-  op->numel = y->numel;
+  TERN_CHECK_OK(ld.epilogue(oi, wo.activation(), wo.min(), wo.max(), &par->ep));
+  par->x = m->data, par->y = y->data, par->x2 = r ? r->data : nullptr, par->bias = b ? b->data : nullptr;
+  par->numel = y->numel;
   ld.need_zeros(g.oc);
   const size_t s = winograd_scratch_bytes(g.oc);
   ld.need_scratch(s);
   return Error::Ok;
 }
 
-void run_WinogradOutput(const CpuOp& o, const CpuProgram& p, RunContext& ctx) {
+void run_WinogradOutput(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
+  const ConvOp& o = params_of<ConvOp>(cpu_op);
   const Isa& isa = *p.isa;
   const float* zeros = p.zeros;
   const ConvGeometry& g = o.conv;

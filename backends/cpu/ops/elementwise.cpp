@@ -10,6 +10,24 @@
 namespace tern {
 namespace cpu {
 
+// The parameters of a Binary, Unary, LayerNorm, Softmax or QBinary.
+struct ElementwiseOp {
+  const float* x;            // Binary: a; QBinary: a's int8 values
+  const float* x2;           // Binary: b; QBinary: b's int8 values
+  float* y;                  // QBinary: int8 values
+  int64_t numel;             // of y
+  uint8_t binary;            // Binary, QBinary: BinaryKind
+  int64_t b_inner, b_block;  // Binary: how b broadcasts (cpu.fbs)
+  Epilogue ep;               // Binary, Unary
+  float scale, shift;        // Unary: y = ep(x * scale + shift)
+  const float* weights;      // LayerNorm, or nullptr
+  const float* bias;         // LayerNorm, or nullptr
+  int64_t inner;             // LayerNorm, Softmax: row length
+  float eps;                 // LayerNorm
+  float qa_scale, qa_zero, qb_scale, qb_zero;  // QBinary: a's and b's parameters
+  float qscale, qzero, qmin, qmax;             // QBinary: y's 1 / scale, zero point; the range
+};
+
 namespace {
 
 // b has exactly the elements y's broadcast reads: b_inner per block, one
@@ -37,20 +55,20 @@ Error same_sizes(Loader& ld, uint32_t oi, const CpuOp& op, const ValueInfo* a, c
 
 // LayerNorm and Softmax: x and y of the same element count, made of rows of
 // `inner`.
-Error rows(Loader& ld, uint32_t oi, int64_t xi, int64_t yi, int64_t inner, CpuOp* op) {
+Error rows(Loader& ld, uint32_t oi, int64_t xi, int64_t yi, int64_t inner, const CpuOp& op, ElementwiseOp* par) {
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value(oi, xi, 0, false, &x));
   TERN_CHECK_OK(ld.value(oi, yi, 0, true, &y));
-  op->inner = inner;
+  par->inner = inner;
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, x->numel == y->numel);
-  TERN_CPU_NEED(failed, op->inner >= 1);
-  TERN_CPU_NEED(failed, y->numel % op->inner == 0);
+  TERN_CPU_NEED(failed, par->inner >= 1);
+  TERN_CPU_NEED(failed, y->numel % par->inner == 0);
   if (failed) {
-    return ld.refuse(failed, "op %u (%s): rows of %lld do not fit %lld elements", oi, op->nodes,
-                     (long long)op->inner, (long long)y->numel);
+    return ld.refuse(failed, "op %u (%s): rows of %lld do not fit %lld elements", oi, op.nodes,
+                     (long long)par->inner, (long long)y->numel);
   }
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
@@ -66,7 +84,7 @@ void activate(const Epilogue& ep, float* y, int64_t n) {
 }
 
 template <typename Op>
-void binary_range(const CpuOp& o, int64_t i0, int64_t i1, Op f) {
+void binary_range(const ElementwiseOp& o, int64_t i0, int64_t i1, Op f) {
   const float* a = o.x;
   const float* b = o.x2;
   float* y = o.y;
@@ -87,23 +105,26 @@ void binary_range(const CpuOp& o, int64_t i0, int64_t i1, Op f) {
 }  // namespace
 
 Error prepare_Binary(Loader& ld, uint32_t oi, const fb::Binary& b, CpuOp* op) {
+  ElementwiseOp* par = ld.params<ElementwiseOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *x2 = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value(oi, b.a(), 0, false, &x));
   TERN_CHECK_OK(ld.value(oi, b.b(), 0, false, &x2));
   TERN_CHECK_OK(ld.value(oi, b.y(), 0, true, &y));
   if (int(b.kind()) < 0 || b.kind() > fb::BinaryKind::Mul) return ld.ctx.fail(Error::InvalidProgram, "op %u: bad binary kind", oi);
-  TERN_CHECK_OK(ld.epilogue(oi, b.activation(), b.min(), b.max(), &op->ep));
-  op->binary = uint8_t(b.kind());
-  op->b_inner = b.b_inner();
-  op->b_block = b.b_block();
-  const bool broadcast = op->b_inner != 0;
-  if (broadcast) TERN_CHECK_OK(check_broadcast(ld, oi, *x2, *y, op->b_inner, op->b_block));
+  TERN_CHECK_OK(ld.epilogue(oi, b.activation(), b.min(), b.max(), &par->ep));
+  par->binary = uint8_t(b.kind());
+  par->b_inner = b.b_inner();
+  par->b_block = b.b_block();
+  const bool broadcast = par->b_inner != 0;
+  if (broadcast) TERN_CHECK_OK(check_broadcast(ld, oi, *x2, *y, par->b_inner, par->b_block));
   TERN_CHECK_OK(same_sizes(ld, oi, *op, x, broadcast ? nullptr : x2, *y));
-  op->x = x->data, op->x2 = x2->data, op->y = y->data, op->numel = y->numel;
+  par->x = x->data, par->x2 = x2->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
-void run_Binary(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
+void run_Binary(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const ElementwiseOp& o = params_of<ElementwiseOp>(cpu_op);
   ctx.parallel_for(o.numel, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
     switch (o.binary) {
       case 0: binary_range(o, i0, i1, [](float a, float b) { return a + b; }); break;
@@ -115,19 +136,22 @@ void run_Binary(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
 }
 
 Error prepare_Unary(Loader& ld, uint32_t oi, const fb::Unary& u, CpuOp* op) {
+  ElementwiseOp* par = ld.params<ElementwiseOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value(oi, u.x(), 0, false, &x));
   TERN_CHECK_OK(ld.value(oi, u.y(), 0, true, &y));
-  TERN_CHECK_OK(ld.epilogue(oi, u.activation(), u.min(), u.max(), &op->ep));
-  op->scale = u.scale();
-  op->shift = u.shift();
-  if (!std::isfinite(op->scale) || !std::isfinite(op->shift)) return ld.ctx.fail(Error::InvalidProgram, "op %u: bad scale or shift", oi);
+  TERN_CHECK_OK(ld.epilogue(oi, u.activation(), u.min(), u.max(), &par->ep));
+  par->scale = u.scale();
+  par->shift = u.shift();
+  if (!std::isfinite(par->scale) || !std::isfinite(par->shift)) return ld.ctx.fail(Error::InvalidProgram, "op %u: bad scale or shift", oi);
   TERN_CHECK_OK(same_sizes(ld, oi, *op, x, nullptr, *y));
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
-void run_Unary(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
+void run_Unary(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const ElementwiseOp& o = params_of<ElementwiseOp>(cpu_op);
   ctx.parallel_for(o.numel, kMinElementsPerThread, [&](RunContext&, int64_t i0, int64_t i1) {
     if (o.scale != 1.f || o.shift != 0.f) {
       for (int64_t i = i0; i < i1; ++i) o.y[i] = o.x[i] * o.scale + o.shift;
@@ -139,23 +163,26 @@ void run_Unary(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
 }
 
 Error prepare_LayerNorm(Loader& ld, uint32_t oi, const fb::LayerNorm& ln, CpuOp* op) {
-  TERN_CHECK_OK(rows(ld, oi, ln.x(), ln.y(), ln.inner(), op));
+  ElementwiseOp* par = ld.params<ElementwiseOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
+  TERN_CHECK_OK(rows(ld, oi, ln.x(), ln.y(), ln.inner(), *op, par));
   const ValueInfo *w = nullptr, *b = nullptr;
   if (ln.weight() >= 0) TERN_CHECK_OK(ld.value(oi, ln.weight(), 0, false, &w));
   if (ln.bias() >= 0) TERN_CHECK_OK(ld.value(oi, ln.bias(), 0, false, &b));
   const char* failed = nullptr;
-  TERN_CPU_NEED(failed, !w || w->numel == op->inner);
-  TERN_CPU_NEED(failed, !b || b->numel == op->inner);
+  TERN_CPU_NEED(failed, !w || w->numel == par->inner);
+  TERN_CPU_NEED(failed, !b || b->numel == par->inner);
   TERN_CPU_NEED(failed, ln.eps() >= 0.f && std::isfinite(ln.eps()));
   if (failed) {
     return ld.refuse(failed, "op %u: layer norm weight, bias or eps do not fit", oi);
   }
-  op->eps = ln.eps();
-  op->weights = w ? w->data : nullptr, op->bias = b ? b->data : nullptr;
+  par->eps = ln.eps();
+  par->weights = w ? w->data : nullptr, par->bias = b ? b->data : nullptr;
   return Error::Ok;
 }
 
-void run_LayerNorm(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
+void run_LayerNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const ElementwiseOp& o = params_of<ElementwiseOp>(cpu_op);
   const int64_t rows = o.numel / o.inner, d = o.inner;
   ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {d}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -173,10 +200,13 @@ void run_LayerNorm(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
 }
 
 Error prepare_Softmax(Loader& ld, uint32_t oi, const fb::Softmax& s, CpuOp* op) {
-  return rows(ld, oi, s.x(), s.y(), s.inner(), op);
+  ElementwiseOp* par = ld.params<ElementwiseOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
+  return rows(ld, oi, s.x(), s.y(), s.inner(), *op, par);
 }
 
-void run_Softmax(const CpuOp& o, const CpuProgram& p, RunContext& ctx) {
+void run_Softmax(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
+  const ElementwiseOp& o = params_of<ElementwiseOp>(cpu_op);
   const Isa& isa = *p.isa;
   const int64_t rows = o.numel / o.inner, d = o.inner;
   ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {d}), [&](RunContext&, int64_t r0, int64_t r1) {
@@ -193,6 +223,8 @@ void run_Softmax(const CpuOp& o, const CpuProgram& p, RunContext& ctx) {
 }
 
 Error prepare_QBinary(Loader& ld, uint32_t oi, const fb::QBinary& q, CpuOp* op) {
+  ElementwiseOp* par = ld.params<ElementwiseOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *a = nullptr, *b = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, q.a(), 0, false, true, &a));
   TERN_CHECK_OK(ld.value_of(oi, q.b(), 0, false, true, &b));
@@ -223,16 +255,17 @@ Error prepare_QBinary(Loader& ld, uint32_t oi, const fb::QBinary& q, CpuOp* op) 
     return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): the scales (%g, %g, 1/%g) can make its results pass 2^64",
                        oi, op->nodes, double(q.a_scale()), double(q.b_scale()), double(y_scale));
   }
-  op->binary = uint8_t(q.kind());
-  op->qa_scale = q.a_scale(), op->qa_zero = float(q.a_zero_point());
-  op->qb_scale = q.b_scale(), op->qb_zero = float(q.b_zero_point());
-  op->qscale = y_scale, op->qzero = float(q.y_zero_point());
-  op->qmin = float(q.qmin()), op->qmax = float(q.qmax());
-  op->x = a->data, op->x2 = b->data, op->y = y->data, op->numel = y->numel;
+  par->binary = uint8_t(q.kind());
+  par->qa_scale = q.a_scale(), par->qa_zero = float(q.a_zero_point());
+  par->qb_scale = q.b_scale(), par->qb_zero = float(q.b_zero_point());
+  par->qscale = y_scale, par->qzero = float(q.y_zero_point());
+  par->qmin = float(q.qmin()), par->qmax = float(q.qmax());
+  par->x = a->data, par->x2 = b->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
-void run_QBinary(const CpuOp& op, const CpuProgram& prog, RunContext& ctx) {
+void run_QBinary(const CpuOp& cpu_op, const CpuProgram& prog, RunContext& ctx) {
+  const ElementwiseOp& op = params_of<ElementwiseOp>(cpu_op);
   const Qs8Kernels& k = *prog.qs8;
   const Qs8BinaryParams p{op.qa_scale, op.qa_zero, op.qb_scale, op.qb_zero, op.qscale, op.qzero, op.qmin, op.qmax,
                           op.binary == 2};  // BinaryKind Mul, else Add

@@ -8,6 +8,39 @@
 namespace tern {
 namespace cpu {
 
+struct Transpose4 {
+  int64_t sizes[4];    // of x
+  int64_t strides[4];  // of x, for y's axes in order: y[i0][i1][i2][i3] = x[sum i_k * strides[k]]
+};
+
+// Concat (cpu.fbs): y as [outer, row]; input i fills columns
+// [offsets[i], offsets[i] + inners[i]) of every row.
+struct ConcatParts {
+  const float* const* xs;
+  const int64_t* inners;
+  const int64_t* offsets;
+  int64_t count, outer, row;
+};
+
+// Interleave (cpu.fbs): y [n, oh, ow, c] from sh * sw phases.
+struct InterleaveParts {
+  const float* const* xs;
+  int64_t n, oh, ow, c;
+  int32_t sh, sw;
+};
+
+// The parameters of a Transpose, Copy, Concat, Interleave or Slice.
+struct LayoutOp {
+  const float* x;       // int8 values' bytes for an int8 Transpose or Copy
+  float* y;
+  int64_t numel;        // of y
+  bool int8;            // Transpose, Copy: of int8 values
+  Transpose4 transpose;
+  ConcatParts concat;
+  InterleaveParts interleave;
+  int64_t outer, offset, row;  // Slice: y[o] = x[o * row + offset, + numel / outer)
+};
+
 namespace {
 
 // kC planes of n floats (plane stride `stride`) into n pixels of kC.
@@ -46,11 +79,13 @@ void transpose(const Transpose4& t, const T* x, T* y, RunContext& ctx) {
 }  // namespace
 
 Error prepare_Transpose(Loader& ld, uint32_t oi, const fb::Transpose& t, CpuOp* op) {
+  LayoutOp* par = ld.params<LayoutOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr;
   const bool int8 = ld.is_int8(t.x());  // x and y of one dtype, either
   TERN_CHECK_OK(ld.value_of(oi, t.x(), 0, false, int8, &x));
   TERN_CHECK_OK(ld.value_of(oi, t.y(), 0, true, int8, &y));
-  op->int8 = int8;
+  par->int8 = int8;
   const int r = x->rank;
   const auto* perm = t.perm();
   const char* failed = nullptr;
@@ -67,7 +102,7 @@ Error prepare_Transpose(Loader& ld, uint32_t oi, const fb::Transpose& t, CpuOp* 
     stride *= x->sizes[d];
   }
   bool seen[4] = {};
-  Transpose4& tr = op->transpose;
+  Transpose4& tr = par->transpose;
   for (int i = 0; i < 4; ++i) tr.sizes[i] = 1, tr.strides[i] = 0;
   for (int i = 0; i < r; ++i) {
     const int32_t a = perm->Get(i);
@@ -78,11 +113,12 @@ Error prepare_Transpose(Loader& ld, uint32_t oi, const fb::Transpose& t, CpuOp* 
     tr.sizes[4 - r + i] = y->sizes[i];
     tr.strides[4 - r + i] = x_strides[a];
   }
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
-void run_Transpose(const CpuOp& op, const CpuProgram&, RunContext& ctx) {
+void run_Transpose(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const LayoutOp& op = params_of<LayoutOp>(cpu_op);
   if (op.int8) {
     transpose(op.transpose, reinterpret_cast<const int8_t*>(op.x), reinterpret_cast<int8_t*>(op.y), ctx);
   } else {
@@ -92,24 +128,29 @@ void run_Transpose(const CpuOp& op, const CpuProgram&, RunContext& ctx) {
 
 // Bytes of either dtype, x's and y's the same.
 Error prepare_Copy(Loader& ld, uint32_t oi, const fb::Copy& c, CpuOp* op) {
+  LayoutOp* par = ld.params<LayoutOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr;
   const bool int8 = ld.is_int8(c.x());
   TERN_CHECK_OK(ld.value_of(oi, c.x(), 0, false, int8, &x));
   TERN_CHECK_OK(ld.value_of(oi, c.y(), 0, true, int8, &y));
-  op->int8 = int8;
+  par->int8 = int8;
   if (x->numel != y->numel) {
     return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): operand sizes differ from the output's", oi, op->nodes);
   }
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
-void run_Copy(const CpuOp& op, const CpuProgram&, RunContext&) {
+void run_Copy(const CpuOp& cpu_op, const CpuProgram&, RunContext&) {
+  const LayoutOp& op = params_of<LayoutOp>(cpu_op);
   // empty values may have no storage (data null), which memmove must not get even for 0 bytes
   if (op.x != op.y && op.numel > 0) memmove(op.y, op.x, size_t(op.numel) * (op.int8 ? 1 : sizeof(float)));
 }
 
 Error prepare_Concat(Loader& ld, uint32_t oi, const fb::Concat& cc, CpuOp* op) {
+  LayoutOp* par = ld.params<LayoutOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo* y = nullptr;
   TERN_CHECK_OK(ld.value(oi, cc.y(), 0, true, &y));
   const auto* xs = cc.xs();
@@ -125,7 +166,7 @@ Error prepare_Concat(Loader& ld, uint32_t oi, const fb::Concat& cc, CpuOp* op) {
     return ld.refuse(failed, "op %u (%s): concat needs as many offsets as inputs and outer dividing y", oi,
                      op->nodes);
   }
-  ConcatParts& c = op->concat;
+  ConcatParts& c = par->concat;
   c.count = xs->size(), c.outer = outer, c.row = y->numel / outer;
   const float** ptrs = static_cast<const float**>(ld.ctx.allocate(sizeof(float*) * size_t(c.count ? c.count : 1)));
   int64_t* sizes = static_cast<int64_t*>(ld.ctx.allocate(sizeof(int64_t) * 2 * size_t(c.count ? c.count : 1)));
@@ -141,11 +182,12 @@ Error prepare_Concat(Loader& ld, uint32_t oi, const fb::Concat& cc, CpuOp* op) {
     ptrs[i] = x->data, sizes[i] = inner, sizes[c.count + i] = at;
   }
   c.xs = ptrs, c.inners = sizes, c.offsets = sizes + c.count;
-  op->y = y->data, op->numel = y->numel;
+  par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
-void run_Concat(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
+void run_Concat(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const LayoutOp& o = params_of<LayoutOp>(cpu_op);
   const ConcatParts& c = o.concat;
   ctx.parallel_for(c.outer, grain_for(kMinElementsPerThread, {c.row}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -159,9 +201,11 @@ void run_Concat(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
 }
 
 Error prepare_Interleave(Loader& ld, uint32_t oi, const fb::Interleave& il, CpuOp* op) {
+  LayoutOp* par = ld.params<LayoutOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo* y = nullptr;
   TERN_CHECK_OK(ld.value(oi, il.y(), 4, true, &y));
-  InterleaveParts& p = op->interleave;
+  InterleaveParts& p = par->interleave;
   TERN_CHECK_OK(ld.pair(oi, il.stride(), "stride", 1, &p.sh, &p.sw));
   p.n = y->sizes[0], p.oh = y->sizes[1], p.ow = y->sizes[2], p.c = y->sizes[3];
   const auto* xs = il.xs();
@@ -188,11 +232,12 @@ Error prepare_Interleave(Loader& ld, uint32_t oi, const fb::Interleave& il, CpuO
     ptrs[i] = x->data;
   }
   p.xs = ptrs;
-  op->y = y->data, op->numel = y->numel;
+  par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
-void run_Interleave(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
+void run_Interleave(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const LayoutOp& o = params_of<LayoutOp>(cpu_op);
   const InterleaveParts& p = o.interleave;
   const size_t bytes = size_t(p.c) * sizeof(float);
   ctx.parallel_for(p.n * p.oh, grain_for(kMinElementsPerThread, {p.ow, p.c}), [&](RunContext&, int64_t r0, int64_t r1) {
@@ -210,6 +255,8 @@ void run_Interleave(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
 }
 
 Error prepare_Slice(Loader& ld, uint32_t oi, const fb::Slice& sl, CpuOp* op) {
+  LayoutOp* par = ld.params<LayoutOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value(oi, sl.x(), 0, false, &x));
   TERN_CHECK_OK(ld.value(oi, sl.y(), 0, true, &y));
@@ -225,12 +272,13 @@ Error prepare_Slice(Loader& ld, uint32_t oi, const fb::Slice& sl, CpuOp* op) {
                      "y (%lld)", oi, op->nodes, (long long)outer, (long long)offset, (long long)x->numel,
                      (long long)y->numel);
   }
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
-  op->outer = outer, op->offset = offset, op->row = x->numel / outer;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
+  par->outer = outer, par->offset = offset, par->row = x->numel / outer;
   return Error::Ok;
 }
 
-void run_Slice(const CpuOp& o, const CpuProgram&, RunContext& ctx) {
+void run_Slice(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const LayoutOp& o = params_of<LayoutOp>(cpu_op);
   const int64_t inner = o.numel / o.outer;
   if (inner == 0) return;  // x may be empty and without storage (data null)
   ctx.parallel_for(o.outer, grain_for(kMinElementsPerThread, {inner}), [&](RunContext&, int64_t r0, int64_t r1) {

@@ -8,7 +8,19 @@
 namespace tern {
 namespace cpu {
 
+// The parameters of a MatMul (a WLinear's are a ConvOp: it runs as a Conv).
+struct MatMulOp {
+  const float* x;   // a [batch, m, k]
+  const float* x2;  // b [batch, k, n]
+  float* y;         // [batch, m, n]
+  int64_t numel;    // of y
+  int64_t batch, m, k, n;
+  float* packed;    // b packed at run time (workspace)
+};
+
 Error prepare_MatMul(Loader& ld, uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
+  MatMulOp* par = ld.params<MatMulOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *a = nullptr, *b = nullptr, *y = nullptr, *p = nullptr;
   TERN_CHECK_OK(ld.value(oi, mm.a(), 0, false, &a));
   TERN_CHECK_OK(ld.value(oi, mm.b(), 0, false, &b));
@@ -28,8 +40,8 @@ Error prepare_MatMul(Loader& ld, uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
   if (failed) {
     return ld.refuse(failed, "op %u (%s): matmul sizes do not fit its values", oi, op->nodes);
   }
-  op->x = a->data, op->x2 = b->data, op->y = y->data, op->packed = p->data, op->numel = y->numel;
-  op->batch = bt, op->m = m, op->k = k, op->n = n;
+  par->x = a->data, par->x2 = b->data, par->y = y->data, par->packed = p->data, par->numel = y->numel;
+  par->batch = bt, par->m = m, par->k = k, par->n = n;
   ConvGeometry g{};
   g.n = m, g.h = g.w = g.oh = g.ow = 1, g.c = k, g.oc = n, g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
   const size_t s = conv_scratch_bytes(g, ld.isa);
@@ -37,7 +49,8 @@ Error prepare_MatMul(Loader& ld, uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
   return Error::Ok;
 }
 
-void run_MatMul(const CpuOp& o, const CpuProgram& p, RunContext& ctx) {
+void run_MatMul(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
+  const MatMulOp& o = params_of<MatMulOp>(cpu_op);
   const Isa& isa = *p.isa;
   const int64_t panels = (o.n + kPanel - 1) / kPanel, panel_floats = kPanel * (1 + o.k);
   // b [batch][k][n] -> [batch][panel][16 zeros (bias)][k][16], columns past n zero
@@ -63,6 +76,8 @@ void run_MatMul(const CpuOp& o, const CpuProgram& p, RunContext& ctx) {
 }
 
 Error prepare_WLinear(Loader& ld, uint32_t oi, const fb::WLinear& l, CpuOp* op) {
+  ConvOp* par = ld.params<ConvOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *sc = nullptr, *zp = nullptr, *b = nullptr;
   const bool int4 = l.bits() == 4;
   TERN_CHECK_OK(ld.value(oi, l.x(), 2, false, &x));
@@ -93,7 +108,7 @@ Error prepare_WLinear(Loader& ld, uint32_t oi, const fb::WLinear& l, CpuOp* op) 
                      "%lld): its weights, scales, zero points or bias do not fit", oi, op->nodes, (long long)m,
                      (long long)k, (long long)n, l.bits(), (long long)l.group());
   }
-  ConvGeometry& g = op->conv;
+  ConvGeometry& g = par->conv;
   g = ConvGeometry{};
   g.n = m, g.h = g.w = g.oh = g.ow = 1, g.c = k, g.oc = n;
   g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
@@ -121,8 +136,8 @@ Error prepare_WLinear(Loader& ld, uint32_t oi, const fb::WLinear& l, CpuOp* op) 
       panel[kPanel * (1 + c) + lane] = (q - (zp ? zp->data[p] : 0.f)) * sc->data[p];
     }
   }
-  op->x = x->data, op->x2 = nullptr, op->weights = packed, op->y = y->data, op->numel = y->numel;
-  op->ep = Epilogue{};
+  par->x = x->data, par->x2 = nullptr, par->weights = packed, par->y = y->data, par->numel = y->numel;
+  par->ep = Epilogue{};
   const size_t s = conv_scratch_bytes(g, ld.isa);
   ld.need_scratch(s);
   const int64_t zeros = int64_t(conv_zero_floats(g));

@@ -7,6 +7,18 @@
 namespace tern {
 namespace cpu {
 
+// The parameters of a Pool or QPool.
+struct PoolOp {
+  const float* x;        // QPool: int8 values
+  float* y;              // QPool: int8 values
+  int64_t numel;         // of y
+  PoolGeometry pool;
+  bool int8;
+  const int8_t* qzeros;  // QPool: what padding taps read (x_zero_point, c bytes)
+  float qa_scale, qa_zero;           // QPool: x's parameters
+  float qscale, qzero, qmin, qmax;   // QPool: y's 1 / scale, zero point; the range
+};
+
 namespace {
 
 // Pools with at most this many taps go through the ISA's pool microkernel,
@@ -124,7 +136,8 @@ size_t qpool_scratch_bytes(const PoolGeometry& g) {
   return size_t(pixels) * (size_t(taps) * sizeof(int8_t*) + sizeof(float));
 }
 
-void run_QPool(const CpuOp& op, const CpuProgram& prog, RunContext& ctx) {
+void run_QPool(const CpuOp& cpu_op, const CpuProgram& prog, RunContext& ctx) {
+  const PoolOp& op = params_of<PoolOp>(cpu_op);
   const Qs8Kernels& k = *prog.qs8;
   const PoolGeometry& g = op.pool;
   const Qs8PoolParams p{op.qa_scale, op.qa_zero, op.qscale, op.qzero, op.qmin, op.qmax};
@@ -134,12 +147,13 @@ void run_QPool(const CpuOp& op, const CpuProgram& prog, RunContext& ctx) {
   });
 }
 
-// A Pool's or QPool's window over x -> y, checked.
 namespace {
 
+// A Pool's or QPool's window over x -> y, checked.
 template <typename Table>
-Error pool_window(Loader& ld, uint32_t oi, const Table& p, const ValueInfo& x, const ValueInfo& y, CpuOp* op) {
-  PoolGeometry& g = op->pool;
+Error pool_window(Loader& ld, uint32_t oi, const Table& p, const ValueInfo& x, const ValueInfo& y, const CpuOp* op,
+                  PoolOp* par) {
+  PoolGeometry& g = par->pool;
   TERN_CHECK_OK(ld.pair(oi, p.kernel(), "kernel", 1, &g.kh, &g.kw));
   TERN_CHECK_OK(ld.pair(oi, p.stride(), "stride", 1, &g.sh, &g.sw));
   TERN_CHECK_OK(ld.pair(oi, p.padding(), "padding", 0, &g.ph, &g.pw));
@@ -169,28 +183,35 @@ Error pool_window(Loader& ld, uint32_t oi, const Table& p, const ValueInfo& x, c
 }  // namespace
 
 Error prepare_Pool(Loader& ld, uint32_t oi, const fb::Pool& p, CpuOp* op) {
+  PoolOp* par = ld.params<PoolOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value(oi, p.x(), 4, false, &x));
   TERN_CHECK_OK(ld.value(oi, p.y(), 4, true, &y));
-  TERN_CHECK_OK(pool_window(ld, oi, p, *x, *y, op));
+  TERN_CHECK_OK(pool_window(ld, oi, p, *x, *y, op, par));
   TERN_CHECK_OK(ld.disjoint(oi, *x, *y));
-  const PoolGeometry& g = op->pool;
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  const PoolGeometry& g = par->pool;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   const size_t s = pool_scratch_bytes(g);
   ld.need_scratch(s);
   ld.need_zeros(g.c);
   return Error::Ok;
 }
 
-void run_Pool(const CpuOp& op, const CpuProgram& p, RunContext& ctx) { run_pool(op.pool, *p.isa, p.zeros, op.x, op.y, ctx); }
+void run_Pool(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
+  const PoolOp& op = params_of<PoolOp>(cpu_op);
+  run_pool(op.pool, *p.isa, p.zeros, op.x, op.y, ctx);
+}
 
 Error prepare_QPool(Loader& ld, uint32_t oi, const fb::QPool& q, CpuOp* op) {
+  PoolOp* par = ld.params<PoolOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, q.x(), 4, false, true, &x));
   TERN_CHECK_OK(ld.value_of(oi, q.y(), 4, true, true, &y));
-  TERN_CHECK_OK(pool_window(ld, oi, q, *x, *y, op));
+  TERN_CHECK_OK(pool_window(ld, oi, q, *x, *y, op, par));
   TERN_CHECK_OK(ld.disjoint(oi, *x, *y));
-  PoolGeometry& g = op->pool;
+  PoolGeometry& g = par->pool;
   // int32 sums of 65536 bytes cannot overflow, and are exact in float32
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, int64_t(g.kh) * g.kw <= 65536);
@@ -211,12 +232,12 @@ Error prepare_QPool(Loader& ld, uint32_t oi, const fb::QPool& q, CpuOp* op) {
   int8_t* zeros = static_cast<int8_t*>(ld.ctx.allocate(size_t(g.c)));
   if (zeros == nullptr) return Error::OutOfMemory;
   memset(zeros, q.x_zero_point(), size_t(g.c));
-  op->int8 = true;
-  op->qzeros = zeros;
-  op->qa_scale = q.x_scale(), op->qa_zero = float(q.x_zero_point());
-  op->qscale = q.y_inv_scale(), op->qzero = float(q.y_zero_point());
-  op->qmin = float(q.qmin()), op->qmax = float(q.qmax());
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  par->int8 = true;
+  par->qzeros = zeros;
+  par->qa_scale = q.x_scale(), par->qa_zero = float(q.x_zero_point());
+  par->qscale = q.y_inv_scale(), par->qzero = float(q.y_zero_point());
+  par->qmin = float(q.qmin()), par->qmax = float(q.qmax());
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   const size_t s = qpool_scratch_bytes(g);
   ld.need_scratch(s);
   return Error::Ok;

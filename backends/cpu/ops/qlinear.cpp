@@ -10,14 +10,29 @@
 namespace tern {
 namespace cpu {
 
+// The parameters of a QConv or QLinear.
+struct QLinearOp {
+  const float* x;           // int8 values
+  float* y;                 // QConv: int8 values; QLinear: float32
+  int64_t numel;            // of y
+  Qs8Conv qconv;
+  const int8_t* qzeros;     // QConv: what padding taps read (x_zero_point, c rounded up to 4 bytes)
+  float* qparams;           // QLinear: x's scale, zero point (a DynamicQuantize's)
+  const int32_t* wsums;     // QLinear: the weight sum of each output channel
+  const float* w_scales;    // QLinear: per output channel
+  float* rescale;           // QLinear: init (as int32) and scale, each qs8_channels, filled at each run
+};
+
 Error prepare_QConv(Loader& ld, uint32_t oi, const fb::QConv& c, CpuOp* op) {
+  QLinearOp* par = ld.params<QLinearOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *ws = nullptr, *b = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, c.x(), 4, false, true, &x));
   TERN_CHECK_OK(ld.value_of(oi, c.y(), 4, true, true, &y));
   TERN_CHECK_OK(ld.constant_of(oi, c.weights(), 1, true, "weights", &w));
   TERN_CHECK_OK(ld.constant_of(oi, c.w_scales(), 1, false, "w_scales", &ws));
   if (c.bias() >= 0) TERN_CHECK_OK(ld.constant_of(oi, c.bias(), 1, false, "bias", &b));
-  ConvGeometry& g = op->qconv.g;
+  ConvGeometry& g = par->qconv.g;
   g = ConvGeometry{};
   TERN_CHECK_OK(ld.pair(oi, c.kernel(), "kernel", 1, &g.kh, &g.kw));
   TERN_CHECK_OK(ld.pair(oi, c.stride(), "stride", 1, &g.sh, &g.sw));
@@ -77,20 +92,23 @@ Error prepare_QConv(Loader& ld, uint32_t oi, const fb::QConv& c, CpuOp* op) {
                        double(c.x_scale()), double(ws->data[bad]), double(c.y_scale()), b ? double(b->data[bad]) : 0.0);
   }
   memset(zeros, c.x_zero_point(), zero_bytes);
-  op->qconv.packed = packed, op->qconv.init = init, op->qconv.scale = scale, op->qconv.offset = offset;
-  op->qconv.qmin = float(c.qmin()), op->qconv.qmax = float(c.qmax());
-  op->qzeros = zeros;
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  par->qconv.packed = packed, par->qconv.init = init, par->qconv.scale = scale, par->qconv.offset = offset;
+  par->qconv.qmin = float(c.qmin()), par->qconv.qmax = float(c.qmax());
+  par->qzeros = zeros;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   const size_t s = qs8_conv_scratch_bytes(g, ld.qs8);
   ld.need_scratch(s);
   return Error::Ok;
 }
 
-void run_QConv(const CpuOp& op, const CpuProgram& p, RunContext& ctx) {
+void run_QConv(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
+  const QLinearOp& op = params_of<QLinearOp>(cpu_op);
   run_qs8_conv(op.qconv, *p.qs8, reinterpret_cast<const int8_t*>(op.x), op.qzeros, reinterpret_cast<int8_t*>(op.y), ctx);
 }
 
 Error prepare_QLinear(Loader& ld, uint32_t oi, const fb::QLinear& l, CpuOp* op) {
+  QLinearOp* par = ld.params<QLinearOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *qp = nullptr, *w = nullptr, *ws = nullptr, *b = nullptr, *y = nullptr, *pr = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, l.x(), 2, false, true, &x));
   TERN_CHECK_OK(ld.value(oi, l.x_qparams(), 1, false, &qp));
@@ -99,7 +117,7 @@ Error prepare_QLinear(Loader& ld, uint32_t oi, const fb::QLinear& l, CpuOp* op) 
   if (l.bias() >= 0) TERN_CHECK_OK(ld.constant_of(oi, l.bias(), 1, false, "bias", &b));
   TERN_CHECK_OK(ld.value(oi, l.y(), 2, true, &y));
   TERN_CHECK_OK(ld.value(oi, l.params(), 1, true, &pr));
-  ConvGeometry& g = op->qconv.g;
+  ConvGeometry& g = par->qconv.g;
   g = ConvGeometry{};
   g.n = x->sizes[0], g.c = x->sizes[1], g.oc = y->sizes[1];
   g.h = g.w = g.oh = g.ow = 1, g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
@@ -136,16 +154,17 @@ Error prepare_QLinear(Loader& ld, uint32_t oi, const fb::QLinear& l, CpuOp* op) 
       return ld.ctx.fail(Error::InvalidProgram, "op %u: w_scales or bias %zu is not finite", oi, j);
     }
   }
-  op->qconv.packed = packed, op->qconv.offset = offset;
-  op->wsums = sums, op->w_scales = scales;
-  op->qparams = qp->data, op->params = pr->data;
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  par->qconv.packed = packed, par->qconv.offset = offset;
+  par->wsums = sums, par->w_scales = scales;
+  par->qparams = qp->data, par->rescale = pr->data;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   const size_t s = qs8_conv_scratch_bytes(g, ld.qs8);  // the row pointers of a tile
   ld.need_scratch(s);
   return Error::Ok;
 }
 
-void run_QLinear(const CpuOp& op, const CpuProgram& prog, RunContext& ctx) {
+void run_QLinear(const CpuOp& cpu_op, const CpuProgram& prog, RunContext& ctx) {
+  const QLinearOp& op = params_of<QLinearOp>(cpu_op);
   const Qs8Kernels& k = *prog.qs8;
   const float x_scale = op.qparams[0];
   // a DynamicQuantize's zero point is an integer in int8's range; clamped all
@@ -153,8 +172,8 @@ void run_QLinear(const CpuOp& op, const CpuProgram& prog, RunContext& ctx) {
   const float z = op.qparams[1];
   const int32_t x_zero = static_cast<int32_t>(z > -128.0f ? (z < 127.0f ? z : 127.0f) : -128.0f);
   const int64_t n = qs8_channels(op.qconv.g);
-  int32_t* init = reinterpret_cast<int32_t*>(op.params);
-  float* scale = op.params + n;
+  int32_t* init = reinterpret_cast<int32_t*>(op.rescale);
+  float* scale = op.rescale + n;
   const int32_t shift = k.unsigned_a ? 128 : 0;  // as qs8_requant
   for (int64_t j = 0; j < n; ++j) {
     init[j] = -(x_zero + shift) * op.wsums[j];

@@ -6,22 +6,33 @@
 namespace tern {
 namespace cpu {
 
+// The parameters of a Quantize, Dequantize or DynamicQuantize.
+struct QuantizeOp {
+  const float* x;  // Dequantize: int8 values
+  float* y;        // Quantize, DynamicQuantize: int8 values
+  int64_t numel;
+  float qscale;    // Quantize: float(1 / scale); Dequantize: scale
+  float qzero, qmin, qmax;
+  float* qparams;  // DynamicQuantize: scale, zero point (written at each run)
+  float qeps;      // DynamicQuantize
+};
+
 namespace {
 
 // A Quantize's or Dequantize's scale (Quantize: its inverse) and zero point,
 // and x and y of one element count.
 Error quantize_params(Loader& ld, uint32_t oi, float scale, int32_t zero_point, const ValueInfo& x, const ValueInfo& y,
-                      CpuOp* op) {
+                      const CpuOp& op, QuantizeOp* par) {
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, qparams_ok(scale, zero_point));
   TERN_CPU_NEED(failed, x.numel == y.numel);
   if (failed) {
     return ld.refuse(failed, "op %u (%s): scale %g, zero point %d, %lld -> %lld elements", oi,
-                     op->nodes, double(scale), zero_point, (long long)x.numel, (long long)y.numel);
+                     op.nodes, double(scale), zero_point, (long long)x.numel, (long long)y.numel);
   }
-  op->qscale = scale;  // Quantize: the inverse already
-  op->qzero = float(zero_point);
-  op->x = x.data, op->y = y.data, op->numel = y.numel;
+  par->qscale = scale;  // Quantize: the inverse already
+  par->qzero = float(zero_point);
+  par->x = x.data, par->y = y.data, par->numel = y.numel;
   return Error::Ok;
 }
 
@@ -29,25 +40,30 @@ Error quantize_params(Loader& ld, uint32_t oi, float scale, int32_t zero_point, 
 
 // float32 x -> int8 y
 Error prepare_Quantize(Loader& ld, uint32_t oi, const fb::Quantize& q, CpuOp* op) {
+  QuantizeOp* par = ld.params<QuantizeOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, q.x(), 0, false, false, &x));
   TERN_CHECK_OK(ld.value_of(oi, q.y(), 0, true, true, &y));
   if (!qrange_ok(q.qmin(), q.qmax())) {
     return ld.ctx.fail(Error::InvalidProgram, "op %u: quant range [%d, %d] is not within int8's", oi, q.qmin(), q.qmax());
   }
-  op->qmin = float(q.qmin()), op->qmax = float(q.qmax());
-  return quantize_params(ld, oi, q.inv_scale(), q.zero_point(), *x, *y, op);
+  par->qmin = float(q.qmin()), par->qmax = float(q.qmax());
+  return quantize_params(ld, oi, q.inv_scale(), q.zero_point(), *x, *y, *op, par);
 }
 
 // int8 x -> float32 y
 Error prepare_Dequantize(Loader& ld, uint32_t oi, const fb::Dequantize& d, CpuOp* op) {
+  QuantizeOp* par = ld.params<QuantizeOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, d.x(), 0, false, true, &x));
   TERN_CHECK_OK(ld.value_of(oi, d.y(), 0, true, false, &y));
-  return quantize_params(ld, oi, d.scale(), d.zero_point(), *x, *y, op);
+  return quantize_params(ld, oi, d.scale(), d.zero_point(), *x, *y, *op, par);
 }
 
-void run_Quantize(const CpuOp& op, const CpuProgram& prog, RunContext& ctx) {
+void run_Quantize(const CpuOp& cpu_op, const CpuProgram& prog, RunContext& ctx) {
+  const QuantizeOp& op = params_of<QuantizeOp>(cpu_op);
   const Qs8Kernels& k = *prog.qs8;
   const Qs8QuantizeParams p{op.qscale, op.qzero, op.qmin, op.qmax};
   int8_t* y = reinterpret_cast<int8_t*>(op.y);
@@ -56,7 +72,8 @@ void run_Quantize(const CpuOp& op, const CpuProgram& prog, RunContext& ctx) {
   });
 }
 
-void run_Dequantize(const CpuOp& op, const CpuProgram&, RunContext& ctx) {
+void run_Dequantize(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const QuantizeOp& op = params_of<QuantizeOp>(cpu_op);
   const int8_t* x = reinterpret_cast<const int8_t*>(op.x);
   float* y = op.y;
   ctx.parallel_for(op.numel, kMinElementsPerThread, [&](RunContext&, int64_t b, int64_t e) {
@@ -65,6 +82,8 @@ void run_Dequantize(const CpuOp& op, const CpuProgram&, RunContext& ctx) {
 }
 
 Error prepare_DynamicQuantize(Loader& ld, uint32_t oi, const fb::DynamicQuantize& d, CpuOp* op) {
+  QuantizeOp* par = ld.params<QuantizeOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
   const ValueInfo *x = nullptr, *y = nullptr, *qp = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, d.x(), 0, false, false, &x));
   TERN_CHECK_OK(ld.value_of(oi, d.y(), 0, true, true, &y));
@@ -79,13 +98,14 @@ Error prepare_DynamicQuantize(Loader& ld, uint32_t oi, const fb::DynamicQuantize
                      "2, range [%d, %d] within int8, eps %g > 0 do not hold", oi, op->nodes, (long long)x->numel,
                      (long long)y->numel, d.qmin(), d.qmax(), double(d.eps()));
   }
-  op->qmin = float(d.qmin()), op->qmax = float(d.qmax()), op->qeps = d.eps();
-  op->qparams = qp->data;
-  op->x = x->data, op->y = y->data, op->numel = y->numel;
+  par->qmin = float(d.qmin()), par->qmax = float(d.qmax()), par->qeps = d.eps();
+  par->qparams = qp->data;
+  par->x = x->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
 
-void run_DynamicQuantize(const CpuOp& op, const CpuProgram& prog, RunContext& ctx) {
+void run_DynamicQuantize(const CpuOp& cpu_op, const CpuProgram& prog, RunContext& ctx) {
+  const QuantizeOp& op = params_of<QuantizeOp>(cpu_op);
   const Qs8Kernels& k = *prog.qs8;
   // choose_qparams.tensor, as the portable kernel computes it (op_quantize.cpp)
   const float* x = op.x;
