@@ -1,5 +1,4 @@
-// The payload reader (loader.h): header, values, the shared checks, and
-// the prepare table built from ops.def.
+// The payload reader (loader.h): header, values, the shared checks.
 #include "backends/cpu/loader.h"
 
 #include <cmath>
@@ -17,27 +16,6 @@ constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
 // Version 2 added Attention, version 3 int8 values and QConv, Quantize,
 // Dequantize; an older payload is a newer one without them.
 constexpr uint32_t kVersion = 3;
-
-// ops.def is cpu.fbs's OpKind union, line for line: each kind has the
-// union's value, and the union has no kind the list lacks.
-#define CPU_OP(Kind, family)                                                           \
-  static_assert(uint8_t(CpuOpKind::Kind) == uint8_t(fb::OpKind::Kind), "ops.def: " #Kind \
-                " is not where cpu.fbs's OpKind union has it");
-#include "backends/cpu/ops.def"
-#undef CPU_OP
-static_assert(kCpuOpKinds == size_t(fb::OpKind::MAX) + 1, "ops.def lacks a kind of cpu.fbs's OpKind union");
-
-using PrepareFn = Error (*)(Loader& ld, uint32_t oi, const fb::Op& o, CpuOp* op);
-
-// The prepare table: ops.def's kinds, at their union value, each handed its
-// table (the verifier checked it has the kind's type).
-constexpr PrepareFn kPrepare[kCpuOpKinds] = {
-    nullptr,  // NONE
-#define CPU_OP(Kind, family) \
-  [](Loader& ld, uint32_t oi, const fb::Op& o, CpuOp* op) { return prepare_##Kind(ld, oi, *o.kind_as_##Kind(), op); },
-#include "backends/cpu/ops.def"
-#undef CPU_OP
-};
 
 }  // namespace
 
@@ -277,7 +255,7 @@ Error Loader::make_label(const fb::Op& o, CpuOp* op) {
   return Error::Ok;
 }
 
-Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
+Error Loader::begin_op(uint32_t oi, CpuOp* op) {
   const fb::Op& o = *prog->ops()->Get(oi);
   *op = CpuOp();
   op->nodes = o.nodes() ? o.nodes()->c_str() : "";
@@ -286,8 +264,7 @@ Error Loader::prepare_op(uint32_t oi, CpuOp* op) {
   const size_t k = size_t(o.kind_type());
   if (k == 0 || k >= kCpuOpKinds) return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
   op->kind = CpuOpKind(k);
-  op->run = kCpuRun[k];
-  return kPrepare[k](*this, oi, o, op);
+  return Error::Ok;
 }
 
 }  // namespace cpu

@@ -80,9 +80,8 @@ struct Loader {
   Error parse(Span<const uint8_t> p);
   Error check_args();
   Error resolve_values();
-  // ops[oi]: label, run function (the run table's, which prepare may
-  // change), then its kind's prepare.
-  Error prepare_op(uint32_t oi, CpuOp* op);
+  // ops[oi] before its kind's prepare: nodes, label, a known kind.
+  Error begin_op(uint32_t oi, CpuOp* op);
 
   // Float32 value `vi` of op `oi`: in range, `rank` dims (0: any), writable
   // if `out`. Every op reads and writes float32 values through this, but

@@ -1,6 +1,6 @@
 // load_cpu_program: the payload read and checked (loader.cpp), each op
 // prepared by its kind's entry in the prepare table, row chains linked;
-// run_cpu_program: each op's run, in order.
+// run_cpu_program: each op's run, in order. Both tables come from ops.def.
 #include "backends/cpu/program.h"
 
 #include <cstring>
@@ -10,13 +10,45 @@
 namespace tern {
 namespace cpu {
 
-// The run table: ops.def's kinds, at their union value.
-const CpuRunFn kCpuRun[kCpuOpKinds] = {
+namespace {
+
+// ops.def is cpu.fbs's OpKind union, line for line: each kind has the
+// union's value, and the union has no kind the list lacks.
+#define CPU_OP(Kind, family)                                                           \
+  static_assert(uint8_t(CpuOpKind::Kind) == uint8_t(fb::OpKind::Kind), "ops.def: " #Kind \
+                " is not where cpu.fbs's OpKind union has it");
+#include "backends/cpu/ops.def"
+#undef CPU_OP
+static_assert(kCpuOpKinds == size_t(fb::OpKind::MAX) + 1, "ops.def lacks a kind of cpu.fbs's OpKind union");
+
+using PrepareFn = Error (*)(Loader& ld, uint32_t oi, const fb::Op& o, CpuOp* op);
+
+// The prepare table: ops.def's kinds, at their union value, each handed its
+// table (the verifier checked it has the kind's type).
+constexpr PrepareFn kPrepare[kCpuOpKinds] = {
+    nullptr,  // None
+#define CPU_OP(Kind, family) \
+  [](Loader& ld, uint32_t oi, const fb::Op& o, CpuOp* op) { return prepare_##Kind(ld, oi, *o.kind_as_##Kind(), op); },
+#include "backends/cpu/ops.def"
+#undef CPU_OP
+};
+
+// The run table: each kind's run, at its union value.
+constexpr CpuRunFn kRun[kCpuOpKinds] = {
     nullptr,  // None
 #define CPU_OP(Kind, family) run_##Kind,
 #include "backends/cpu/ops.def"
 #undef CPU_OP
 };
+
+Error prepare_op(Loader& ld, uint32_t oi, CpuOp* op) {
+  TERN_CHECK_OK(ld.begin_op(oi, op));
+  const size_t k = size_t(op->kind);
+  op->run = kRun[k];  // a chain's head changes it (link_chain)
+  return kPrepare[k](ld, oi, *ld.prog->ops()->Get(oi), op);
+}
+
+}  // namespace
 
 Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
                                      Span<EValue* const> outputs, const Isa& isa, const Qs8Kernels& qs8) {
@@ -28,7 +60,7 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
   const uint32_t n = ld.prog->ops()->size();
   CpuOp* ops = static_cast<CpuOp*>(ctx.allocate(sizeof(CpuOp) * (n ? n : 1)));
   if (p == nullptr || ops == nullptr) return Error::OutOfMemory;
-  for (uint32_t i = 0; i < n; ++i) TERN_CHECK_OK(ld.prepare_op(i, &ops[i]));
+  for (uint32_t i = 0; i < n; ++i) TERN_CHECK_OK(prepare_op(ld, i, &ops[i]));
   for (uint32_t i = 0; i < n; ++i) {
     // a Conv a chain already covers (run nullptr) never heads another
     if (ops[i].kind == CpuOpKind::Conv && ops[i].run != nullptr && params_of<ConvOp>(ops[i]).fuse_next) {

@@ -1,7 +1,9 @@
 // A cpu backend delegate, ready to run: the payload (backends/cpu/schema/
 // cpu.fbs) checked and resolved once, at Method::load, into a list of ops
 // whose tensors are plain pointers into the delegate's arguments, its
-// workspace and the payload's weights.
+// workspace and the payload's weights. Each op is its kind (ops.def), its
+// run function and its family's parameters (backends/cpu/ops/<family>.cpp,
+// which holds the kind's payload reading, checks and run).
 //
 //   Result<CpuProgram*> p = load_cpu_program(ctx, payload, inputs, outputs, *isa);  // checks everything
 //   run_cpu_program(*p, run_ctx);                                        // blind, no allocation
@@ -61,7 +63,7 @@ using CpuRunFn = void (*)(const CpuOp& op, const CpuProgram& p, RunContext& ctx)
 
 struct CpuOp {
   CpuOpKind kind;
-  CpuRunFn run;        // its kind's run (the run table, program.cpp), run_chain for a chain's head;
+  CpuRunFn run;        // its kind's run (program.cpp's run table), run_chain for a chain's head;
                        // nullptr: a Conv its chain's head runs
   const char* nodes;   // the torch.export nodes it covers ("convolution_3+relu_2"), or ""
   const char* label;   // what profiles call it: the nodes, else the op kind
@@ -92,9 +94,6 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
 
 // Runs every op in order over ctx's threads.
 void run_cpu_program(const CpuProgram& p, RunContext& ctx);
-
-// The run table (program.cpp): each kind's run, at its union value.
-extern const CpuRunFn kCpuRun[kCpuOpKinds];
 
 // The fewest elements worth a thread, for the ops that split plain loops.
 constexpr int64_t kMinElementsPerThread = 16384;
