@@ -92,6 +92,23 @@ struct ConvStage {
   Epilogue ep;
 };
 
+// The conv family's parameters (backends/cpu/ops/conv.cpp): a Conv, a
+// WLinear (a 1x1 Conv of dequantized weights), a Winograd transform, or the
+// head of a row chain.
+struct ConvOp {
+  ConvGeometry conv;   // WinogradInput/Output: n, h, w, c, oh, ow, oc and the padding
+  const float* x;      // WinogradOutput: m
+  const float* x2;     // residual, or nullptr
+  const float* weights;
+  const float* bias;   // WinogradOutput, or nullptr
+  float* y;            // WinogradInput: v; a chain: its last stage's output
+  int64_t numel;       // of y
+  Epilogue ep;
+  bool fuse_next;      // Conv: cpu.fbs Conv.fuse_next
+  int chain;           // a chain's head: Convs it runs (2 or 3) ...
+  const ConvStage* stages;  // ... and their stages
+};
+
 // Per-thread scratch run_conv_chain needs.
 size_t conv_chain_scratch_bytes(const ConvStage* stages, int count, const Isa& isa);
 

@@ -15,40 +15,75 @@ namespace tern {
 namespace cpu {
 namespace {
 
-const Isa kScalar = {"scalar",
-                     {f32_igemm_ukernel__scalar_main, 4, 16},
-                     {f32_igemm_ukernel__scalar_tail, 4, 16},
-                     {f32_igemm_ukernel__scalar_row, 1, 64},
-                     f32_dwconv_ukernel__scalar,
-                     f32_dwconv_rows_ukernel__scalar, f32_vact_ukernel__scalar, f32_pool_ukernel__scalar,
-                     f32_winograd_in_ukernel__scalar, f32_winograd_out_ukernel__scalar};
+// Each ISA's float kernels, chosen by name in one place (the XNNPACK
+// configs' way): scalar's first, then what the ISA overrides, so that a
+// kernel an ISA lacks stays scalar's. Constant-initialized: no code runs
+// before main.
+constexpr Isa scalar_isa() {
+  Isa k{};
+  k.name = "scalar";
+  k.igemm_main = {f32_igemm_ukernel__scalar_main, 4, 16};
+  k.igemm_tail = {f32_igemm_ukernel__scalar_tail, 4, 16};
+  k.igemm_row = {f32_igemm_ukernel__scalar_row, 1, 64};
+  k.dwconv = f32_dwconv_ukernel__scalar;
+  k.dwconv_rows = f32_dwconv_rows_ukernel__scalar;
+  k.vact = f32_vact_ukernel__scalar;
+  k.pool = f32_pool_ukernel__scalar;
+  k.winograd_in = f32_winograd_in_ukernel__scalar;
+  k.winograd_out = f32_winograd_out_ukernel__scalar;
+  return k;
+}
+constexpr Isa kScalar = scalar_isa();
 
 #if defined(__x86_64__)
-const Isa kAvx2 = {"avx2",
-                   {f32_igemm_ukernel__avx2_main, 6, 16},
-                   {f32_igemm_ukernel__avx2_tail, 6, 16},
-                   {f32_igemm_ukernel__avx2_row, 1, 64},
-                   f32_dwconv_ukernel__avx2,
-                     f32_dwconv_rows_ukernel__avx2, f32_vact_ukernel__avx2, f32_pool_ukernel__avx2,
-                     f32_winograd_in_ukernel__avx2, f32_winograd_out_ukernel__avx2};
-const Isa kAvx512 = {"avx512",
-                     {f32_igemm_ukernel__avx512_main, 8, 32},
-                     {f32_igemm_ukernel__avx512_tail, 8, 16},
-                     {f32_igemm_ukernel__avx512_row, 1, 64},
-                     f32_dwconv_ukernel__avx512,
-                     f32_dwconv_rows_ukernel__avx512, f32_vact_ukernel__avx512, f32_pool_ukernel__avx512,
-                     f32_winograd_in_ukernel__avx512, f32_winograd_out_ukernel__avx512};
+constexpr Isa avx2_isa() {
+  Isa k = scalar_isa();
+  k.name = "avx2";
+  k.igemm_main = {f32_igemm_ukernel__avx2_main, 6, 16};
+  k.igemm_tail = {f32_igemm_ukernel__avx2_tail, 6, 16};
+  k.igemm_row = {f32_igemm_ukernel__avx2_row, 1, 64};
+  k.dwconv = f32_dwconv_ukernel__avx2;
+  k.dwconv_rows = f32_dwconv_rows_ukernel__avx2;
+  k.vact = f32_vact_ukernel__avx2;
+  k.pool = f32_pool_ukernel__avx2;
+  k.winograd_in = f32_winograd_in_ukernel__avx2;
+  k.winograd_out = f32_winograd_out_ukernel__avx2;
+  return k;
+}
+constexpr Isa avx512_isa() {
+  Isa k = scalar_isa();
+  k.name = "avx512";
+  k.igemm_main = {f32_igemm_ukernel__avx512_main, 8, 32};
+  k.igemm_tail = {f32_igemm_ukernel__avx512_tail, 8, 16};
+  k.igemm_row = {f32_igemm_ukernel__avx512_row, 1, 64};
+  k.dwconv = f32_dwconv_ukernel__avx512;
+  k.dwconv_rows = f32_dwconv_rows_ukernel__avx512;
+  k.vact = f32_vact_ukernel__avx512;
+  k.pool = f32_pool_ukernel__avx512;
+  k.winograd_in = f32_winograd_in_ukernel__avx512;
+  k.winograd_out = f32_winograd_out_ukernel__avx512;
+  return k;
+}
+constexpr Isa kAvx2 = avx2_isa();
+constexpr Isa kAvx512 = avx512_isa();
 #endif
 #if defined(__aarch64__)
-const Isa kNeon = {"neon",
-                   {f32_igemm_ukernel__neon_main, 6, 16},
-                   {f32_igemm_ukernel__neon_tail, 6, 16},
-                   {f32_igemm_ukernel__neon_row, 1, 64},
-                   f32_dwconv_ukernel__neon,
-                     f32_dwconv_rows_ukernel__neon, f32_vact_ukernel__neon, f32_pool_ukernel__neon,
-                     f32_winograd_in_ukernel__neon, f32_winograd_out_ukernel__neon};
+constexpr Isa neon_isa() {
+  Isa k = scalar_isa();
+  k.name = "neon";
+  k.igemm_main = {f32_igemm_ukernel__neon_main, 6, 16};
+  k.igemm_tail = {f32_igemm_ukernel__neon_tail, 6, 16};
+  k.igemm_row = {f32_igemm_ukernel__neon_row, 1, 64};
+  k.dwconv = f32_dwconv_ukernel__neon;
+  k.dwconv_rows = f32_dwconv_rows_ukernel__neon;
+  k.vact = f32_vact_ukernel__neon;
+  k.pool = f32_pool_ukernel__neon;
+  k.winograd_in = f32_winograd_in_ukernel__neon;
+  k.winograd_out = f32_winograd_out_ukernel__neon;
+  return k;
+}
+constexpr Isa kNeon = neon_isa();
 #endif
-
 
 // What each kernel set asks of the CPU: the architecture it belongs to
 // (nullptr: any) and the CpuFeatures flag (nullptr: none); `needs` says it in words.
@@ -139,36 +174,97 @@ const Isa* select_isa() {
 
 namespace {
 
-const Qs8Kernels kQs8Scalar = {"scalar", 4, 1, {qs8_igemm_ukernel__scalar_4x16}, {qs8_igemm_f32_ukernel__scalar_4x16},
-                               false, qs8_dwconv_ukernel__scalar, qs8_quantize_ukernel__scalar,
-                               qs8_binary_ukernel__scalar, f32_minmax_ukernel__scalar, qs8_pool_ukernel__scalar,
-                               nullptr, nullptr};
+// Each ISA's int8 kernels, by name as the float ones: scalar's first, then
+// the ISA's own.
+constexpr Qs8Kernels qs8_scalar() {
+  Qs8Kernels k{};
+  k.name = "scalar";
+  k.mr = 4;
+  k.panels = 1;
+  k.igemm[0] = qs8_igemm_ukernel__scalar_4x16;
+  k.igemm_f32[0] = qs8_igemm_f32_ukernel__scalar_4x16;
+  k.dwconv = qs8_dwconv_ukernel__scalar;
+  k.quantize = qs8_quantize_ukernel__scalar;
+  k.binary = qs8_binary_ukernel__scalar;
+  k.minmax = f32_minmax_ukernel__scalar;
+  k.pool = qs8_pool_ukernel__scalar;
+  return k;
+}
+constexpr Qs8Kernels kQs8Scalar = qs8_scalar();
 #if defined(__x86_64__)
-const Qs8Kernels kQs8Avx2 = {"avx2", 3, 1, {qs8_igemm_ukernel__avx2_3x16}, {qs8_igemm_f32_ukernel__avx2_3x16}, false,
-                             qs8_dwconv_ukernel__avx2, qs8_quantize_ukernel__avx2, qs8_binary_ukernel__avx2,
-                             f32_minmax_ukernel__avx2, qs8_pool_ukernel__avx2, nullptr, nullptr};
-const Qs8Kernels kQs8Vnni = {"avx512vnni", 6, 4,
-                             {qs8_igemm_ukernel__avx512vnni_6x16, qs8_igemm_ukernel__avx512vnni_6x32,
-                              qs8_igemm_ukernel__avx512vnni_6x48, qs8_igemm_ukernel__avx512vnni_6x64},
-                             {qs8_igemm_f32_ukernel__avx512vnni_6x16, qs8_igemm_f32_ukernel__avx512vnni_6x32,
-                              qs8_igemm_f32_ukernel__avx512vnni_6x48, qs8_igemm_f32_ukernel__avx512vnni_6x64},
-                             true, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
-                             qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512,
-                             qs8_pool_ukernel__avx2, nullptr, nullptr};
-const Qs8Kernels kQs8Amx = {"amx", 16, 4,
-                            {qs8_igemm_ukernel__amx_16x16, qs8_igemm_ukernel__amx_16x32, qs8_igemm_ukernel__amx_16x48,
-                             qs8_igemm_ukernel__amx_16x64},
-                            {qs8_igemm_f32_ukernel__amx_16x16, qs8_igemm_f32_ukernel__amx_16x32,
-                             qs8_igemm_f32_ukernel__amx_16x48, qs8_igemm_f32_ukernel__amx_16x64},
-                            false, qs8_dwconv_ukernel__avx512vnni, qs8_quantize_ukernel__avx512,
-                            qs8_binary_ukernel__avx512, f32_minmax_ukernel__avx512, qs8_pool_ukernel__avx2,
-                            qs8_amx_begin, qs8_amx_end};
+constexpr Qs8Kernels qs8_avx2() {
+  Qs8Kernels k = qs8_scalar();
+  k.name = "avx2";
+  k.mr = 3;
+  k.panels = 1;
+  k.igemm[0] = qs8_igemm_ukernel__avx2_3x16;
+  k.igemm_f32[0] = qs8_igemm_f32_ukernel__avx2_3x16;
+  k.dwconv = qs8_dwconv_ukernel__avx2;
+  k.quantize = qs8_quantize_ukernel__avx2;
+  k.binary = qs8_binary_ukernel__avx2;
+  k.minmax = f32_minmax_ukernel__avx2;
+  k.pool = qs8_pool_ukernel__avx2;
+  return k;
+}
+// The AVX-512 sets: VNNI's 6-row GEMMs over up to 4 panels; AMX's tiles of
+// 16 rows, bracketed by begin and end (the tile configuration).
+constexpr Qs8Kernels qs8_vnni() {
+  Qs8Kernels k = qs8_avx2();  // its pool kernel stays avx2's
+  k.name = "avx512vnni";
+  k.mr = 6;
+  k.panels = 4;
+  k.igemm[0] = qs8_igemm_ukernel__avx512vnni_6x16;
+  k.igemm[1] = qs8_igemm_ukernel__avx512vnni_6x32;
+  k.igemm[2] = qs8_igemm_ukernel__avx512vnni_6x48;
+  k.igemm[3] = qs8_igemm_ukernel__avx512vnni_6x64;
+  k.igemm_f32[0] = qs8_igemm_f32_ukernel__avx512vnni_6x16;
+  k.igemm_f32[1] = qs8_igemm_f32_ukernel__avx512vnni_6x32;
+  k.igemm_f32[2] = qs8_igemm_f32_ukernel__avx512vnni_6x48;
+  k.igemm_f32[3] = qs8_igemm_f32_ukernel__avx512vnni_6x64;
+  k.dwconv = qs8_dwconv_ukernel__avx512vnni;
+  k.quantize = qs8_quantize_ukernel__avx512;
+  k.binary = qs8_binary_ukernel__avx512;
+  k.minmax = f32_minmax_ukernel__avx512;
+  k.unsigned_a = true;
+  return k;
+}
+constexpr Qs8Kernels qs8_amx() {
+  Qs8Kernels k = qs8_vnni();  // its dwconv, quantize, binary, minmax and pool stay VNNI's
+  k.name = "amx";
+  k.mr = 16;
+  k.igemm[0] = qs8_igemm_ukernel__amx_16x16;
+  k.igemm[1] = qs8_igemm_ukernel__amx_16x32;
+  k.igemm[2] = qs8_igemm_ukernel__amx_16x48;
+  k.igemm[3] = qs8_igemm_ukernel__amx_16x64;
+  k.igemm_f32[0] = qs8_igemm_f32_ukernel__amx_16x16;
+  k.igemm_f32[1] = qs8_igemm_f32_ukernel__amx_16x32;
+  k.igemm_f32[2] = qs8_igemm_f32_ukernel__amx_16x48;
+  k.igemm_f32[3] = qs8_igemm_f32_ukernel__amx_16x64;
+  k.unsigned_a = false;
+  k.begin = qs8_amx_begin;
+  k.end = qs8_amx_end;
+  return k;
+}
+constexpr Qs8Kernels kQs8Avx2 = qs8_avx2();
+constexpr Qs8Kernels kQs8Vnni = qs8_vnni();
+constexpr Qs8Kernels kQs8Amx = qs8_amx();
 #endif
 #if defined(__aarch64__)
-const Qs8Kernels kQs8NeonDot = {"neondot", 4, 1, {qs8_igemm_ukernel__neondot_4x16},
-                                {qs8_igemm_f32_ukernel__neondot_4x16}, false, qs8_dwconv_ukernel__neondot,
-                                qs8_quantize_ukernel__neon, qs8_binary_ukernel__neon, f32_minmax_ukernel__neon,
-                                qs8_pool_ukernel__neon, nullptr, nullptr};
+constexpr Qs8Kernels qs8_neondot() {
+  Qs8Kernels k = qs8_scalar();
+  k.name = "neondot";
+  k.mr = 4;
+  k.panels = 1;
+  k.igemm[0] = qs8_igemm_ukernel__neondot_4x16;
+  k.igemm_f32[0] = qs8_igemm_f32_ukernel__neondot_4x16;
+  k.dwconv = qs8_dwconv_ukernel__neondot;
+  k.quantize = qs8_quantize_ukernel__neon;
+  k.binary = qs8_binary_ukernel__neon;
+  k.minmax = f32_minmax_ukernel__neon;
+  k.pool = qs8_pool_ukernel__neon;
+  return k;
+}
+constexpr Qs8Kernels kQs8NeonDot = qs8_neondot();
 #endif
 
 // Every int8 kernel set this build has, best first (as kBuiltIsas).

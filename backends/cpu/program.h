@@ -1,7 +1,9 @@
 // A cpu backend delegate, ready to run: the payload (backends/cpu/schema/
 // cpu.fbs) checked and resolved once, at Method::load, into a list of ops
 // whose tensors are plain pointers into the delegate's arguments, its
-// workspace and the payload's weights.
+// workspace and the payload's weights. Each op is its kind (ops.def), its
+// run function and its family's parameters (backends/cpu/ops/<family>.cpp,
+// which holds the kind's payload reading, checks and run).
 //
 //   Result<CpuProgram*> p = load_cpu_program(ctx, payload, inputs, outputs, *isa);  // checks everything
 //   run_cpu_program(*p, run_ctx);                                        // blind, no allocation
@@ -22,11 +24,6 @@
 namespace tern {
 namespace cpu {
 
-struct Transpose4 {
-  int64_t sizes[4];    // of x
-  int64_t strides[4];  // of x, for y's axes in order: y[i0][i1][i2][i3] = x[sum i_k * strides[k]]
-};
-
 struct PoolGeometry {
   int64_t n, h, w, c, oh, ow;
   int32_t kh, kw, sh, sw, ph, pw;
@@ -34,7 +31,7 @@ struct PoolGeometry {
   bool count_padding;  // average: divide by the full window
 };
 
-// Attention (cpu.fbs): q in CpuOp::x, y in CpuOp::y, the rest here.
+// Attention (cpu.fbs): q and y in AttentionOp, the rest here.
 struct AttentionGeometry {
   int64_t batch, heads, kv_heads, l, s, e, ev;
   const float* k;
@@ -46,70 +43,38 @@ struct AttentionGeometry {
   bool causal;
 };
 
-// ConvChain: this op and the next chain - 1 Convs run as one
-// (run_conv_chain); the ops it covers are Chained and skipped.
-enum class CpuOpKind : uint8_t { Conv, Transpose, Pool, Binary, Unary, Copy, LayerNorm, Softmax, MatMul, Attention,
-                                 Concat, Interleave, Slice, WinogradInput, WinogradOutput, ConvChain, Chained,
-                                 QConv, Quantize, Dequantize, QBinary, DynamicQuantize, QLinear, QPool };
-
-// Concat (cpu.fbs): y as [outer, row]; input i fills columns
-// [offsets[i], offsets[i] + inners[i]) of every row.
-struct ConcatParts {
-  const float* const* xs;
-  const int64_t* inners;
-  const int64_t* offsets;
-  int64_t count, outer, row;
+// The op kinds, cpu.fbs's OpKind union's values (ops.def); 0 is none.
+enum class CpuOpKind : uint8_t {
+  None,
+#define CPU_OP(Kind, family) Kind,
+#include "backends/cpu/ops.def"
+#undef CPU_OP
 };
+constexpr size_t kCpuOpKinds = 0
+#define CPU_OP(Kind, family) +1
+#include "backends/cpu/ops.def"
+#undef CPU_OP
+                               + 1;  // with None
 
-// Interleave (cpu.fbs): y [n, oh, ow, c] from sh * sw phases.
-struct InterleaveParts {
-  const float* const* xs;
-  int64_t n, oh, ow, c;
-  int32_t sh, sw;
-};
+struct CpuOp;
+struct CpuProgram;
+// Runs one op, blind: everything it reads was checked by its prepare.
+using CpuRunFn = void (*)(const CpuOp& op, const CpuProgram& p, RunContext& ctx);
 
 struct CpuOp {
   CpuOpKind kind;
-  const char* nodes;  // the torch.export nodes it covers ("convolution_3+relu_2"), or ""
-  const char* label;  // what profiles call it: the nodes, else the op kind
-  const float* x;     // Binary: a
-  const float* x2;    // Conv: residual (or nullptr); Binary: b
-  const float* weights;
-  float* y;
-  int64_t numel;      // of y
-  int64_t outer, offset, row;  // Slice: y[o] = x[o * row + offset, + numel / outer)
-  uint8_t binary;     // BinaryKind
-  int64_t b_inner, b_block;  // Binary: how b broadcasts (cpu.fbs)
-  float scale, shift;        // Unary: y = ep(x * scale + shift)
-  const float* bias;         // LayerNorm (weight in `weights`), or nullptr
-  int64_t inner;             // LayerNorm, Softmax: row length
-  float eps;                 // LayerNorm
-  int64_t batch, m, k, n;    // MatMul
-  float* packed;             // MatMul: b packed at run time (workspace)
-  Epilogue ep;
-  bool fuse_next;            // Conv: cpu.fbs Conv.fuse_next
-  int chain;                 // ConvChain: Convs it runs (2 or 3) ...
-  const ConvStage* stages;   // ... and their stages (y: the last one's output)
-  ConvGeometry conv;
-  Transpose4 transpose;
-  PoolGeometry pool;
-  AttentionGeometry attention;
-  ConcatParts concat;
-  InterleaveParts interleave;
-  // int8 (cpu.fbs version 3): x and y point at int8 values for QConv, QBinary
-  // and QPool (both), Quantize (y), Dequantize (x), an int8 Transpose (both).
-  bool int8;                 // Transpose: of int8 values
-  Qs8Conv qconv;             // QConv
-  const int8_t* qzeros;      // QConv, QPool: what padding taps read (x_zero_point; QConv: c rounded up to 4 bytes, QPool: c)
-  float qscale;              // Quantize: float(1 / scale); Dequantize: scale; QBinary, QPool: y's 1 / scale
-  float qzero, qmin, qmax;   // Quantize, Dequantize, QBinary, QPool (y's): the zero point; the range
-  float qa_scale, qa_zero, qb_scale, qb_zero;  // QBinary: a's and b's parameters (x, x2); QPool: x's (qa_)
-  float* qparams;            // DynamicQuantize (written), QLinear (read): scale, zero point
-  float qeps;                // DynamicQuantize
-  const int32_t* wsums;      // QLinear: the weight sum of each output channel
-  const float* w_scales;     // QLinear: per output channel
-  float* params;             // QLinear: init (as int32) and scale, each qs8_channels, filled at each call
+  CpuRunFn run;        // its kind's run (program.cpp's run table), run_chain for a chain's head;
+                       // nullptr: a Conv its chain's head runs
+  const char* nodes;   // the torch.export nodes it covers ("convolution_3+relu_2"), or ""
+  const char* label;   // what profiles call it: the nodes, else the op kind
+  void* params;        // its family's parameter struct (backends/cpu/ops/), allocated at load
 };
+
+// op's parameters, as its family's run reads them.
+template <typename T>
+const T& params_of(const CpuOp& op) {
+  return *static_cast<const T*>(op.params);
+}
 
 struct CpuProgram {
   const Isa* isa;
@@ -130,42 +95,23 @@ Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> pa
 // Runs every op in order over ctx's threads.
 void run_cpu_program(const CpuProgram& p, RunContext& ctx);
 
-// The ops other than convolution (backends/cpu/ops.cpp).
-void run_transpose(const Transpose4& t, const float* x, float* y, RunContext& ctx);
-void run_transpose_int8(const Transpose4& t, const int8_t* x, int8_t* y, RunContext& ctx);
-// Quantize, Dequantize and QBinary (cpu.fbs), as the portable kernels compute them.
-void run_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-void run_dequantize(const CpuOp& op, RunContext& ctx);
-void run_qbinary(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-void run_dynamic_quantize(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-void run_qlinear(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-// QPool: op.pool's window over int8 x (cpu.fbs); scratch: qpool_scratch_bytes.
-void run_qpool(const CpuOp& op, const Qs8Kernels& k, RunContext& ctx);
-size_t qpool_scratch_bytes(const PoolGeometry& g);
-// zeros: at least c floats (an average's padding taps); per-thread scratch:
-// pool_scratch_bytes.
+// The fewest elements worth a thread, for the ops that split plain loops.
+constexpr int64_t kMinElementsPerThread = 16384;
+
+// Pool (ops/pool.cpp): zeros: at least c floats (an average's padding taps);
+// per-thread scratch: pool_scratch_bytes; QPool's: qpool_scratch_bytes.
 void run_pool(const PoolGeometry& g, const Isa& isa, const float* zeros, const float* x, float* y, RunContext& ctx);
 size_t pool_scratch_bytes(const PoolGeometry& g);
-void run_binary(const CpuOp& op, RunContext& ctx);
-void run_unary(const CpuOp& op, RunContext& ctx);
-void run_layer_norm(const CpuOp& op, RunContext& ctx);
-void run_softmax(const CpuOp& op, const Isa& isa, RunContext& ctx);
-void run_matmul(const CpuOp& op, const Isa& isa, RunContext& ctx);
-void run_attention(const CpuOp& op, const Isa& isa, RunContext& ctx);
-void run_concat(const CpuOp& op, RunContext& ctx);
-void run_interleave(const CpuOp& op, RunContext& ctx);
-void run_slice(const CpuOp& op, RunContext& ctx);
-// Winograd F(2x2, 3x3) transforms (cpu.fbs); op.conv holds n, h, w, c (input:
-// x's), oh, ow, oc (output: y's) and the padding. The input transform reads
-// zeros (at least c floats) outside x.
-// zeros: at least max(c, oc) zeros; the output needs winograd_scratch_bytes
-// of per-thread scratch.
-void run_winograd_input(const CpuOp& op, const Isa& isa, const float* zeros, RunContext& ctx);
-void run_winograd_output(const CpuOp& op, const Isa& isa, const float* zeros, RunContext& ctx);
-size_t winograd_scratch_bytes(int64_t oc);
-// Floats from one of v's (or m's) 16 blocks to the next (cpu.fbs).
-int64_t winograd_block(int64_t tiles, int64_t channels);
+size_t qpool_scratch_bytes(const PoolGeometry& g);
 
+// Attention's parameters (ops/attention.cpp): attention over q (x) into y.
+struct AttentionOp {
+  AttentionGeometry attention;
+  const float* x;  // q
+  float* y;
+  int64_t numel;   // of y
+};
+void run_attention(const AttentionOp& op, const Isa& isa, RunContext& ctx);
 // Floats of Attention's `packed` workspace, and the per-thread scratch it needs.
 int64_t attention_packed_floats(const AttentionGeometry& a);
 size_t attention_scratch_bytes(const AttentionGeometry& a, const Isa& isa);

@@ -18,7 +18,7 @@ int64_t y_pixel(const ConvGeometry& g) { return g.y_stride ? g.y_stride : g.oc; 
 // input pixel: offsets[ki * kw + kj] (bytes), for pixels whose window lies
 // inside x.
 struct TapOffsets {
-  int64_t at[1024];  // kh * kw <= 1024 (program.cpp)
+  int64_t at[1024];  // kh * kw <= 1024 (ops/qlinear.cpp)
 
   explicit TapOffsets(const ConvGeometry& g) {
     for (int ki = 0; ki < g.kh; ++ki) {

@@ -1,5 +1,5 @@
 // Reductions over one row of floats for the cpu backend's row ops (layer
-// norm, softmax: ops.cpp), in kLanes interleaved partial results: each
+// norm, softmax: ops/elementwise.cpp), in kLanes interleaved partial results: each
 // lane is its own chain, so the compiler vectorizes the loop for the ISA it
 // builds for without reassociating (a single running sum is one dependent
 // add per element, which it must leave scalar).

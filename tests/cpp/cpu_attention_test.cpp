@@ -1,4 +1,4 @@
-// The cpu backend's attention op (backends/cpu/attention.cpp) on every ISA
+// The cpu backend's attention op (backends/cpu/ops/attention.cpp) on every ISA
 // this build and CPU have, against softmax(q k^T * scale + mask) v computed
 // in double precision: tile edges in queries and keys, grouped heads,
 // broadcast masks, causal cuts, rows that see no key (zeros); and the same
@@ -70,7 +70,7 @@ std::vector<float> run(const Case& c, const Isa& isa, const std::vector<float>& 
                        const std::vector<float>& v, const std::vector<float>& mask, float scale, int threads) {
   static ThreadPool pool;
   EXPECT_EQ(pool.reserve(3), Error::Ok);
-  CpuOp op{};
+  AttentionOp op{};
   AttentionGeometry& a = op.attention;
   a.batch = c.batch, a.heads = c.heads, a.kv_heads = c.kv_heads, a.l = c.l, a.s = c.s, a.e = c.e, a.ev = c.ev;
   a.k = k.data(), a.v = v.data(), a.mask = mask.empty() ? nullptr : mask.data();
@@ -82,7 +82,7 @@ std::vector<float> run(const Case& c, const Isa& isa, const std::vector<float>& 
   std::vector<float> packed(size_t(attention_packed_floats(a)), NAN);
   a.packed = packed.data(), a.scale = scale, a.causal = c.causal;
   std::vector<float> y(size_t(c.batch * c.heads * c.l * c.ev), NAN);
-  op.kind = CpuOpKind::Attention, op.x = q.data(), op.y = y.data(), op.numel = int64_t(y.size());
+  op.x = q.data(), op.y = y.data(), op.numel = int64_t(y.size());
   const size_t per = (attention_scratch_bytes(a, isa) + 63) & ~size_t(63);
   std::vector<uint8_t> scratch(per * threads + 64);
   void* base = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t(63));

@@ -276,7 +276,7 @@ const reflection::Schema& cpu_schema() {
 
 // Structure-aware edits of the cpu payload at data[start, start + n).
 bool mutate_payload(Rng& rng, uint8_t* data, size_t start, size_t n) {
-  constexpr size_t kHeader = 16;  // "TCPU", u32 version, u64 FlatBuffer size (backends/cpu/program.cpp)
+  constexpr size_t kHeader = 16;  // "TCPU", u32 version, u64 FlatBuffer size (backends/cpu/loader.cpp)
   if (rng() % 3 == 0 || n < kHeader) {
     LLVMFuzzerMutate(data + start, n, n);  // raw bytes, size kept so the file stays laid out
     return true;

@@ -1,4 +1,4 @@
-// Winograd F(2x2, 3x3) transforms (backends/cpu/winograd.cpp) over the
+// Winograd F(2x2, 3x3) transforms (backends/cpu/ops/conv.cpp) over the
 // channels of one tile, written once and compiled per ISA (the loops over
 // channels have no branches, so each ISA's compiler vectorizes them):
 //

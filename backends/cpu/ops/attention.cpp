@@ -10,12 +10,15 @@
 // The scores of a head never exist whole: a thread holds mr rows of them.
 // Under a causal mask, a block of rows reads only the keys its last row sees.
 // Each output row is computed by the same calls whatever the thread count.
+//
+// prepare_Attention checks the payload's table; run_attention is the op.
 #include <cstring>
 
-#include "backends/cpu/program.h"
+#include "backends/cpu/loader.h"
 
 namespace tern {
 namespace cpu {
+
 namespace {
 
 constexpr MinMax kNoClamp = {-__builtin_inff(), __builtin_inff()};
@@ -71,7 +74,7 @@ size_t attention_scratch_bytes(const AttentionGeometry& a, const Isa& isa) {
   return size_t(mr * round_up(a.s, kPanel)) * sizeof(float) + 2 * size_t(mr) * sizeof(float*);
 }
 
-void run_attention(const CpuOp& o, const Isa& isa, RunContext& ctx) {
+void run_attention(const AttentionOp& o, const Isa& isa, RunContext& ctx) {
   const AttentionGeometry& a = o.attention;
   const int64_t kf = k_floats(a), vf = v_floats(a), kp = ceil_div(a.s, kPanel), vp = ceil_div(a.ev, kPanel);
   const int64_t heads_per_kv = a.heads / a.kv_heads;
@@ -126,6 +129,62 @@ void run_attention(const CpuOp& o, const Isa& isa, RunContext& ctx) {
                     o.y + (bh * a.l + q0) * a.ev, a.ev, nullptr, kNoClamp);
     }
   });
+}
+
+Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp* op) {
+  AttentionOp* par = ld.params<AttentionOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
+  const ValueInfo *q = nullptr, *k = nullptr, *v = nullptr, *y = nullptr, *m = nullptr, *p = nullptr;
+  TERN_CHECK_OK(ld.value(oi, at.q(), 0, false, &q));
+  TERN_CHECK_OK(ld.value(oi, at.k(), 0, false, &k));
+  TERN_CHECK_OK(ld.value(oi, at.v(), 0, false, &v));
+  TERN_CHECK_OK(ld.value(oi, at.y(), 0, true, &y));
+  TERN_CHECK_OK(ld.value(oi, at.packed(), 0, true, &p));
+  if (at.mask() >= 0) TERN_CHECK_OK(ld.value(oi, at.mask(), 0, false, &m));
+  AttentionGeometry& a = par->attention;
+  a.batch = at.batch(), a.heads = at.heads(), a.kv_heads = at.kv_heads();
+  a.l = at.l(), a.s = at.s(), a.e = at.e(), a.ev = at.ev();
+  const int64_t limit = int64_t(1) << 24;
+  const char* failed = nullptr;
+  for (int64_t d : {a.batch, a.heads, a.kv_heads, a.l, a.s, a.e, a.ev}) TERN_CPU_NEED(failed, d >= 1 && d < limit);
+  // with q, k, v and y within 2^40 elements, attention_packed_floats cannot overflow
+  TERN_CPU_NEED(failed, a.heads % a.kv_heads == 0);
+  TERN_CPU_NEED(failed, q->numel == elements({a.batch, a.heads, a.l, a.e}));
+  TERN_CPU_NEED(failed, k->numel == elements({a.batch, a.kv_heads, a.s, a.e}));
+  TERN_CPU_NEED(failed, v->numel == elements({a.batch, a.kv_heads, a.s, a.ev}));
+  TERN_CPU_NEED(failed, y->numel == elements({a.batch, a.heads, a.l, a.ev}));
+  TERN_CPU_NEED(failed, std::isfinite(at.scale()));
+  if (failed) return ld.refuse(failed, "op %u (%s): attention sizes do not fit q, k, v and y", oi, op->nodes);
+  if (p->numel < attention_packed_floats(a)) {
+    return ld.ctx.fail(Error::InvalidProgram, "op %u: attention workspace of %lld floats, it needs %lld", oi,
+                       (long long)p->numel, (long long)attention_packed_floats(a));
+  }
+  // the mask broadcasts to [batch, heads, l, s], aligned on the right
+  for (int d = 0; d < 4; ++d) a.mask_strides[d] = 0;
+  if (m != nullptr) {
+    const int64_t full[4] = {a.batch, a.heads, a.l, a.s};
+    if (m->rank > 4) return ld.ctx.fail(Error::InvalidProgram, "op %u: attention mask of rank %d (at most 4)", oi, m->rank);
+    int64_t stride = 1;
+    for (int d = m->rank - 1; d >= 0; --d) {
+      const int fd = 4 - m->rank + d;
+      if (m->sizes[d] != full[fd] && m->sizes[d] != 1) {
+        return ld.ctx.fail(Error::InvalidProgram, "op %u: attention mask dim %d (%lld) does not broadcast to %lld", oi, d,
+                           (long long)m->sizes[d], (long long)full[fd]);
+      }
+      a.mask_strides[fd] = m->sizes[d] == 1 ? 0 : stride;
+      stride *= m->sizes[d];
+    }
+  }
+  a.k = k->data, a.v = v->data, a.mask = m ? m->data : nullptr, a.packed = p->data;
+  a.scale = at.scale(), a.causal = at.causal();
+  par->x = q->data, par->y = y->data, par->numel = y->numel;
+  const size_t s = attention_scratch_bytes(a, ld.isa);
+  ld.need_scratch(s);
+  return Error::Ok;
+}
+
+void run_Attention(const CpuOp& op, const CpuProgram& p, RunContext& ctx) {
+  run_attention(params_of<AttentionOp>(op), *p.isa, ctx);
 }
 
 }  // namespace cpu

@@ -1,0 +1,169 @@
+// The payload reader that load_cpu_program (program.cpp) and the op
+// families (backends/cpu/ops/) share: the payload's values resolved once,
+// and the checks every family's prepare makes with them.
+//
+//   Error prepare_Pool(Loader& ld, uint32_t oi, const fb::Pool& p, CpuOp* op) {
+//     const ValueInfo *x = nullptr, *y = nullptr;
+//     TERN_CHECK_OK(ld.value(oi, p.x(), 4, false, &x));   // in range, float32, 4-d
+//     TERN_CHECK_OK(ld.value(oi, p.y(), 4, true, &y));    // ... and writable
+//     TERN_CPU_CHECK(ld, x->sizes[3] == y->sizes[3], "op %u (%s): pool sizes do not fit", oi, op->nodes);
+//     ld.need_scratch(pool_scratch_bytes(g));
+//     ...
+//   }
+//
+// A refusal names the op (its index and nodes) and the condition that
+// failed, as the code states it: "op 3 (max_pool2d): pool sizes do not fit
+// (needs x->sizes[3] == y->sizes[3])".
+//
+// A Loader lives for one load_cpu_program call; what it allocates comes from
+// its PrepareContext (persistent, the method's life). Internal to the cpu
+// backend: nothing outside backends/cpu/ includes this (it includes the
+// generated schema code).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "backends/cpu/program.h"
+#include "backends/cpu/schema/cpu_generated.h"
+#include "runtime/core/overflow.h"
+
+namespace tern {
+namespace cpu {
+
+namespace fb = ::tern::backends::cpu::fb;
+
+constexpr int kMaxRank = 8;
+
+// The product of sizes read from the payload, or -1 when it overflows or
+// passes 2^40 elements (more than any value may hold, read_shape): compared
+// with a value's element count, -1 never matches.
+int64_t elements(std::initializer_list<int64_t> sizes);
+
+// Outputs of a window of k taps (dilation d) at stride s over in + 2p, or -1.
+int64_t window_out(int64_t in, int32_t k, int32_t s, int32_t p, int32_t d);
+
+// An int8 quantization parameter pair: a positive finite scale and a zero
+// point in int8's range.
+bool qparams_ok(float scale, int32_t zero_point);
+// An int8 output range: qmin <= qmax, both in int8's range.
+inline bool qrange_ok(int32_t qmin, int32_t qmax) { return qmin >= -128 && qmax <= 127 && qmin <= qmax; }
+
+struct ValueInfo {
+  float* data;  // int8 values: their bytes, through this pointer's type
+  bool int8;    // cpu.fbs DType Int8, else Float32
+  int rank;
+  int64_t sizes[kMaxRank];
+  int64_t numel;
+  bool writable;
+  bool constant;  // in the payload's weights: bytes the file holds, the same at load and at every run
+};
+
+// Everything load_cpu_program builds, while it builds it.
+struct Loader {
+  PrepareContext& ctx;
+  Span<EValue* const> inputs;
+  Span<EValue* const> outputs;  // the payload's outputs, then the workspace
+  const Isa& isa;
+  const Qs8Kernels& qs8;
+  const fb::Program* prog = nullptr;
+  const uint8_t* blob = nullptr;
+  uint64_t blob_bytes = 0;
+  ValueInfo* values = nullptr;
+  size_t scratch = 0;
+  int64_t zero_floats = 1;  // the zeros padding reads: the most any op needs
+
+  // The payload's header and flatbuffer; its inputs, outputs and workspace
+  // against the delegate's; every value's storage and shape.
+  Error parse(Span<const uint8_t> p);
+  Error check_args();
+  Error resolve_values();
+  // ops[oi] before its kind's prepare: nodes, label, a known kind.
+  Error begin_op(uint32_t oi, CpuOp* op);
+
+  // Float32 value `vi` of op `oi`: in range, `rank` dims (0: any), writable
+  // if `out`. Every op reads and writes float32 values through this, but
+  // those that take int8 (value_of).
+  Error value(uint32_t oi, int64_t vi, int rank, bool out, const ValueInfo** v) {
+    return value_of(oi, vi, rank, out, false, v);
+  }
+  // The same, for a value of dtype int8 (`int8`) or float32.
+  Error value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, const ValueInfo** v);
+  // Whether value vi (unchecked: false when out of range) is int8, for ops
+  // that take either dtype.
+  bool is_int8(int64_t vi) const { return vi >= 0 && uint64_t(vi) < prog->values()->size() && values[vi].int8; }
+  // The same, for a value the op reads at load (weights it packs or sums,
+  // quantization parameters): in the payload's weights, so that load checks
+  // bytes the file holds instead of planned memory nobody has written, which
+  // later writes would change.
+  Error constant_of(uint32_t oi, int64_t vi, int rank, bool int8, const char* what, const ValueInfo** v);
+  // For ops whose kernels assume their output does not overlap an input
+  // (__restrict, ukernels/common/f32_pool.h): the two values' bytes apart.
+  // The exporter never plans an overlap; a crafted payload can.
+  Error disjoint(uint32_t oi, const ValueInfo& x, const ValueInfo& y);
+  // Two ints from a [int] field, each in [lo, 1 << 16].
+  Error pair(uint32_t oi, const flatbuffers::Vector<int32_t>* v, const char* what, int32_t lo, int32_t* a, int32_t* b);
+  Error epilogue(uint32_t oi, fb::Activation a, float lo, float hi, Epilogue* ep);
+  // An int8 op's quantization: x's and y's parameters (y_scale: y's scale,
+  // or its inverse when `y_inverse`) and its output range.
+  Error quantization(uint32_t oi, const CpuOp& op, float x_scale, int32_t x_zero, float y_scale, int32_t y_zero,
+                     bool y_inverse, int32_t qmin, int32_t qmax);
+
+  // Fails the load (InvalidProgram) with the message, then "(needs <cond>)":
+  // what TERN_CPU_CHECK and TERN_CPU_NEED report.
+  Error refuse(const char* cond, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+  // op's parameters: a zeroed T of its family, allocated for the method's
+  // life (nullptr when out of memory).
+  template <typename T>
+  T* params(CpuOp* op) {
+    T* p = static_cast<T*>(ctx.allocate(sizeof(T)));
+    if (p != nullptr) *p = T{};
+    op->params = p;
+    return p;
+  }
+
+  // What the ops ask for: per-thread scratch bytes, zeros for padding taps.
+  void need_scratch(size_t bytes) { scratch = bytes > scratch ? bytes : scratch; }
+  void need_zeros(int64_t floats) { zero_floats = floats > zero_floats ? floats : zero_floats; }
+
+ private:
+  const Tensor& workspace() const { return outputs[outputs.size() - 1]->tensor; }
+  Error read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64_t* nbytes);
+  Error resolve_value(uint32_t vi);
+  Error make_label(const fb::Op& o, CpuOp* op);
+};
+
+// Refuses the payload unless `cond` holds, naming it:
+//   TERN_CPU_CHECK(ld, g.c >= 1, "op %u (%s): conv sizes do not fit", oi, op->nodes);
+#define TERN_CPU_CHECK(ld, cond, ...)                      \
+  do {                                                     \
+    if (!(cond)) return (ld).refuse(#cond, __VA_ARGS__);   \
+  } while (0)
+
+// Conditions that share one message: `failed` becomes the first that does
+// not hold; those after it are not evaluated (as in a || chain).
+//   const char* failed = nullptr;
+//   TERN_CPU_NEED(failed, xs != nullptr);
+//   TERN_CPU_NEED(failed, xs->size() == 2);
+//   if (failed) return ld.refuse(failed, "op %u (%s): ...", oi, op->nodes);
+#define TERN_CPU_NEED(failed, cond)                        \
+  do {                                                   \
+    if ((failed) == nullptr && !(cond)) (failed) = #cond; \
+  } while (0)
+
+// The families' entry points, one pair per line of ops.def.
+#define CPU_OP(Kind, family)                                             \
+  Error prepare_##Kind(Loader& ld, uint32_t oi, const fb::Kind& t, CpuOp* op); \
+  void run_##Kind(const CpuOp& op, const CpuProgram& p, RunContext& ctx);
+#include "backends/cpu/ops.def"
+#undef CPU_OP
+
+// The conv family's row chains (cpu.fbs Conv.fuse_next): ops[oi] and the
+// Convs after it made one op run by run_conv_chain (ops/conv.cpp).
+Error link_chain(Loader& ld, uint32_t oi, CpuOp* ops, uint32_t n);
+
+}  // namespace cpu
+}  // namespace tern
