@@ -162,7 +162,8 @@ struct Loader {
 #undef CPU_OP
 
 // The conv family's row chains (cpu.fbs Conv.fuse_next): ops[oi] and the
-// Convs after it made one op run by run_conv_chain (ops/conv.cpp).
+// Convs after it made one op run by run_chain (ops/conv.cpp), which calls
+// conv.h's run_conv_chain.
 Error link_chain(Loader& ld, uint32_t oi, CpuOp* ops, uint32_t n);
 
 }  // namespace cpu

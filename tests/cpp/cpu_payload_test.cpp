@@ -1,5 +1,5 @@
 // The cpu backend's payload is untrusted (it is not covered by the file's
-// checksum): backends/cpu/program.cpp must refuse a damaged one with an
+// checksum): load_cpu_program (backends/cpu/program.cpp) must refuse a damaged one with an
 // error, never read or write out of bounds. Mutates the payload of frozen
 // files (tests/data/v1_1/cpu_block.tern: payload version 1, convolutions,
 // pools, linear; cpu_ops_v2.tern: version 2, attention, grouped and

@@ -531,7 +531,7 @@ inline AlignedBytes size_expr_index_out_of_range() {
 }
 
 // ---------------------------------------------------------------------------
-// cpu backend payloads (backends/cpu/program.cpp).
+// cpu backend payloads (backends/cpu/loader.cpp and backends/cpu/ops/).
 
 inline AlignedBytes cpu_payload_garbage() { return cpu_file(std::vector<uint8_t>(80, 0xA5)); }
 

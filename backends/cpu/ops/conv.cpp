@@ -13,7 +13,7 @@
 //
 // a 2 x 2 output tile is A^T [(G g G^T) . (B^T d B)] A for its 4 x 4 input
 // patch d and the 3 x 3 kernel g (G g G^T is computed at export,
-// python/tern/backends/cpu/compile.py). v and m hold element t of every
+// python/tern/backends/cpu/convolution.py, winograd_weights). v and m hold element t of every
 // tile together (16 blocks of [tiles][channels], 16 floats apart so that
 // the 16 rows a transform touches do not fall in the same cache sets), so
 // each of the 16 GEMMs reads and writes contiguous rows. The transforms are microkernels

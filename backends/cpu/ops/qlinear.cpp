@@ -123,7 +123,7 @@ Error prepare_QLinear(Loader& ld, uint32_t oi, const fb::QLinear& l, CpuOp* op) 
   g.h = g.w = g.oh = g.ow = 1, g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
   // (qparams: written by a DynamicQuantize before this op runs; any values are
   // safe: the scale only scales, the zero point is clamped to int8's range
-  // (run_qlinear) and multiplies weight sums of at most 2^15 * 127)
+  // (run_QLinear) and multiplies weight sums of at most 2^15 * 127)
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, qp->numel == 2);
   TERN_CPU_NEED(failed, y->sizes[0] == g.n);

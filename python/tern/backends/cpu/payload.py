@@ -1,5 +1,5 @@
 """Writes a compiled cpu program as the backend's payload (the layout is in
-backends/cpu/schema/cpu.fbs; backends/cpu/program.cpp reads it):
+backends/cpu/schema/cpu.fbs; backends/cpu/loader.cpp reads it):
 
     "TCPU" | u32 version | u64 flatbuffer size | flatbuffer | pad to 64 | weights blob
 """

@@ -28,7 +28,8 @@ Q = "quantized_decomposed::quantize_per_tensor"
 DQ = "quantized_decomposed::dequantize_per_tensor"
 DQC = "quantized_decomposed::dequantize_per_channel"
 # The int32 accumulators of the qs8 microkernels hold at most this many
-# products per output (backends/cpu/program.cpp checks it too).
+# products per output (backends/cpu/ops/qlinear.cpp checks it too: prepare_QConv,
+# prepare_QLinear).
 MAX_PRODUCTS = 1 << 15
 
 
@@ -270,7 +271,7 @@ class QPoolPattern:
 
 
 # The int32 sums of the int8 pool kernels hold at most this many taps
-# (backends/cpu/program.cpp checks it too).
+# (backends/cpu/ops/pool.cpp checks it too: prepare_QPool).
 MAX_POOL_TAPS = 1 << 16
 
 
