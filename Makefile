@@ -36,7 +36,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench size clean fuzz fuzz-smoke
+.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -221,6 +221,14 @@ bench: build python
 	@bash scripts/setup_bench_env.sh
 	.venv-bench/bin/python bench/run.py $(BENCH_ARGS)
 	.venv-bench/bin/python bench/quant.py $(BENCH_QUANT_ARGS)
+
+# Tern against Tern at an earlier commit, timed in the same rounds (bench/run.py
+# --baseline; the commit is built once into the cache): make bench-ab BASE=<commit>
+BASE ?=
+bench-ab: build python
+	@test -n "$(BASE)" || { echo "usage: make bench-ab BASE=<commit> [BENCH_ARGS=...]" >&2; exit 2; }
+	@bash scripts/setup_bench_env.sh
+	.venv-bench/bin/python bench/run.py --baseline $(BASE) --runtimes tern,tern_base $(BENCH_ARGS)
 
 # Stripped binary sizes: -Os builds in build-size-*/, a table (scripts/size_report.sh).
 size: setup

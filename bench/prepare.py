@@ -7,6 +7,9 @@
 How each runtime gets its model (also written into the results):
   tern         tern.export(module, inputs) -> .tern, fresh in every run
                (export_tern below: the one place to switch the cpu backend on)
+  tern_base    the same call in a process that imports Tern at the
+               --baseline commit (run.py, baseline.py): `python prepare.py
+               --export-tern NAME OUT` with PYTHONPATH to its build
   torch        the module's state_dict (torch.save); the worker builds the
                structure on the meta device and loads it (mmap, assign=True)
   ort          torch.onnx.export(dynamo=True) -> .onnx (the TorchScript
@@ -114,15 +117,24 @@ def new_artifacts(name: str, module: torch.nn.Module, inputs: tuple[torch.Tensor
 
 
 def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | None, log: Log,
-                  lower_timeout: float = 1800) -> Artifacts:
+                  lower_timeout: float = 1800, runtimes: list[str] | None = None,
+                  baseline_pylib: Path | None = None) -> Artifacts:
+    """Every runtime's file (those in `runtimes`; all by default)."""
     module, inputs = build(name)
     art = new_artifacts(name, module, inputs, cache_root)
     cache = art.inputs.parent
+    wanted = set(runtimes) if runtimes is not None else {"tern", "torch", "ort", "et_xnnpack", "et_portable"}
 
-    _prepare_tern(art, module, inputs, work_dir, log)
-    _prepare_torch(art, module, cache)
-    _prepare_onnx(art, module, inputs, cache, log)
-    _prepare_executorch(art, module, inputs, cache, et_python, log, lower_timeout)
+    if "tern" in wanted:
+        _prepare_tern(art, module, inputs, work_dir, log)
+    if "tern_base" in wanted:
+        _prepare_tern_base(art, work_dir, baseline_pylib, log)
+    if "torch" in wanted:
+        _prepare_torch(art, module, cache)
+    if "ort" in wanted:
+        _prepare_onnx(art, module, inputs, cache, log)
+    if wanted & {"et_xnnpack", "et_portable"}:
+        _prepare_executorch(art, module, inputs, cache, et_python, log, lower_timeout)
     return art
 
 
@@ -139,6 +151,45 @@ def _prepare_tern(art: Artifacts, module, inputs, work_dir: Path, log: Log) -> N
         return
     art.files["tern"], art.status["tern"] = path, "ok"
     log(f"  tern: exported in {time.perf_counter() - t0:.1f} s")
+
+
+def _prepare_tern_base(art: Artifacts, work_dir: Path, pylib: Path | None, log: Log) -> None:
+    """The .tern file of Tern at the baseline commit, exported in a process
+    that imports it (this process has the current Tern imported)."""
+    if pylib is None:
+        art.files["tern_base"], art.status["tern_base"] = None, "not run: no --baseline"
+        return
+    path = work_dir / f"{art.name}-base.tern"
+    env = dict(os.environ, PYTHONPATH=str(pylib))
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(BENCH / "prepare.py"), "--export-tern", art.name, str(path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        art.files["tern_base"], art.status["tern_base"] = None, f"error: baseline export exited {proc.returncode}: {tail}"
+    else:
+        reply = json.loads(lines[-1])
+        art.status["tern_base"], art.notes["tern_base"] = reply["status"], reply.get("note", "")
+        if not Path(reply["tern"]).resolve().is_relative_to(Path(pylib).resolve()):
+            art.status["tern_base"] = f"error: the baseline export imported tern from {reply['tern']}"
+        art.files["tern_base"] = path if reply["status"] == "ok" else None
+    log(f"  tern_base: {art.status['tern_base']} ({time.perf_counter() - t0:.1f} s)")
+
+
+def _export_main(name: str, out: str) -> int:
+    """`prepare.py --export-tern NAME OUT`: export_tern with whichever Tern
+    this process imports; prints {"status", "note", "tern"} as JSON."""
+    import tern
+
+    module, inputs = build(name)
+    try:
+        note = export_tern(module, inputs, Path(out))
+        status = "ok"
+    except tern.ExportError as e:
+        note, status = "", f"unsupported: {first_line(e)}"
+    print(json.dumps({"status": status, "note": note, "tern": tern.__file__}))
+    return 0
 
 
 def _prepare_torch(art: Artifacts, module, cache: Path) -> None:
@@ -237,3 +288,9 @@ def _lower(art: Artifacts, rt: str, program: Path, cache: Path, et_python: str, 
     if not status.startswith("error"):
         _remember(art, cache, rt, out.name)
     log(f"  {rt}: {status} ({time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--export-tern":
+        sys.exit(_export_main(sys.argv[2], sys.argv[3]))
+    sys.exit("usage: prepare.py --export-tern MODEL OUT.tern (bench/run.py calls it for --baseline)")

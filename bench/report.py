@@ -12,15 +12,22 @@ import json
 import sys
 from pathlib import Path
 
-RUNTIMES = ["tern", "torch", "ort", "et_xnnpack", "et_portable"]
-PEERS = RUNTIMES[1:]
-LABELS = {"tern": "Tern", "torch": "PyTorch eager", "ort": "ONNX Runtime", "et_xnnpack": "ExecuTorch XNNPACK",
+RUNTIMES = ["tern", "tern_base", "torch", "ort", "et_xnnpack", "et_portable"]
+PEERS = RUNTIMES[2:]
+LABELS = {"tern": "Tern", "tern_base": "Tern baseline", "torch": "PyTorch eager", "ort": "ONNX Runtime", "et_xnnpack": "ExecuTorch XNNPACK",
           "et_portable": "ExecuTorch portable"}
-COLORS = {"tern": "#d62728", "torch": "#7f7f7f", "ort": "#1f77b4", "et_xnnpack": "#2ca02c",
+COLORS = {"tern": "#d62728", "tern_base": "#ff9896", "torch": "#7f7f7f", "ort": "#1f77b4", "et_xnnpack": "#2ca02c",
           "et_portable": "#98df8a"}
 
 
 # ---- reading the results -----------------------------------------------------
+
+
+def _runtimes(results: dict) -> list[str]:
+    """The runtimes of the tables and the chart: those the run asked for
+    (tern_base only with --baseline)."""
+    asked = results["settings"].get("runtimes") or RUNTIMES
+    return [rt for rt in RUNTIMES if rt in asked and (rt != "tern_base" or results["settings"].get("baseline"))]
 
 
 def _result(results: dict, model: str, threads: str, rt: str) -> dict:
@@ -77,6 +84,7 @@ def markdown(results: dict) -> str:
     lines += _latency_table(results, models, threads)
     lines += _load_table(results, models, threads[0])
     lines += _size_table(results, models)
+    lines += _baseline_table(results, models, threads)
     lines += _gemm_table(results)
     lines += _goals(results, models, threads)
     lines += _problems(results, models, threads)
@@ -107,17 +115,17 @@ def _header(results: dict) -> list[str]:
 
 def _latency_table(results: dict, models: list[str], threads: list[str]) -> list[str]:
     lines = ["## Latency: median ms (p90 below)", "",
-             "| model | threads | " + " | ".join(LABELS[rt] for rt in RUNTIMES) + " | Tern / fastest peer |",
-             "|---|---|" + "---|" * len(RUNTIMES) + "---|"]
+             "| model | threads | " + " | ".join(LABELS[rt] for rt in _runtimes(results)) + " | Tern / fastest peer |",
+             "|---|---|" + "---|" * len(_runtimes(results)) + "---|"]
     for model in models:
         for t in threads:
-            cells = [_cell(_result(results, model, t, rt)) for rt in RUNTIMES]
+            cells = [_cell(_result(results, model, t, rt)) for rt in _runtimes(results)]
             lines.append(f"| {model} | {t} | " + " | ".join(cells) + f" | {_ratio_cell(results, model, t)} |")
-    lines += ["", "p90 ms:", "", "| model | threads | " + " | ".join(LABELS[rt] for rt in RUNTIMES) + " |",
-              "|---|---|" + "---|" * len(RUNTIMES)]
+    lines += ["", "p90 ms:", "", "| model | threads | " + " | ".join(LABELS[rt] for rt in _runtimes(results)) + " |",
+              "|---|---|" + "---|" * len(_runtimes(results))]
     for model in models:
         for t in threads:
-            cells = [_cell(_result(results, model, t, rt), "p90_ms") for rt in RUNTIMES]
+            cells = [_cell(_result(results, model, t, rt), "p90_ms") for rt in _runtimes(results)]
             lines.append(f"| {model} | {t} | " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -135,33 +143,72 @@ def _load_table(results: dict, models: list[str], t: str) -> list[str]:
     lines = [f"## Load-to-first-output and memory ({t} thread{'s' if t != '1' else ''}, fresh process)", "",
              "Load-to-first-output: from before the file is opened to the first output in hand. Memory: peak RSS "
              "growth over the process after its imports (ExecuTorch's and PyTorch's processes import torch).", "",
-             "| model | " + " | ".join(f"{LABELS[rt]} ms" for rt in RUNTIMES) + " | Tern / ET XNNPACK | "
-             + " | ".join(f"{LABELS[rt]} MB" for rt in RUNTIMES) + " | Tern / ET XNNPACK |",
-             "|---|" + "---|" * (2 * len(RUNTIMES) + 2)]
+             "| model | " + " | ".join(f"{LABELS[rt]} ms" for rt in _runtimes(results)) + " | Tern / ET XNNPACK | "
+             + " | ".join(f"{LABELS[rt]} MB" for rt in _runtimes(results)) + " | Tern / ET XNNPACK |",
+             "|---|" + "---|" * (2 * len(_runtimes(results)) + 2)]
     for model in models:
         row = [model]
         for key in ("first_output_ms", "rss_growth_mb"):
-            vals = {rt: _result(results, model, t, rt).get(key) for rt in RUNTIMES}
+            vals = {rt: _result(results, model, t, rt).get(key) for rt in _runtimes(results)}
             row += [_ms(v) if v is not None else _short(_result(results, model, t, rt).get("status", ""))
                     for rt, v in vals.items()]
-            a, b = vals["tern"], vals["et_xnnpack"]
+            a, b = vals.get("tern"), vals.get("et_xnnpack")
             row.append(f"{a / b:.2f}x" if a is not None and b else "-")
         lines.append("| " + " | ".join(row) + " |")
     return lines + [""]
 
 
 def _size_table(results: dict, models: list[str]) -> list[str]:
-    lines = ["## File size (MB)", "", "| model | " + " | ".join(LABELS[rt] for rt in RUNTIMES) + " |",
-             "|---|" + "---|" * len(RUNTIMES)]
+    lines = ["## File size (MB)", "", "| model | " + " | ".join(LABELS[rt] for rt in _runtimes(results)) + " |",
+             "|---|" + "---|" * len(_runtimes(results))]
     for model in models:
         cells = []
-        for rt in RUNTIMES:
+        for rt in _runtimes(results):
             sizes = [r.get(rt, {}).get("file_bytes") for r in results["models"][model]["threads"].values()]
             size = next((s for s in sizes if s), None)
             status = results["models"][model]["export"][rt]["status"] or ""
             cells.append(f"{size / 1e6:.1f}" if size else _short(status))
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     return lines + ["", "PyTorch eager's file is its state_dict (torch.save).", ""]
+
+
+def _round_medians(res: dict) -> list[float]:
+    """The median of each round's runs (run.py keeps how many runs each round had)."""
+    out, i = [], 0
+    for n in res.get("round_sizes", []):
+        if n:
+            chunk = sorted(res["samples_ms"][i:i + n])
+            out.append((chunk[(n - 1) // 2] + chunk[n // 2]) / 2)
+        i += n
+    return out
+
+
+def _baseline_table(results: dict, models: list[str], threads: list[str]) -> list[str]:
+    """Tern against Tern at the --baseline commit, timed in the same rounds."""
+    s = results["settings"]
+    if not s.get("baseline"):
+        return []
+    lines = [f"## Against the baseline: Tern at {s['baseline']} ({(s.get('baseline_commit') or '?')[:12]})", "",
+             "Current / baseline, medians over all runs; \"per round\": the ratio of the two medians within each "
+             "round (both ran in the same round, so a slower stretch of the shared machine falls on both), their "
+             "median and range. Above 1.00x the current Tern is slower.", "",
+             "| model | threads | Tern ms | baseline ms | current / baseline | per round: median (min-max) |",
+             "|---|---|---|---|---|---|"]
+    slower = []
+    for model in models:
+        for t in threads:
+            a, b = _result(results, model, t, "tern"), _result(results, model, t, "tern_base")
+            ma, mb = _median(a), _median(b)
+            if ma is None or mb is None:
+                lines.append(f"| {model} | {t} | {_cell(a)} | {_cell(b)} | - | - |")
+                continue
+            per = sorted(x / y for x, y in zip(_round_medians(a), _round_medians(b)))
+            spread = f"{per[(len(per) - 1) // 2]:.3f}x ({per[0]:.3f}-{per[-1]:.3f})" if per else "-"
+            lines.append(f"| {model} | {t} | {_ms(ma)} | {_ms(mb)} | {ma / mb:.3f}x | {spread} |")
+            if per and min(per) > 1.0:
+                slower.append(f"{model} {t}t ({ma / mb:.3f}x)")
+    lines += ["", "Slower in every round: " + (", ".join(slower) if slower else "none") + ".", ""]
+    return lines
 
 
 def _num(v: float | None) -> str:
@@ -239,7 +286,7 @@ def _ratio_goal(results: dict, models: list[str], t: str, key: str, limit: float
 def _problems(results: dict, models: list[str], threads: list[str]) -> list[str]:
     lines = []
     for model in models:
-        for rt in RUNTIMES:
+        for rt in _runtimes(results):
             seen = set()
             for t in threads:
                 st = _result(results, model, t, rt).get("status", "")
@@ -282,8 +329,8 @@ def chart(results: dict, path: Path) -> None:
     m = results["machine"]
     fig.suptitle(f"Tern side by side, {results['date']} ({m['cpu']}, {m['logical_cpus']} CPUs)", fontsize=12,
                  y=0.995)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[rt]) for rt in RUNTIMES]
-    fig.legend(handles, [LABELS[rt] for rt in RUNTIMES], loc="upper center", ncol=len(RUNTIMES), frameon=False,
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[rt]) for rt in _runtimes(results)]
+    fig.legend(handles, [LABELS[rt] for rt in _runtimes(results)], loc="upper center", ncol=len(_runtimes(results)), frameon=False,
                bbox_to_anchor=(0.5, 0.975), fontsize=9)
     fig.text(0.5, 0.005, "Red labels: Tern's time / the fastest peer's (below 1.0x: Tern is faster).   "
              "x: no figure (unsupported, wrong output or too slow; see the .md).", ha="center", va="bottom",
@@ -296,10 +343,10 @@ def chart(results: dict, path: Path) -> None:
 def _bars(ax, results: dict, models: list[str], t: str, key: str, title: str) -> None:
     from matplotlib.ticker import FuncFormatter
 
-    width = 0.8 / len(RUNTIMES)
+    width = 0.8 / len(_runtimes(results))
     ax.set_yscale("log")
     values = []
-    for j, rt in enumerate(RUNTIMES):
+    for j, rt in enumerate(_runtimes(results)):
         for i, model in enumerate(models):
             res = _result(results, model, t, rt)
             x = i - 0.4 + width * (j + 0.5)

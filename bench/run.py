@@ -4,6 +4,7 @@
     .venv-bench/bin/python bench/run.py                 # what `make bench` runs
     .venv-bench/bin/python bench/run.py --quick         # smoke test: 2 models, 3 rounds
     .venv-bench/bin/python bench/run.py --models resnet18,vit_b_16 --threads 1 --rounds 9
+    .venv-bench/bin/python bench/run.py --baseline 7ea43ed --runtimes tern,tern_base   # A/B of two commits
 
 Writes bench/results/<date>.json (everything measured, machine and versions),
 <date>.md (the tables) and <date>.png (the chart); --quick writes
@@ -21,6 +22,11 @@ How (details in bench/README.md):
   4. rounds: each round asks every worker in turn (the order rotates) for
      about --round-ms of back-to-back runs; the machine is shared, so noise
      falls on all runtimes alike; medians and p90s over all runs of all rounds.
+
+--baseline REV adds a runtime, tern_base: Tern as it was at commit REV
+(bench/baseline.py builds it once into the cache), exporting and running
+with that commit's own code, timed in the same rounds as the current Tern;
+the report then has a table of current / baseline per model.
 """
 
 from __future__ import annotations
@@ -42,8 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
 
-RUNTIMES = ["tern", "torch", "ort", "et_xnnpack", "et_portable"]
-PEERS = RUNTIMES[1:]
+RUNTIMES = ["tern", "tern_base", "torch", "ort", "et_xnnpack", "et_portable"]
+PEERS = RUNTIMES[2:]
 
 
 def log(msg: str) -> None:
@@ -122,6 +128,7 @@ class Group:
         self.workers: dict[str, Worker] = {}
         self.estimate: dict[str, float] = {}
         self.samples: dict[str, list[float]] = {}
+        self.round_sizes: dict[str, list[int]] = {}  # runs of each round, in order
         for rt in args.runtimes:
             if art.status.get(rt) != "ok":
                 self.results[rt] = {"status": art.status.get(rt, "not run")}
@@ -137,6 +144,9 @@ class Group:
         env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
         if et:
             env.pop("PYTHONPATH", None)
+        base = getattr(a, "baseline_pylib", None)  # bench/quant.py's settings have none
+        if rt == "tern_base":
+            env["PYTHONPATH"] = str(base)
         res: dict = {"file_bytes": file_bytes(self.art.files[rt])}
         w = None
         try:
@@ -147,6 +157,12 @@ class Group:
                 w.close()
             self.results[rt] = {**res, "status": f"error: {e}"}
             log(f"    {rt:<12} error: {e}")
+            return
+        want = base if rt == "tern_base" else None
+        if rt.startswith("tern") and not _imported_from(res.get("module_path"), want):
+            w.close()
+            self.results[rt] = {**res, "status": f"error: imported tern from {res.get('module_path')}"}
+            log(f"    {rt:<12} {self.results[rt]['status']}")
             return
         tol = a.atol + a.rtol * res["max_abs_ref"]
         res["tolerance"] = tol
@@ -162,6 +178,7 @@ class Group:
             res["status"] = "ok"
             self.workers[rt] = w
             self.samples[rt] = []
+            self.round_sizes[rt] = []
         self.results[rt] = res
         log(f"    {rt:<12} load-to-first-output {res['first_output_ms']:9.1f} ms, "
             f"RSS +{res['rss_growth_mb']:6.1f} MB, max abs diff {res['max_abs_diff']:.1e}: {res['status']}")
@@ -182,6 +199,7 @@ class Group:
                 self.workers.pop(rt).close()
                 continue
             self.samples[rt] += ms["ms"]
+            self.round_sizes[rt].append(len(ms["ms"]))
             time.sleep(a.pause_ms / 1e3)  # let the last runtime's spinning threads go to sleep
         cells = ", ".join(f"{rt} {statistics.median(s):.1f}" for rt, s in self.samples.items() if s)
         log(f"    round {r + 1}/{a.rounds}: median ms so far: {cells}")
@@ -191,8 +209,18 @@ class Group:
             w.close()
             s = self.samples[rt]
             self.results[rt].update(median_ms=statistics.median(s), p90_ms=percentile(s, 0.9),
-                                    min_ms=min(s), n=len(s), samples_ms=[round(x, 4) for x in s])
+                                    min_ms=min(s), n=len(s), samples_ms=[round(x, 4) for x in s],
+                                    round_sizes=self.round_sizes[rt])
         return self.results
+
+
+def _imported_from(module_path: str | None, pylib: Path | None) -> bool:
+    """Whether a Tern worker ran the Tern it should: the baseline's from
+    its own folder, the current one from anywhere else."""
+    if module_path is None:
+        return False
+    inside = pylib is not None and Path(module_path).resolve().is_relative_to(Path(pylib).resolve())
+    return inside if pylib is not None else "baseline" not in Path(module_path).parts
 
 
 def file_bytes(path: Path | None) -> int | None:
@@ -298,6 +326,8 @@ def _best_peak(probes: dict) -> None:
 HOW = {
     "tern": "tern.export(module, inputs) -> .tern (bench/prepare.py export_tern); run through the Python "
             "bindings, tern.load(path, threads=n)",
+    "tern_base": "the same, with Tern at the --baseline commit: its exporter writes the file and its runtime runs "
+                 "it (bench/baseline.py; PYTHONPATH to that commit's build)",
     "torch": "the nn.Module itself: structure built on the meta device, state_dict loaded with mmap and "
              "assign=True; torch.set_num_threads(n), torch.inference_mode()",
     "ort": "torch.onnx.export(dynamo=True) in the main environment -> .onnx; InferenceSession with the CPU "
@@ -338,12 +368,23 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--cache-dir", default=os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"),
                                                       "tern", "bench-models"), help="cached peer model files")
     p.add_argument("--out", help="output path without extension (default bench/results/<date>[-quick])")
+    p.add_argument("--baseline", metavar="REV", help="also run Tern at this commit (runtime tern_base), built once "
+                   "into the cache dir, for a same-run A/B")
     a = p.parse_args()
     a.models = a.models.split(",") if a.models else (QUICK if a.quick else list(MODELS))
     unknown = [m for m in a.models if m not in MODELS]
     if unknown:
         p.error(f"unknown models {unknown}; known: {list(MODELS)}")
-    a.runtimes = [r for r in RUNTIMES if r in a.runtimes.split(",")]
+    asked = a.runtimes.split(",")
+    unknown = [r for r in asked if r not in RUNTIMES]
+    if unknown:
+        p.error(f"unknown runtimes {unknown}; known: {RUNTIMES}")
+    if "tern_base" in asked and not a.baseline:
+        p.error("runtime tern_base needs --baseline REV")
+    if a.baseline and "tern_base" not in asked:
+        asked.append("tern_base")
+    a.runtimes = [r for r in RUNTIMES if r in asked]
+    a.baseline_pylib, a.baseline_commit = None, None
     a.threads = [int(t) for t in a.threads.split(",")]
     a.rounds = a.rounds or (3 if a.quick else 7)
     if not Path(a.et_python).exists():
@@ -358,14 +399,19 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     args = parse_args()
     started = time.time()
+    if args.baseline:
+        from baseline import install_baseline
+
+        args.baseline_pylib, args.baseline_commit = install_baseline(args.baseline, Path(args.cache_dir), log)
     today = datetime.date.today().isoformat()
     out = Path(args.out) if args.out else BENCH / "results" / (today + ("-quick" if args.quick else ""))
     out.parent.mkdir(parents=True, exist_ok=True)
     results: dict = {
         "date": today, "started": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": " ".join(sys.argv), "machine": machine_info(), "versions": versions(args.et_python),
-        "settings": {k: v for k, v in vars(args).items() if k not in ("cache_dir", "build_dir", "et_python", "out")},
-        "how": HOW, "models": {},
+        "settings": {k: v for k, v in vars(args).items()
+                     if k not in ("cache_dir", "build_dir", "et_python", "out", "baseline_pylib")},
+        "how": {rt: text for rt, text in HOW.items() if rt != "tern_base" or args.baseline}, "models": {},
     }
     results["probes"] = run_probes(Path(args.build_dir), args.threads)
 
@@ -378,7 +424,8 @@ def main() -> int:
         arts = []
         for i, name in enumerate(args.models):
             log(f"[{i + 1}/{len(args.models)}] {name}: exporting ...")
-            arts.append(prepare_model(name, work, Path(args.cache_dir), args.et_python, log, args.lower_timeout))
+            arts.append(prepare_model(name, work, Path(args.cache_dir), args.et_python, log, args.lower_timeout,
+                                      args.runtimes, args.baseline_pylib))
         for i, art in enumerate(arts):
             entry = {"description": MODELS[art.name].description, "input_shapes": art.input_shapes,
                      "export": {rt: {"status": art.status.get(rt), "note": art.notes.get(rt)} for rt in RUNTIMES},

@@ -116,8 +116,9 @@ RUNTIMES = {
 
 
 def base_runtime(runtime: str) -> str:
-    """The runtime that runs a file: "tern_q" (a quantized model, bench/quant.py) is tern."""
-    return runtime.removesuffix("_q")
+    """The runtime that runs a file: "tern_q" (a quantized model, bench/quant.py)
+    and "tern_base" (Tern at the --baseline commit, run.py) are tern."""
+    return "tern" if runtime == "tern_base" else runtime.removesuffix("_q")
 
 
 def preimport(runtime: str) -> None:
@@ -164,7 +165,9 @@ class Worker:
         warm = []
         if (t2 - t1) * 1e3 < slow_ms:  # a slow runtime's first run is its warm-up
             warm = self.timed(warmup)["ms"]
+        module = sys.modules.get(base_runtime(a.runtime))  # which copy ran (run.py checks tern's)
         return {
+            "module_path": getattr(module, "__file__", None),
             "warmup_ms": warm,
             "load_ms": (t1 - t0) * 1e3,
             "first_output_ms": (t2 - t0) * 1e3,
@@ -211,7 +214,8 @@ class Worker:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runtime", choices=sorted(RUNTIMES) + [f"{r}_q" for r in ("tern", "ort", "et_xnnpack")],
+    parser.add_argument("--runtime", choices=sorted(RUNTIMES) + ["tern_base"]
+                        + [f"{r}_q" for r in ("tern", "ort", "et_xnnpack")],
                         required=True)
     parser.add_argument("--model", required=True, help="the runtime's model file")
     parser.add_argument("--model-name", default="", help="the bench model's name (torch: to build its structure)")
