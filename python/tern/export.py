@@ -48,7 +48,9 @@ def export(
     means the optimized CPU backend, tern.backends.cpu.CpuPartitioner(); pass
     () for a file that runs on kernels alone.
     Raises ExportError naming every op without a kernel and its source line,
-    or the op the runtime would refuse at load, its reason and source line.
+    or the op the runtime would refuse at load, its reason and source line,
+    or a call whose arguments the op refuses while torch.export traces it
+    (torch.topk's k beyond its dim: tern.trace_errors), the values and line.
     A module whose forward mutates its buffers (x.copy_, +=, index_put_ on a
     registered buffer) keeps them as the loaded method's state between calls,
     starting from their values now (see tern.Module.state / reset).
@@ -82,9 +84,16 @@ def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str]
     from tern.graph import to_graph_module
     from tern.passes import run_passes
     from tern.shapes import symbol_table
+    from tern.trace_errors import refused_call
 
     with _eval_mode(module):
-        ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+        try:
+            ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+        except RuntimeError as e:  # an op refused its arguments while torch traced (torch.topk's k)
+            refused = refused_call(e)
+            if refused is None:
+                raise
+            raise refused from e
     traces = {n.name: (n.target, n.meta.get("stack_trace")) for n in ep.graph.nodes if n.op == "call_function"}
     ep = run_decompositions(ep, frozenset(supported))
     # run_decompositions re-traces the ops it keeps whole (scaled_dot_product_attention,
