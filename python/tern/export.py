@@ -48,7 +48,9 @@ def export(
     means the optimized CPU backend, tern.backends.cpu.CpuPartitioner(); pass
     () for a file that runs on kernels alone.
     Raises ExportError naming every op without a kernel and its source line,
-    or the op the runtime would refuse at load, its reason and source line.
+    or the op the runtime would refuse at load, its reason and source line,
+    or a call whose arguments the op refuses while torch.export traces it
+    (torch.topk's k beyond its dim: tern.trace_errors), the values and line.
     A module whose forward mutates its buffers (x.copy_, +=, index_put_ on a
     registered buffer) keeps them as the loaded method's state between calls,
     starting from their values now (see tern.Module.state / reset).
@@ -82,9 +84,16 @@ def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str]
     from tern.graph import to_graph_module
     from tern.passes import run_passes
     from tern.shapes import symbol_table
+    from tern.trace_errors import refused_call
 
     with _eval_mode(module):
-        ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+        try:
+            ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+        except RuntimeError as e:  # an op refused its arguments while torch traced (torch.topk's k)
+            refused = refused_call(e)
+            if refused is None:
+                raise
+            raise refused from e
     traces = {n.name: (n.target, n.meta.get("stack_trace")) for n in ep.graph.nodes if n.op == "call_function"}
     ep = run_decompositions(ep, frozenset(supported))
     # run_decompositions re-traces the ops it keeps whole (scaled_dot_product_attention,
@@ -245,9 +254,11 @@ def _is_exported_graph(module: Any) -> bool:
 def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str],
                     dtypes: dict[str, frozenset[str] | None] | None = None) -> None:
     """Raises one ExportError listing every op in `gm` that has no kernel, with
-    the source line of each use; then, given `dtypes` (op -> the dtypes of its
-    first tensor argument the runtime takes, tern.ops.supported_dtypes()), one
-    listing every op used with a dtype its kernel does not take."""
+    the source line of each use (first those whose output's size depends on
+    the data, which no kernel could run: _check_data_dependent); then, given
+    `dtypes` (op -> the dtypes of its first tensor argument the runtime
+    takes, tern.ops.supported_dtypes()), one listing every op used with a
+    dtype its kernel does not take."""
     import operator
 
     from tern.control_flow import is_cond, is_while_loop, subgraphs
@@ -266,10 +277,40 @@ def check_supported(gm: "torch.fx.GraphModule", supported: frozenset[str],
         _check_dtypes(gm, dtypes or {})
         _check_as_strided(gm)
         return
+    _check_data_dependent(missing)
     lines = [f"{len(missing)} operator(s) have no kernel in the Tern runtime:"]
     for name, nodes in missing.items():
         lines.append(f"  {name} ({_torch_name(nodes[0].target)}), used by:")
         lines += _uses(nodes)
+    raise ExportError("\n".join(lines))
+
+
+def _check_data_dependent(missing: dict[str, list[Any]]) -> None:
+    """Of the ops without a kernel, those whose output's size depends on the
+    data (torch.nonzero, masked_select: an unbacked symbol u0 in its shape)
+    could not run on any kernel: the memory plan is made at export, from
+    sizes that follow from the input shapes. Raises an ExportError naming
+    them (and, in passing, the other ops without a kernel), rather than one
+    asking for their kernels."""
+    from tern.shapes import output_sizes_from_data
+
+    bad: dict[str, list[tuple[Any, str]]] = {}  # op -> its nodes with such an output, and its sizes
+    for name, nodes in missing.items():
+        for node in nodes:
+            sizes = output_sizes_from_data(node)
+            if sizes is not None:
+                bad.setdefault(name, []).append((node, sizes))
+    if not bad:
+        return
+    lines = [f"{len(bad)} operator(s) give an output whose size depends on the data (no input dim gives it): "
+             "Tern needs every size to follow from the input shapes (memory is planned at export), so no kernel "
+             "can run them:"]
+    for name, found in bad.items():
+        lines.append(f"  {name} ({_torch_name(found[0][0].target)}): output {found[0][1]}, used by:")
+        lines += _uses([n for n, _ in found])
+    others = [name for name in missing if name not in bad]
+    if others:
+        lines.append(f"(also without a kernel in the Tern runtime: {', '.join(others)})")
     raise ExportError("\n".join(lines))
 
 

@@ -186,6 +186,21 @@ def has_dynamic_shape(node: Any) -> bool:
                (isinstance(v, torch.Tensor) and not all(isinstance(s, int) for s in v.shape)) for v in vals)
 
 
+def output_sizes_from_data(node: Any) -> str | None:
+    """The sizes of the node's first tensor output whose size depends on the
+    data ("[u0, 1]" for torch.nonzero: torch.export's unbacked symbols, which
+    no input dim gives), or None if every output's size follows from the
+    inputs' shapes."""
+    import torch
+    import torch.utils._pytree as pytree
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    for v in pytree.tree_leaves(node.meta.get("val")):
+        if isinstance(v, torch.Tensor) and free_unbacked_symbols(v.shape):
+            return "[" + ", ".join(map(str, v.shape)) + "]"
+    return None
+
+
 def symbol_table(ep: "torch.export.ExportedProgram", dynamic_shapes: Any, args: tuple[Any, ...],
                  module: Any) -> SymbolTable:
     """The symbols of `ep` with their bounds and the Dims' names. A symbol

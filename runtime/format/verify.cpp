@@ -67,9 +67,17 @@ Error verify_tensor(const char* m, uint32_t vi, const fb::Tensor& t, const Segme
     default:
       return invalid_program("method '%s' value %u: unknown storage %d", m, vi, static_cast<int>(t.storage()));
   }
-  if (t.offset() % scalar_type_size(static_cast<ScalarType>(st)) != 0) {
-    return invalid_program("method '%s' value %u: offset %llu is not aligned to its element size", m, vi,
-                (unsigned long long)t.offset());
+  // Inside its storage (checked above), but elements read through a T* need
+  // an offset that is a multiple of sizeof(T) (the storage itself is aligned).
+  const size_t elem = scalar_type_size(static_cast<ScalarType>(st));
+  if (t.offset() % elem != 0) {
+    const bool constant = t.storage() == fb::TensorStorage::Constant;
+    return invalid_program("method '%s' value %u: %s offset %llu in %s %u (%llu bytes) is not a multiple of its "
+                           "element size %zu (%s)", m, vi, constant ? "constant" : "planned",
+                           (unsigned long long)t.offset(), constant ? "segment" : "arena",
+                           constant ? t.segment() : t.arena(),
+                           (unsigned long long)(constant ? segments[t.segment()].size : arenas->Get(t.arena())), elem,
+                           scalar_type_name(static_cast<ScalarType>(st)));
   }
   return Error::Ok;
 }

@@ -480,6 +480,30 @@ TEST_F(CpuCrafted, test_dynamic_quantize_and_qlinear_are_refused_unless_their_va
       << last_error_message();
 }
 
+// DynamicQuantize of the delegate's float x [4] into int8 [4] with qparams
+// [2]: runs with the range [-128, 127]; refused with qmin == qmax (its scale
+// would divide by qmax - qmin = 0) or qmin > qmax, naming both.
+TEST_F(CpuCrafted, test_dynamic_quantize_is_refused_unless_qmin_is_below_qmax) {
+  auto file = [&](int32_t qmin, int32_t qmax) {
+    return cpu_file_with_workspace(one_op_payload(
+        {{{4}, cpufb::Storage::Workspace, cpufb::DType::Int8},  // 2: x quantized
+         {{2}, cpufb::Storage::Workspace}},                     // 3: qparams
+        0, [&](flatbuffers::FlatBufferBuilder& b) {
+          return cpufb::CreateOpDirect(b, cpufb::OpKind::DynamicQuantize,
+                                       cpufb::CreateDynamicQuantize(b, 0, 2, 3, qmin, qmax, 1e-5f).Union(), "dq");
+        }, 64));
+  };
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file(-128, 127)), Error::Ok) << last_error_message();
+  for (const auto& [qmin, qmax] : {std::pair<int32_t, int32_t>{5, 5}, {-128, -128}, {3, -3}}) {
+    clear_last_error();
+    EXPECT_EQ(load_and_run(file(qmin, qmax)), Error::InvalidProgram) << qmin << ", " << qmax;
+    const std::string range = "range [" + std::to_string(qmin) + ", " + std::to_string(qmax) + "]";
+    EXPECT_NE(std::string(last_error_message()).find(range), std::string::npos) << last_error_message();
+    EXPECT_NE(std::string(last_error_message()).find("qmin < qmax"), std::string::npos) << last_error_message();
+  }
+}
+
 // WLinear over the delegate's x as [1, 4] -> y [1, 4], int4 weights [4, 2]
 // bytes in groups of 2 with 8 scales: runs; refused with 3 bits, or groups
 // of 3 (which do not divide 4 inputs).

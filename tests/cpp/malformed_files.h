@@ -321,6 +321,13 @@ inline AlignedBytes tensor_arena_index_out_of_range() {
   return pb.build();
 }
 
+// [66, +16) in a 128-byte arena: inside it, but 2 bytes past a float32 boundary.
+inline AlignedBytes tensor_planned_offset_misaligned() {
+  ProgramBuilder pb;
+  add_program(pb).values[kY].offset = 66;
+  return pb.build();
+}
+
 // [4096, +16) in a 16-byte segment.
 inline AlignedBytes tensor_constant_outside_segment() {
   ProgramBuilder pb;
@@ -735,6 +742,7 @@ inline const std::vector<Recipe>& recipes() {
       {"tensor_offset_plus_bytes_overflows.tern", tensor_offset_plus_bytes_overflows},
       {"tensor_planned_outside_arena.tern", tensor_planned_outside_arena},
       {"tensor_arena_index_out_of_range.tern", tensor_arena_index_out_of_range},
+      {"tensor_planned_offset_misaligned.tern", tensor_planned_offset_misaligned},
       {"tensor_constant_outside_segment.tern", tensor_constant_outside_segment},
       {"tensor_segment_index_out_of_range.tern", tensor_segment_index_out_of_range},
       {"arena_size_near_2_64.tern", arena_size_near_2_64},

@@ -394,7 +394,16 @@ def test_topk_zero_d_k_zero_empty_and_rank_8(tmp_path: Path) -> None:
          threads=2)
 
 
-def test_topk_rejects_k_larger_than_the_dim() -> None:
-    # torch.export's own shape check refuses it (as eager does), before tern sees the graph
-    with pytest.raises(RuntimeError, match="k not in range for dimension"):
+def test_topk_with_k_outside_the_dim_is_an_export_error_naming_k_the_size_and_the_line() -> None:
+    # torch.export's own shape check refuses it (as eager does) before any node exists, with
+    # "k not in range for dimension": tern names the op, k, the dim's size and the user's line
+    with pytest.raises(tern.ExportError, match=r"^aten::topk: k = 5 is larger than the size 4 of dim 1 of its "
+                                               r"input \[2, 4\] \(torch: k not in range for dimension\), at:\n"
+                                               r'    File ".*test_ops_reductions.py", line \d+, in <lambda>\n'
+                                               r"      .*torch.ops.aten.topk\(t, 5, 1\)"):
         tern.export(Fn(lambda t: torch.ops.aten.topk(t, 5, 1)), (torch.randn(2, 4),), partitioners=())
+    with pytest.raises(tern.ExportError, match=r"^aten::topk: k = 3 is larger than the size 1 of dim -1 of its "
+                                               r"input \[\]"):
+        tern.export(Fn(lambda t: t.topk(3)), (torch.tensor(2.0),), partitioners=())
+    with pytest.raises(tern.ExportError, match=r"^aten::topk: k = -1 is negative"):
+        tern.export(Fn(lambda t: t.topk(-1, 0)), (torch.randn(3),), partitioners=())

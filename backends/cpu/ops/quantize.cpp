@@ -92,11 +92,12 @@ Error prepare_DynamicQuantize(Loader& ld, uint32_t oi, const fb::DynamicQuantize
   TERN_CPU_NEED(failed, x->numel == y->numel && x->numel >= 1);
   TERN_CPU_NEED(failed, qp->numel == 2);
   TERN_CPU_NEED(failed, qrange_ok(d.qmin(), d.qmax()));
+  TERN_CPU_NEED(failed, d.qmin() < d.qmax());  // the scale divides by qmax - qmin (eager: quant_min < quant_max)
   TERN_CPU_NEED(failed, d.eps() > 0.0f && std::isfinite(d.eps()));
   if (failed) {
     return ld.refuse(failed, "op %u (%s): x and y of %lld and %lld elements (at least 1), qparams of "
-                     "2, range [%d, %d] within int8, eps %g > 0 do not hold", oi, op->nodes, (long long)x->numel,
-                     (long long)y->numel, d.qmin(), d.qmax(), double(d.eps()));
+                     "2, range [%d, %d] within int8 with qmin < qmax, eps %g > 0 do not hold", oi, op->nodes,
+                     (long long)x->numel, (long long)y->numel, d.qmin(), d.qmax(), double(d.eps()));
   }
   par->qmin = float(d.qmin()), par->qmax = float(d.qmax()), par->qeps = d.eps();
   par->qparams = qp->data;
