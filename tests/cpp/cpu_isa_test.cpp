@@ -1,8 +1,8 @@
 // Which kernel sets the cpu backend runs (backends/cpu/isa.cpp): what
 // TERN_CPU_ISA forces, the three distinct refusals (this CPU lacks it, this
 // build has no such kernels, no such ISA), and that a loaded method reports
-// the sets its delegates chose (Method::delegate_description), each of
-// which names its kernels (kernel_names.h).
+// the sets its delegates chose (Method::delegate_description) and each
+// microkernel by name (Method::delegate_details, kernel_names.h).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -182,6 +182,35 @@ TEST_F(CpuIsaMethod, test_a_refused_isa_fails_the_load_with_its_reason) {
   EXPECT_EQ(e, Error::NotSupported);
   EXPECT_TRUE(contains(last_error_message(), ": this CPU lacks it (")) << last_error_message();
   set_log_level(LogLevel::Info);
+}
+
+TEST_F(CpuIsaMethod, test_a_loaded_method_names_each_microkernel_it_runs) {
+  for (const Expected& e : kExpected) {
+    const KernelChoice c = choose_kernels(e.forced);
+    if (c.isa == nullptr) continue;
+    setenv("TERN_CPU_ISA", e.forced, 1);
+    Module module;
+    ASSERT_EQ(module.load((std::string(TERN_TEST_DATA_DIR) + "/v1_1/cpu_qs8.tern").c_str()), Error::Ok);
+    const Method& m = *module.method();
+    std::string details(m.delegate_details(0, nullptr, 0), '\0');
+    ASSERT_EQ(m.delegate_details(0, &details[0], details.size() + 1), details.size());
+    // describe()'s pairs first, then each kernel by set and role
+    EXPECT_EQ(details.rfind(std::string(m.delegate_description(0)) + " ", 0), 0u) << details;
+    for (int i = 0; i < c.isa->names.count; ++i) {
+      const KernelName& k = c.isa->names.at[i];
+      EXPECT_TRUE(contains(details.c_str(), (std::string(" float.") + k.role + "=" + k.function).c_str())) << details;
+    }
+    for (int i = 0; i < c.qs8->names.count; ++i) {
+      const KernelName& k = c.qs8->names.at[i];
+      EXPECT_TRUE(contains(details.c_str(), (std::string(" int8.") + k.role + "=" + k.function).c_str())) << details;
+    }
+    // a short buffer takes what fits, NUL-terminated, and learns the length
+    char head[11];
+    EXPECT_EQ(m.delegate_details(0, head, sizeof(head)), details.size());
+    EXPECT_EQ(std::string(head), details.substr(0, 10));
+    EXPECT_EQ(m.delegate_details(1, head, sizeof(head)), 0u);  // no such delegate
+    EXPECT_STREQ(head, "");
+  }
 }
 
 // ---------------------------------------------------------------- kernel names
