@@ -39,6 +39,21 @@ const char* category(InstructionKind k) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> delegate_detail_pairs(const Method& method, size_t i) {
+  std::string text(method.delegate_details(i, nullptr, 0), '\0');
+  method.delegate_details(i, &text[0], text.size() + 1);  // writes the NUL at text.size(), std::string's own
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find(' ', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string pair = text.substr(at, end - at);
+    const size_t eq = pair.find('=');
+    if (eq != std::string::npos) pairs.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+    at = end + 1;
+  }
+  return pairs;
+}
+
 // Room for this many backend steps per run on top of the instructions.
 constexpr size_t kStepsPerRun = 4096;
 
@@ -151,6 +166,19 @@ bool ChromeTrace::write(const char* path, const char* process_name) const {
           json_string(process_name).c_str());
   fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"%s, %d thread%s\"}}",
           method_.name(), method_.threads(), method_.threads() == 1 ? "" : "s");
+  // What each delegate runs on, as an instant at the start (Perfetto shows
+  // its args when clicked): backend, kernel sets, then each detail pair.
+  for (size_t d = 0; d < method_.num_delegates(); ++d) {
+    const std::string name = std::string(method_.delegate_backend(d)) + " delegate " + std::to_string(d);
+    fprintf(f, ",\n{\"name\": %s, \"cat\": \"delegate\", \"ph\": \"i\", \"s\": \"t\", \"pid\": 1, \"tid\": 1, "
+            "\"ts\": 0, \"args\": {\"delegate\": %zu, \"backend\": %s, \"description\": %s",
+            json_string(name.c_str()).c_str(), d, json_string(method_.delegate_backend(d)).c_str(),
+            json_string(method_.delegate_description(d)).c_str());
+    for (const auto& kv : delegate_detail_pairs(method_, d)) {
+      fprintf(f, ", %s: %s", json_string(kv.first.c_str()).c_str(), json_string(kv.second.c_str()).c_str());
+    }
+    fprintf(f, "}}");
+  }
   for (const Event& e : events_) {
     const bool run = e.instruction == kRun;
     const char* name = run ? method_.name() : e.step ? e.step : method_.instruction_op(e.instruction);

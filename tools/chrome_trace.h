@@ -4,7 +4,9 @@
 // event per instruction and per backend call, named by op or backend, with
 // the torch.export node in its args, nested under one event per run; inside
 // a backend call, one event per step the backend reports (the cpu backend:
-// each fused op, "Conv: convolution_3+relu_2"). print_profile() sums the
+// each fused op, "Conv: convolution_3+relu_2"); and one instant event per
+// delegate ("cat": "delegate") whose args name its backend, kernel sets
+// and microkernels (Method::delegate_details). print_profile() sums the
 // same events by op: what tern-run --profile prints.
 //
 //   ChromeTrace trace(*method, /*runs=*/20);   // reserves every event up front
@@ -18,11 +20,17 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/executor/method.h"
 
 namespace tern {
+
+// Delegate i's Method::delegate_details as (key, value) pairs, in order
+// ("float" -> "avx2", "float.igemm_main" -> "f32_igemm_ukernel_6x16__avx2").
+std::vector<std::pair<std::string, std::string>> delegate_detail_pairs(const Method& method, size_t i);
 
 class ChromeTrace {
  public:

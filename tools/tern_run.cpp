@@ -2,7 +2,7 @@
 //
 //   tern-run model.tern [--input a.npy ...] [--iterations N] [--warmup N]
 //            [--output out.npy ...] [--method NAME] [--load mmap|file]
-//            [--threads N] [--profile] [--trace out.json] [--seed S]
+//            [--threads N] [--profile] [--trace out.json] [--seed S] [--verbose]
 //
 // Prints the outputs (shape, range, top-5 of classifier-like outputs), the
 // load time and the latency (median and p90 over the timed iterations).
@@ -12,6 +12,11 @@
 // event per instruction and backend call, with node names) that Perfetto
 // opens; --profile prints the time per op (kernels by ATen op, a backend's
 // steps by kind, and its slowest steps by the nodes they cover) over 10 runs.
+// --verbose prints, after the load, each method's backend subgraphs
+// (delegates): the backend, the kernel sets it chose and the microkernel
+// each role runs, by function name (the cpu backend: "float.igemm_main
+// f32_igemm_ukernel_6x16__avx2"); --trace carries the same in one "delegate"
+// event per delegate.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,6 +47,7 @@ struct Options {
   int warmup = 3;
   int threads = 0;  // 0: physical cores
   bool profile = false;
+  bool verbose = false;
   const char* trace = nullptr;
   bool mmap = true;
   unsigned seed = 0;
@@ -52,7 +58,7 @@ int usage(const char* msg) {
   fprintf(stderr,
           "usage: tern-run MODEL.tern [--input A.npy ...] [--iterations N] [--warmup N]\n"
           "                [--output OUT.npy ...] [--method NAME] [--load mmap|file]\n"
-          "                [--threads N] [--profile] [--trace OUT.json] [--seed S]\n");
+          "                [--threads N] [--profile] [--trace OUT.json] [--seed S] [--verbose]\n");
   return 2;
 }
 
@@ -70,6 +76,7 @@ int parse_args(int argc, char** argv, Options* o) {
     bool has_value = i + 1 < argc;
     if (a == "--help" || a == "-h") return usage(nullptr) - 1;
     if (a == "--profile") { o->profile = true; continue; }
+    if (a == "--verbose") { o->verbose = true; continue; }
     if (a[0] == '-' && !has_value) return usage(("missing value after " + a).c_str());
     if (a == "--input") o->inputs.push_back(argv[++i]);
     else if (a == "--output") o->outputs.push_back(argv[++i]);
@@ -184,6 +191,33 @@ tern::Method* load(const Options& o, tern::Module& module, double* load_ms) {
   return method;
 }
 
+// --verbose: every method's delegates, each one's backend, the kernel sets
+// it chose and its key=value details one a line (the cpu backend: each
+// microkernel by set and role). Loads the methods tern-run does not run too.
+int print_delegates(tern::Module& module) {
+  const tern::Program& program = module.program();
+  for (size_t m = 0; m < program.num_methods(); ++m) {
+    const char* name = program.method_name(m);
+    tern::set_log_level(tern::LogLevel::Fatal);  // a refusal is printed below, once
+    const tern::Method* method = module.method(name);
+    tern::set_log_level(tern::LogLevel::Info);
+    if (method == nullptr) {
+      fprintf(stderr, "tern-run: cannot load method '%s': %s\n", name, tern::last_error_message());
+      return 1;
+    }
+    printf("method %s: %zu delegate%s\n", name, method->num_delegates(), method->num_delegates() == 1 ? "" : "s");
+    for (size_t d = 0; d < method->num_delegates(); ++d) {
+      printf("  delegate %zu: backend %s, %s\n", d, method->delegate_backend(d), method->delegate_description(d));
+      const std::string said = std::string(" ") + method->delegate_description(d) + " ";
+      for (const auto& kv : tern::delegate_detail_pairs(*method, d)) {
+        if (said.find(" " + kv.first + "=" + kv.second + " ") != std::string::npos) continue;  // printed above
+        printf("    %-22s %s\n", kv.first.c_str(), kv.second.c_str());
+      }
+    }
+  }
+  return 0;
+}
+
 // The inputs: from --input files, or random of the method's dtypes and sizes.
 int make_inputs(const Options& o, const tern::Method& method, std::vector<tern::NpyArray>* arrays,
                 std::vector<tern::Tensor>* inputs) {
@@ -265,6 +299,9 @@ int main(int argc, char** argv) {
   double load_ms = 0;
   tern::Method* method = load(o, module, &load_ms);
   if (method == nullptr) return 1;
+  if (o.verbose) {
+    if (int rc = print_delegates(module)) return rc;
+  }
   std::vector<tern::NpyArray> arrays;
   std::vector<tern::Tensor> inputs;
   if (int rc = make_inputs(o, *method, &arrays, &inputs)) return rc;

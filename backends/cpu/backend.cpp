@@ -1,6 +1,7 @@
 // The cpu backend on the runtime's backend interface (runtime/backend/backend.h):
 // init checks and resolves the payload (program.cpp) with the microkernels
 // of the running CPU (isa.cpp); execute runs it.
+#include <cstdarg>
 #include <cstdio>
 
 #include "backends/cpu/isa.h"
@@ -12,6 +13,23 @@
 namespace tern {
 namespace cpu {
 namespace {
+
+// Text appended into out[0, size) as snprintf writes it; length counts all of
+// it, what did not fit too.
+struct Text {
+  char* out;
+  size_t size;
+  size_t length = 0;
+
+  void add(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
+    va_list args;
+    va_start(args, fmt);
+    const size_t at = length < size ? length : size;
+    const int n = vsnprintf(size > at ? out + at : nullptr, size - at, fmt, args);
+    va_end(args);
+    if (n > 0) length += size_t(n);
+  }
+};
 
 class CpuBackend final : public Backend {
  public:
@@ -30,6 +48,22 @@ class CpuBackend final : public Backend {
   // The kernel sets init chose: "float=avx2 int8=avx2".
   const char* describe(const void* handle) const override {
     return static_cast<const CpuProgram*>(handle)->kernels;
+  }
+
+  // The sets, then each of their microkernels by set and role:
+  // "float=avx2 int8=avx2 float.igemm_main=f32_igemm_ukernel_6x16__avx2 ...
+  // int8.igemm[0]=qs8_igemm_ukernel_3x16__avx2 ...".
+  size_t describe_details(const void* handle, char* out, size_t size) const override {
+    const CpuProgram& p = *static_cast<const CpuProgram*>(handle);
+    Text t{out, size};
+    t.add("%s", p.kernels);
+    for (const KernelName& k : Span<const KernelName>(p.isa->names.at, size_t(p.isa->names.count))) {
+      t.add(" float.%s=%s", k.role, k.function);
+    }
+    for (const KernelName& k : Span<const KernelName>(p.qs8->names.at, size_t(p.qs8->names.count))) {
+      t.add(" int8.%s=%s", k.role, k.function);
+    }
+    return t.length;
   }
 
   Error execute(RunContext& ctx, void* handle, EValue* const*) const override {

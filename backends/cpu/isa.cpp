@@ -15,6 +15,21 @@ namespace tern {
 namespace cpu {
 namespace {
 
+// Sets kernel set k's `field` to the function `fn` and records fn's name
+// under the field's (kernel_names.h): the one way this file assigns a
+// kernel, so that the names describe_details reports are the functions that run.
+#define TERN_CPU_USE(k, field, fn) \
+  do {                             \
+    (k).field = (fn);              \
+    (k).names.set(#field, #fn);    \
+  } while (0)
+// The same for a float igemm field and its tile, mr rows x nr columns.
+#define TERN_CPU_USE_IGEMM(k, field, fn, mr, nr) \
+  do {                                           \
+    (k).field = IgemmConfig{(fn), (mr), (nr)};   \
+    (k).names.set(#field, #fn);                  \
+  } while (0)
+
 // Each ISA's float kernels, chosen by name in one place (the XNNPACK
 // configs' way): scalar's first, then what the ISA overrides, so that a
 // kernel an ISA lacks stays scalar's. Constant-initialized: no code runs
@@ -22,15 +37,15 @@ namespace {
 constexpr Isa scalar_isa() {
   Isa k{};
   k.name = "scalar";
-  k.igemm_main = {f32_igemm_ukernel__scalar_main, 4, 16};
-  k.igemm_tail = {f32_igemm_ukernel__scalar_tail, 4, 16};
-  k.igemm_row = {f32_igemm_ukernel__scalar_row, 1, 64};
-  k.dwconv = f32_dwconv_ukernel__scalar;
-  k.dwconv_rows = f32_dwconv_rows_ukernel__scalar;
-  k.vact = f32_vact_ukernel__scalar;
-  k.pool = f32_pool_ukernel__scalar;
-  k.winograd_in = f32_winograd_in_ukernel__scalar;
-  k.winograd_out = f32_winograd_out_ukernel__scalar;
+  TERN_CPU_USE_IGEMM(k, igemm_main, f32_igemm_ukernel_4x16__scalar, 4, 16);
+  TERN_CPU_USE_IGEMM(k, igemm_tail, f32_igemm_ukernel_4x16__scalar, 4, 16);
+  TERN_CPU_USE_IGEMM(k, igemm_row, f32_igemm_ukernel_1x64__scalar, 1, 64);
+  TERN_CPU_USE(k, dwconv, f32_dwconv_ukernel__scalar);
+  TERN_CPU_USE(k, dwconv_rows, f32_dwconv_rows_ukernel__scalar);
+  TERN_CPU_USE(k, vact, f32_vact_ukernel__scalar);
+  TERN_CPU_USE(k, pool, f32_pool_ukernel__scalar);
+  TERN_CPU_USE(k, winograd_in, f32_winograd_in_ukernel_4x4__scalar);
+  TERN_CPU_USE(k, winograd_out, f32_winograd_out_ukernel_2x2__scalar);
   return k;
 }
 constexpr Isa kScalar = scalar_isa();
@@ -39,29 +54,29 @@ constexpr Isa kScalar = scalar_isa();
 constexpr Isa avx2_isa() {
   Isa k = scalar_isa();
   k.name = "avx2";
-  k.igemm_main = {f32_igemm_ukernel__avx2_main, 6, 16};
-  k.igemm_tail = {f32_igemm_ukernel__avx2_tail, 6, 16};
-  k.igemm_row = {f32_igemm_ukernel__avx2_row, 1, 64};
-  k.dwconv = f32_dwconv_ukernel__avx2;
-  k.dwconv_rows = f32_dwconv_rows_ukernel__avx2;
-  k.vact = f32_vact_ukernel__avx2;
-  k.pool = f32_pool_ukernel__avx2;
-  k.winograd_in = f32_winograd_in_ukernel__avx2;
-  k.winograd_out = f32_winograd_out_ukernel__avx2;
+  TERN_CPU_USE_IGEMM(k, igemm_main, f32_igemm_ukernel_6x16__avx2, 6, 16);
+  TERN_CPU_USE_IGEMM(k, igemm_tail, f32_igemm_ukernel_6x16__avx2, 6, 16);
+  TERN_CPU_USE_IGEMM(k, igemm_row, f32_igemm_ukernel_1x64__avx2, 1, 64);
+  TERN_CPU_USE(k, dwconv, f32_dwconv_ukernel__avx2);
+  TERN_CPU_USE(k, dwconv_rows, f32_dwconv_rows_ukernel__avx2);
+  TERN_CPU_USE(k, vact, f32_vact_ukernel__avx2);
+  TERN_CPU_USE(k, pool, f32_pool_ukernel__avx2);
+  TERN_CPU_USE(k, winograd_in, f32_winograd_in_ukernel_4x4__avx2);
+  TERN_CPU_USE(k, winograd_out, f32_winograd_out_ukernel_2x2__avx2);
   return k;
 }
 constexpr Isa avx512_isa() {
   Isa k = scalar_isa();
   k.name = "avx512";
-  k.igemm_main = {f32_igemm_ukernel__avx512_main, 8, 32};
-  k.igemm_tail = {f32_igemm_ukernel__avx512_tail, 8, 16};
-  k.igemm_row = {f32_igemm_ukernel__avx512_row, 1, 64};
-  k.dwconv = f32_dwconv_ukernel__avx512;
-  k.dwconv_rows = f32_dwconv_rows_ukernel__avx512;
-  k.vact = f32_vact_ukernel__avx512;
-  k.pool = f32_pool_ukernel__avx512;
-  k.winograd_in = f32_winograd_in_ukernel__avx512;
-  k.winograd_out = f32_winograd_out_ukernel__avx512;
+  TERN_CPU_USE_IGEMM(k, igemm_main, f32_igemm_ukernel_8x32__avx512, 8, 32);
+  TERN_CPU_USE_IGEMM(k, igemm_tail, f32_igemm_ukernel_8x16__avx512, 8, 16);
+  TERN_CPU_USE_IGEMM(k, igemm_row, f32_igemm_ukernel_1x64__avx512, 1, 64);
+  TERN_CPU_USE(k, dwconv, f32_dwconv_ukernel__avx512);
+  TERN_CPU_USE(k, dwconv_rows, f32_dwconv_rows_ukernel__avx512);
+  TERN_CPU_USE(k, vact, f32_vact_ukernel__avx512);
+  TERN_CPU_USE(k, pool, f32_pool_ukernel__avx512);
+  TERN_CPU_USE(k, winograd_in, f32_winograd_in_ukernel_4x4__avx512);
+  TERN_CPU_USE(k, winograd_out, f32_winograd_out_ukernel_2x2__avx512);
   return k;
 }
 constexpr Isa kAvx2 = avx2_isa();
@@ -71,19 +86,38 @@ constexpr Isa kAvx512 = avx512_isa();
 constexpr Isa neon_isa() {
   Isa k = scalar_isa();
   k.name = "neon";
-  k.igemm_main = {f32_igemm_ukernel__neon_main, 6, 16};
-  k.igemm_tail = {f32_igemm_ukernel__neon_tail, 6, 16};
-  k.igemm_row = {f32_igemm_ukernel__neon_row, 1, 64};
-  k.dwconv = f32_dwconv_ukernel__neon;
-  k.dwconv_rows = f32_dwconv_rows_ukernel__neon;
-  k.vact = f32_vact_ukernel__neon;
-  k.pool = f32_pool_ukernel__neon;
-  k.winograd_in = f32_winograd_in_ukernel__neon;
-  k.winograd_out = f32_winograd_out_ukernel__neon;
+  TERN_CPU_USE_IGEMM(k, igemm_main, f32_igemm_ukernel_6x16__neon, 6, 16);
+  TERN_CPU_USE_IGEMM(k, igemm_tail, f32_igemm_ukernel_6x16__neon, 6, 16);
+  TERN_CPU_USE_IGEMM(k, igemm_row, f32_igemm_ukernel_1x64__neon, 1, 64);
+  TERN_CPU_USE(k, dwconv, f32_dwconv_ukernel__neon);
+  TERN_CPU_USE(k, dwconv_rows, f32_dwconv_rows_ukernel__neon);
+  TERN_CPU_USE(k, vact, f32_vact_ukernel__neon);
+  TERN_CPU_USE(k, pool, f32_pool_ukernel__neon);
+  TERN_CPU_USE(k, winograd_in, f32_winograd_in_ukernel_4x4__neon);
+  TERN_CPU_USE(k, winograd_out, f32_winograd_out_ukernel_2x2__neon);
   return k;
 }
 constexpr Isa kNeon = neon_isa();
 #endif
+
+// The tile in a kernel's name ("_6x16__") is the one its config says.
+constexpr bool named_tile(const char* name, int mr, int nr) {
+  if (name == nullptr) return false;
+  const char* end = name;
+  while (*end != '\0' && !(end[0] == '_' && end[1] == '_')) ++end;  // the "__" before the ISA
+  const char* p = end;
+  while (p > name && p[-1] != '_') --p;  // the tile's start
+  int a = 0, b = 0;
+  while (p < end && *p >= '0' && *p <= '9') a = 10 * a + (*p++ - '0');
+  if (p == end || *p++ != 'x') return false;
+  while (p < end && *p >= '0' && *p <= '9') b = 10 * b + (*p++ - '0');
+  return p == end && a == mr && b == nr;
+}
+constexpr bool tiles_named(const Isa& k) {
+  return named_tile(k.names.of("igemm_main"), k.igemm_main.mr, k.igemm_main.nr) &&
+         named_tile(k.names.of("igemm_tail"), k.igemm_tail.mr, k.igemm_tail.nr) &&
+         named_tile(k.names.of("igemm_row"), k.igemm_row.mr, k.igemm_row.nr);
+}
 
 // What each kernel set asks of the CPU: the architecture it belongs to
 // (nullptr: any) and the CpuFeatures flag (nullptr: none); `needs` says it in words.
@@ -128,7 +162,7 @@ bool cpu_runs(const char* set, const CpuFeatures& f) {
 // Every float kernel set this build has, best first. Compiling one out
 // (its #if) takes it out of here: TERN_CPU_ISA naming it is then refused as
 // "this build has no ... kernels", not as a CPU that lacks it.
-const Isa* const kBuiltIsas[] = {
+constexpr const Isa* kBuiltIsas[] = {
 #if defined(__x86_64__)
     &kAvx512, &kAvx2,
 #endif
@@ -136,6 +170,20 @@ const Isa* const kBuiltIsas[] = {
     &kNeon,
 #endif
     &kScalar};
+
+// Whatever the #ifs above keep, callers' kMaxKernelSets arrays hold every
+// set, scalar comes last (every CPU runs it: supported_isas always has a
+// fallback), and every set's igemm names carry its tiles.
+constexpr size_t kNumBuiltIsas = sizeof(kBuiltIsas) / sizeof(kBuiltIsas[0]);
+static_assert(kNumBuiltIsas <= size_t(kMaxKernelSets), "kMaxKernelSets (isa.h) is smaller than kBuiltIsas");
+static_assert(kBuiltIsas[kNumBuiltIsas - 1] == &kScalar, "kBuiltIsas must end with the scalar fallback");
+constexpr bool all_tiles_named() {
+  for (const Isa* k : kBuiltIsas) {
+    if (!tiles_named(*k)) return false;
+  }
+  return true;
+}
+static_assert(all_tiles_named(), "an igemm kernel's name does not carry the tile its config says");
 
 const Isa* built_isa(const char* name) {
   for (const Isa* isa : kBuiltIsas) {
@@ -156,8 +204,8 @@ int supported_isas(const Isa** out, int max) {
 }
 
 const Isa* find_isa(const char* name) {
-  const Isa* isas[4];
-  const int n = supported_isas(isas, 4);
+  const Isa* isas[kMaxKernelSets];
+  const int n = supported_isas(isas, kMaxKernelSets);
   for (int i = 0; i < n; ++i) {
     if (strcmp(isas[i]->name, name) == 0) return isas[i];
   }
@@ -181,13 +229,13 @@ constexpr Qs8Kernels qs8_scalar() {
   k.name = "scalar";
   k.mr = 4;
   k.panels = 1;
-  k.igemm[0] = qs8_igemm_ukernel__scalar_4x16;
-  k.igemm_f32[0] = qs8_igemm_f32_ukernel__scalar_4x16;
-  k.dwconv = qs8_dwconv_ukernel__scalar;
-  k.quantize = qs8_quantize_ukernel__scalar;
-  k.binary = qs8_binary_ukernel__scalar;
-  k.minmax = f32_minmax_ukernel__scalar;
-  k.pool = qs8_pool_ukernel__scalar;
+  TERN_CPU_USE(k, igemm[0], qs8_igemm_ukernel_4x16__scalar);
+  TERN_CPU_USE(k, igemm_f32[0], qs8_igemm_f32_ukernel_4x16__scalar);
+  TERN_CPU_USE(k, dwconv, qs8_dwconv_ukernel__scalar);
+  TERN_CPU_USE(k, quantize, qs8_quantize_ukernel__scalar);
+  TERN_CPU_USE(k, binary, qs8_binary_ukernel__scalar);
+  TERN_CPU_USE(k, minmax, f32_minmax_ukernel__scalar);
+  TERN_CPU_USE(k, pool, qs8_pool_ukernel__scalar);
   return k;
 }
 constexpr Qs8Kernels kQs8Scalar = qs8_scalar();
@@ -197,13 +245,13 @@ constexpr Qs8Kernels qs8_avx2() {
   k.name = "avx2";
   k.mr = 3;
   k.panels = 1;
-  k.igemm[0] = qs8_igemm_ukernel__avx2_3x16;
-  k.igemm_f32[0] = qs8_igemm_f32_ukernel__avx2_3x16;
-  k.dwconv = qs8_dwconv_ukernel__avx2;
-  k.quantize = qs8_quantize_ukernel__avx2;
-  k.binary = qs8_binary_ukernel__avx2;
-  k.minmax = f32_minmax_ukernel__avx2;
-  k.pool = qs8_pool_ukernel__avx2;
+  TERN_CPU_USE(k, igemm[0], qs8_igemm_ukernel_3x16__avx2);
+  TERN_CPU_USE(k, igemm_f32[0], qs8_igemm_f32_ukernel_3x16__avx2);
+  TERN_CPU_USE(k, dwconv, qs8_dwconv_ukernel__avx2);
+  TERN_CPU_USE(k, quantize, qs8_quantize_ukernel__avx2);
+  TERN_CPU_USE(k, binary, qs8_binary_ukernel__avx2);
+  TERN_CPU_USE(k, minmax, f32_minmax_ukernel__avx2);
+  TERN_CPU_USE(k, pool, qs8_pool_ukernel__avx2);
   return k;
 }
 // The AVX-512 sets: VNNI's 6-row GEMMs over up to 4 panels; AMX's tiles of
@@ -213,18 +261,18 @@ constexpr Qs8Kernels qs8_vnni() {
   k.name = "avx512vnni";
   k.mr = 6;
   k.panels = 4;
-  k.igemm[0] = qs8_igemm_ukernel__avx512vnni_6x16;
-  k.igemm[1] = qs8_igemm_ukernel__avx512vnni_6x32;
-  k.igemm[2] = qs8_igemm_ukernel__avx512vnni_6x48;
-  k.igemm[3] = qs8_igemm_ukernel__avx512vnni_6x64;
-  k.igemm_f32[0] = qs8_igemm_f32_ukernel__avx512vnni_6x16;
-  k.igemm_f32[1] = qs8_igemm_f32_ukernel__avx512vnni_6x32;
-  k.igemm_f32[2] = qs8_igemm_f32_ukernel__avx512vnni_6x48;
-  k.igemm_f32[3] = qs8_igemm_f32_ukernel__avx512vnni_6x64;
-  k.dwconv = qs8_dwconv_ukernel__avx512vnni;
-  k.quantize = qs8_quantize_ukernel__avx512;
-  k.binary = qs8_binary_ukernel__avx512;
-  k.minmax = f32_minmax_ukernel__avx512;
+  TERN_CPU_USE(k, igemm[0], qs8_igemm_ukernel_6x16__avx512vnni);
+  TERN_CPU_USE(k, igemm[1], qs8_igemm_ukernel_6x32__avx512vnni);
+  TERN_CPU_USE(k, igemm[2], qs8_igemm_ukernel_6x48__avx512vnni);
+  TERN_CPU_USE(k, igemm[3], qs8_igemm_ukernel_6x64__avx512vnni);
+  TERN_CPU_USE(k, igemm_f32[0], qs8_igemm_f32_ukernel_6x16__avx512vnni);
+  TERN_CPU_USE(k, igemm_f32[1], qs8_igemm_f32_ukernel_6x32__avx512vnni);
+  TERN_CPU_USE(k, igemm_f32[2], qs8_igemm_f32_ukernel_6x48__avx512vnni);
+  TERN_CPU_USE(k, igemm_f32[3], qs8_igemm_f32_ukernel_6x64__avx512vnni);
+  TERN_CPU_USE(k, dwconv, qs8_dwconv_ukernel__avx512vnni);
+  TERN_CPU_USE(k, quantize, qs8_quantize_ukernel__avx512vnni);
+  TERN_CPU_USE(k, binary, qs8_binary_ukernel__avx512vnni);
+  TERN_CPU_USE(k, minmax, f32_minmax_ukernel__avx512vnni);
   k.unsigned_a = true;
   return k;
 }
@@ -232,17 +280,17 @@ constexpr Qs8Kernels qs8_amx() {
   Qs8Kernels k = qs8_vnni();  // its dwconv, quantize, binary, minmax and pool stay VNNI's
   k.name = "amx";
   k.mr = 16;
-  k.igemm[0] = qs8_igemm_ukernel__amx_16x16;
-  k.igemm[1] = qs8_igemm_ukernel__amx_16x32;
-  k.igemm[2] = qs8_igemm_ukernel__amx_16x48;
-  k.igemm[3] = qs8_igemm_ukernel__amx_16x64;
-  k.igemm_f32[0] = qs8_igemm_f32_ukernel__amx_16x16;
-  k.igemm_f32[1] = qs8_igemm_f32_ukernel__amx_16x32;
-  k.igemm_f32[2] = qs8_igemm_f32_ukernel__amx_16x48;
-  k.igemm_f32[3] = qs8_igemm_f32_ukernel__amx_16x64;
+  TERN_CPU_USE(k, igemm[0], qs8_igemm_ukernel_16x16__amx);
+  TERN_CPU_USE(k, igemm[1], qs8_igemm_ukernel_16x32__amx);
+  TERN_CPU_USE(k, igemm[2], qs8_igemm_ukernel_16x48__amx);
+  TERN_CPU_USE(k, igemm[3], qs8_igemm_ukernel_16x64__amx);
+  TERN_CPU_USE(k, igemm_f32[0], qs8_igemm_f32_ukernel_16x16__amx);
+  TERN_CPU_USE(k, igemm_f32[1], qs8_igemm_f32_ukernel_16x32__amx);
+  TERN_CPU_USE(k, igemm_f32[2], qs8_igemm_f32_ukernel_16x48__amx);
+  TERN_CPU_USE(k, igemm_f32[3], qs8_igemm_f32_ukernel_16x64__amx);
   k.unsigned_a = false;
-  k.begin = qs8_amx_begin;
-  k.end = qs8_amx_end;
+  TERN_CPU_USE(k, begin, qs8_igemm_begin__amx);
+  TERN_CPU_USE(k, end, qs8_igemm_end__amx);
   return k;
 }
 constexpr Qs8Kernels kQs8Avx2 = qs8_avx2();
@@ -255,20 +303,24 @@ constexpr Qs8Kernels qs8_neondot() {
   k.name = "neondot";
   k.mr = 4;
   k.panels = 1;
-  k.igemm[0] = qs8_igemm_ukernel__neondot_4x16;
-  k.igemm_f32[0] = qs8_igemm_f32_ukernel__neondot_4x16;
-  k.dwconv = qs8_dwconv_ukernel__neondot;
-  k.quantize = qs8_quantize_ukernel__neon;
-  k.binary = qs8_binary_ukernel__neon;
-  k.minmax = f32_minmax_ukernel__neon;
-  k.pool = qs8_pool_ukernel__neon;
+  TERN_CPU_USE(k, igemm[0], qs8_igemm_ukernel_4x16__neondot);
+  TERN_CPU_USE(k, igemm_f32[0], qs8_igemm_f32_ukernel_4x16__neondot);
+  TERN_CPU_USE(k, dwconv, qs8_dwconv_ukernel__neondot);
+  TERN_CPU_USE(k, quantize, qs8_quantize_ukernel__neondot);
+  TERN_CPU_USE(k, binary, qs8_binary_ukernel__neondot);
+  TERN_CPU_USE(k, minmax, f32_minmax_ukernel__neondot);
+  TERN_CPU_USE(k, pool, qs8_pool_ukernel__neondot);
   return k;
 }
 constexpr Qs8Kernels kQs8NeonDot = qs8_neondot();
 #endif
 
-// Every int8 kernel set this build has, best first (as kBuiltIsas).
-const Qs8Kernels* const kBuiltQs8[] = {
+#undef TERN_CPU_USE
+#undef TERN_CPU_USE_IGEMM
+
+// Every int8 kernel set this build has, best first (as kBuiltIsas, with
+// the same checks).
+constexpr const Qs8Kernels* kBuiltQs8[] = {
 #if defined(__x86_64__)
     &kQs8Amx, &kQs8Vnni, &kQs8Avx2,
 #endif
@@ -276,6 +328,24 @@ const Qs8Kernels* const kBuiltQs8[] = {
     &kQs8NeonDot,
 #endif
     &kQs8Scalar};
+
+constexpr size_t kNumBuiltQs8 = sizeof(kBuiltQs8) / sizeof(kBuiltQs8[0]);
+static_assert(kNumBuiltQs8 <= size_t(kMaxKernelSets), "kMaxKernelSets (isa.h) is smaller than kBuiltQs8");
+static_assert(kBuiltQs8[kNumBuiltQs8 - 1] == &kQs8Scalar, "kBuiltQs8 must end with the scalar fallback");
+// Panel p's igemm kernels are named mr x 16 (p + 1).
+constexpr bool qs8_tiles_named() {
+  const char* const roles[2][4] = {{"igemm[0]", "igemm[1]", "igemm[2]", "igemm[3]"},
+                                   {"igemm_f32[0]", "igemm_f32[1]", "igemm_f32[2]", "igemm_f32[3]"}};
+  for (const Qs8Kernels* k : kBuiltQs8) {
+    for (int p = 0; p < k->panels; ++p) {
+      for (const auto& role : roles) {
+        if (!named_tile(k->names.of(role[p]), k->mr, 16 * (p + 1))) return false;
+      }
+    }
+  }
+  return true;
+}
+static_assert(qs8_tiles_named(), "an int8 igemm kernel's name does not carry its set's rows and its columns");
 
 const Qs8Kernels* built_qs8(const char* name) {
   for (const Qs8Kernels* k : kBuiltQs8) {

@@ -7,6 +7,7 @@
 //   tern::cpu::KernelChoice c = tern::cpu::choose_kernels();   // reads TERN_CPU_ISA
 //   if (c.isa == nullptr) { ... c.refusal says why ... }
 //   c.isa->igemm_main.ukernel(...);
+//   c.isa->names.of("igemm_main");   // "f32_igemm_ukernel_6x16__avx2" (kernel_names.h)
 //
 // A forced ISA is refused for one of three reasons, each with its own words
 // (tests skip on the first and fail on the others):
@@ -19,12 +20,18 @@
 // thread (it reads the environment each call, so tests can switch ISAs).
 #pragma once
 
+#include "backends/cpu/kernel_names.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 namespace tern {
 namespace cpu {
 
 struct Qs8Kernels;  // ukernels/qs8.h
+
+// The most kernel sets of one kind (float, int8) a build has: arrays that
+// supported_isas and supported_qs8_kernels fill take this many. isa.cpp
+// checks at compile time that each list fits and ends with scalar.
+constexpr int kMaxKernelSets = 4;
 
 struct Isa {
   const char* name;        // "avx512"
@@ -37,9 +44,11 @@ struct Isa {
   PoolUkernel pool;
   WinogradInUkernel winograd_in;
   WinogradOutUkernel winograd_out;
+  KernelNames<9> names;  // each kernel above by its field: "igemm_main" -> "f32_igemm_ukernel_6x16__avx2"
 };
 
-// The ISAs this build has and this CPU runs, best first (scalar last).
+// The ISAs this build has and this CPU runs, best first (scalar last, when
+// max allows: out holds kMaxKernelSets for all of them).
 int supported_isas(const Isa** out, int max);
 
 // The float and int8 kernel sets a delegate runs: those TERN_CPU_ISA names

@@ -39,27 +39,30 @@ bool qparams_ok(float scale, int32_t zero_point) {
 Error Loader::parse(Span<const uint8_t> p) {
   uint32_t version;
   uint64_t fb_size;
-  if (p.size() < kHeaderBytes || memcmp(p.data(), "TCPU", 4) != 0) {
-    return ctx.fail(Error::InvalidProgram, "the payload (%zu bytes) is not a cpu backend payload", p.size());
-  }
+  TERN_CPU_CHECK(*this, p.size() >= kHeaderBytes, "the payload (%zu bytes) is not a cpu backend payload", p.size());
+  TERN_CPU_CHECK(*this, memcmp(p.data(), "TCPU", 4) == 0, "the payload (%zu bytes) is not a cpu backend payload",
+                 p.size());
   memcpy(&version, p.data() + 4, 4);
   memcpy(&fb_size, p.data() + 8, 8);
-  if (version < 1 || version > kVersion) {
-    return ctx.fail(Error::NotSupported, "payload version %u, this runtime reads versions 1 to %u", version, kVersion);
-  }
+  // NotSupported: a payload of a newer exporter (or a damaged version field)
+  TERN_CPU_CHECK_AS(*this, Error::NotSupported, version >= 1, "payload version %u, this runtime reads versions 1 to %u",
+                    version, kVersion);
+  TERN_CPU_CHECK_AS(*this, Error::NotSupported, version <= kVersion,
+                    "payload version %u, this runtime reads versions 1 to %u", version, kVersion);
   uint64_t blob_start;
-  if (fb_size > p.size() - kHeaderBytes || fb_size >= FLATBUFFERS_MAX_BUFFER_SIZE ||
-      !checked_add(kHeaderBytes + fb_size, 63, &blob_start)) {
-    return ctx.fail(Error::InvalidProgram, "flatbuffer of %llu bytes overruns the %zu-byte payload",
-                    (unsigned long long)fb_size, p.size());
-  }
+  TERN_CPU_CHECK(*this, fb_size <= p.size() - kHeaderBytes, "flatbuffer of %llu bytes overruns the %zu-byte payload",
+                 (unsigned long long)fb_size, p.size());
+  TERN_CPU_CHECK(*this, fb_size < FLATBUFFERS_MAX_BUFFER_SIZE, "flatbuffer of %llu bytes", (unsigned long long)fb_size);
+  TERN_CPU_CHECK(*this, checked_add(kHeaderBytes + fb_size, 63, &blob_start), "flatbuffer of %llu bytes",
+                 (unsigned long long)fb_size);
   blob_start &= ~uint64_t(63);
   flatbuffers::Verifier::Options options;
   options.max_depth = 16;
   flatbuffers::Verifier verifier(p.data() + kHeaderBytes, static_cast<size_t>(fb_size), options);
-  if (!fb::VerifyProgramBuffer(verifier)) return ctx.fail(Error::InvalidProgram, "malformed payload flatbuffer");
+  TERN_CPU_CHECK(*this, fb::VerifyProgramBuffer(verifier), "malformed payload flatbuffer");
   prog = fb::GetProgram(p.data() + kHeaderBytes);
-  if (!prog->values() || !prog->ops()) return ctx.fail(Error::InvalidProgram, "payload without values or ops");
+  TERN_CPU_CHECK(*this, prog->values() != nullptr, "payload without values");
+  TERN_CPU_CHECK(*this, prog->ops() != nullptr, "payload without ops");
   blob = p.data() + (blob_start < p.size() ? blob_start : p.size());
   blob_bytes = blob_start < p.size() ? p.size() - blob_start : 0;
   return Error::Ok;
@@ -69,44 +72,43 @@ Error Loader::parse(Span<const uint8_t> p) {
 // constants in the program's bytes); its outputs and the workspace are the
 // delegate's outputs (planned memory).
 Error Loader::check_args() {
-  if (inputs.size() != prog->num_inputs() || outputs.size() != uint64_t(prog->num_outputs()) + 1) {
-    return ctx.fail(Error::InvalidProgram, "the delegate has %zu inputs and %zu outputs, the payload wants %u "
-                    "inputs and %u outputs and the workspace", inputs.size(), outputs.size(), prog->num_inputs(),
-                    prog->num_outputs());
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, inputs.size() == prog->num_inputs());
+  TERN_CPU_NEED(failed, outputs.size() == uint64_t(prog->num_outputs()) + 1);
+  if (failed) {
+    return refuse(failed, "the delegate has %zu inputs and %zu outputs, the payload wants %u inputs and %u outputs "
+                  "and the workspace", inputs.size(), outputs.size(), prog->num_inputs(), prog->num_outputs());
   }
   for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
     const bool input = i < inputs.size(), workspace = i + 1 == inputs.size() + outputs.size();
     const EValue& v = input ? *inputs[i] : *outputs[i - inputs.size()];
     const bool dtype_ok = v.tensor.dtype == ScalarType::Float32 || v.tensor.dtype == ScalarType::Int8;
-    if (v.tag != Tag::Tensor || (!workspace && !dtype_ok)) {
-      return ctx.fail(Error::InvalidProgram, "delegate %s %zu must be a %s tensor", input ? "input" : "output",
-                      input ? i : i - inputs.size(), workspace ? "workspace" : "float32 or int8");
-    }
+    TERN_CPU_CHECK(*this, v.tag == Tag::Tensor, "delegate %s %zu must be a tensor", input ? "input" : "output",
+                   input ? i : i - inputs.size());
+    TERN_CPU_CHECK(*this, workspace || dtype_ok, "delegate %s %zu must be a float32 or int8 tensor",
+                   input ? "input" : "output", input ? i : i - inputs.size());
   }
-  if (workspace().nbytes() < prog->workspace_bytes()) {
-    return ctx.fail(Error::InvalidProgram, "the workspace has %zu bytes, the payload needs %llu",
-                    workspace().nbytes(), (unsigned long long)prog->workspace_bytes());
-  }
+  TERN_CPU_CHECK(*this, workspace().nbytes() >= prog->workspace_bytes(),
+                 "the workspace has %zu bytes, the payload needs %llu", workspace().nbytes(),
+                 (unsigned long long)prog->workspace_bytes());
   // A uint8 tensor may sit at any byte; the floats placed in it need their
   // alignment (the exporter's planner puts every tensor at a multiple of 64).
-  if (prog->workspace_bytes() > 0 && reinterpret_cast<uintptr_t>(workspace().data) % 64 != 0) {
-    return ctx.fail(Error::InvalidProgram, "the workspace (delegate output %zu) is not 64-byte aligned",
-                    outputs.size() - 1);
-  }
+  TERN_CPU_CHECK(*this, prog->workspace_bytes() == 0 || reinterpret_cast<uintptr_t>(workspace().data) % 64 == 0,
+                 "the workspace (delegate output %zu) is not 64-byte aligned", outputs.size() - 1);
   return Error::Ok;
 }
 
 // Sizes, element count and byte count of value vi (rank <= kMaxRank).
 Error Loader::read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64_t* nbytes) {
   const auto* sizes = v.sizes();
-  if (!items_aligned(sizes)) return ctx.fail(Error::InvalidProgram, "value %u: misaligned sizes", vi);
+  TERN_CPU_CHECK(*this, items_aligned(sizes), "value %u: misaligned sizes", vi);
   out->rank = sizes ? int(sizes->size()) : 0;
-  if (out->rank > kMaxRank) return ctx.fail(Error::InvalidProgram, "value %u: rank %d over %d", vi, out->rank, kMaxRank);
+  TERN_CPU_CHECK(*this, out->rank <= kMaxRank, "value %u: rank %d over %d", vi, out->rank, kMaxRank);
   // Every 0 taken as 1 (the span), the elements stay under 2^40: no product
   // of sizes overflows, even in an empty value.
   uint64_t numel = 0;
   const int bad = checked_span(out->rank, [&](int d) { return sizes->Get(uint32_t(d)); }, 1, uint64_t(1) << 40, &numel);
-  if (bad >= 0) return ctx.fail(Error::InvalidProgram, "value %u: bad or too large size in dim %d", vi, bad);
+  TERN_CPU_CHECK(*this, bad < 0, "value %u: bad or too large size in dim %d", vi, bad);
   for (int d = 0; d < out->rank; ++d) out->sizes[d] = sizes->Get(uint32_t(d));
   out->numel = int64_t(numel);
   *nbytes = numel * (out->int8 ? 1 : sizeof(float));
@@ -118,9 +120,8 @@ Error Loader::resolve_value(uint32_t vi) {
   ValueInfo& out = values[vi];
   out = ValueInfo{};
   uint64_t nbytes = 0, end = 0;
-  if (v.dtype() != fb::DType::Float32 && v.dtype() != fb::DType::Int8) {
-    return ctx.fail(Error::InvalidProgram, "value %u: unknown dtype %d", vi, int(v.dtype()));
-  }
+  TERN_CPU_CHECK(*this, v.dtype() == fb::DType::Float32 || v.dtype() == fb::DType::Int8, "value %u: unknown dtype %d",
+                 vi, int(v.dtype()));
   out.int8 = v.dtype() == fb::DType::Int8;
   TERN_CHECK_OK(read_shape(vi, v, &out, &nbytes));
   const uint32_t ni = prog->num_inputs(), no = prog->num_outputs();
@@ -128,35 +129,36 @@ Error Loader::resolve_value(uint32_t vi) {
     case fb::Storage::Input:
     case fb::Storage::Output: {
       const bool input = v.storage() == fb::Storage::Input;
-      if (v.index() >= (input ? ni : no)) return ctx.fail(Error::InvalidProgram, "value %u: %s %u out of range", vi, input ? "input" : "output", v.index());
+      TERN_CPU_CHECK(*this, v.index() < (input ? ni : no), "value %u: %s %u out of range", vi,
+                     input ? "input" : "output", v.index());
       const Tensor& t = (input ? inputs : outputs)[v.index()]->tensor;
       // the same elements, possibly seen with other sizes (a [m, k] input read as [m, 1, 1, k])
-      if (out.numel != t.numel) {
-        return ctx.fail(Error::InvalidProgram, "value %u: %lld elements, delegate %s %u has %lld", vi,
-                        (long long)out.numel, input ? "input" : "output", v.index(), (long long)t.numel);
-      }
-      if (t.dtype != (out.int8 ? ScalarType::Int8 : ScalarType::Float32)) {
-        return ctx.fail(Error::InvalidProgram, "value %u: %s, delegate %s %u is %s", vi, out.int8 ? "int8" : "float32",
-                        input ? "input" : "output", v.index(), scalar_type_name(t.dtype));
-      }
+      TERN_CPU_CHECK(*this, out.numel == t.numel, "value %u: %lld elements, delegate %s %u has %lld", vi,
+                     (long long)out.numel, input ? "input" : "output", v.index(), (long long)t.numel);
+      TERN_CPU_CHECK(*this, t.dtype == (out.int8 ? ScalarType::Int8 : ScalarType::Float32),
+                     "value %u: %s, delegate %s %u is %s", vi, out.int8 ? "int8" : "float32",
+                     input ? "input" : "output", v.index(), scalar_type_name(t.dtype));
       out.data = t.data_as<float>();
       out.writable = !input;
       return Error::Ok;
     }
     case fb::Storage::Workspace:
-      if (v.offset() % (out.int8 ? 1 : alignof(float)) != 0 || !checked_add(v.offset(), nbytes, &end) ||
-          end > prog->workspace_bytes()) {
-        return ctx.fail(Error::InvalidProgram, "value %u: workspace range [%llu, +%llu) outside %llu bytes", vi,
-                        (unsigned long long)v.offset(), (unsigned long long)nbytes, (unsigned long long)prog->workspace_bytes());
-      }
+      TERN_CPU_CHECK(*this, v.offset() % (out.int8 ? 1 : alignof(float)) == 0, "value %u: workspace offset %llu", vi,
+                     (unsigned long long)v.offset());
+      TERN_CPU_CHECK(*this, checked_add(v.offset(), nbytes, &end), "value %u: workspace range [%llu, +%llu)", vi,
+                     (unsigned long long)v.offset(), (unsigned long long)nbytes);
+      TERN_CPU_CHECK(*this, end <= prog->workspace_bytes(),
+                     "value %u: workspace range [%llu, +%llu) outside %llu bytes", vi, (unsigned long long)v.offset(),
+                     (unsigned long long)nbytes, (unsigned long long)prog->workspace_bytes());
       out.data = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace().data) + v.offset());
       out.writable = true;
       return Error::Ok;
     case fb::Storage::Weights:
-      if (v.offset() % 64 != 0 || !checked_add(v.offset(), nbytes, &end) || end > blob_bytes) {
-        return ctx.fail(Error::InvalidProgram, "value %u: weights [%llu, +%llu) outside the %llu-byte blob or misaligned",
-                        vi, (unsigned long long)v.offset(), (unsigned long long)nbytes, (unsigned long long)blob_bytes);
-      }
+      TERN_CPU_CHECK(*this, v.offset() % 64 == 0, "value %u: weights at %llu", vi, (unsigned long long)v.offset());
+      TERN_CPU_CHECK(*this, checked_add(v.offset(), nbytes, &end), "value %u: weights [%llu, +%llu)", vi,
+                     (unsigned long long)v.offset(), (unsigned long long)nbytes);
+      TERN_CPU_CHECK(*this, end <= blob_bytes, "value %u: weights [%llu, +%llu) outside the %llu-byte blob", vi,
+                     (unsigned long long)v.offset(), (unsigned long long)nbytes, (unsigned long long)blob_bytes);
       out.data = const_cast<float*>(reinterpret_cast<const float*>(blob + v.offset()));
       out.writable = false;
       out.constant = true;
@@ -173,47 +175,66 @@ Error Loader::resolve_values() {
   return Error::Ok;
 }
 Error Loader::value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, const ValueInfo** v) {
-  if (vi < 0 || uint64_t(vi) >= prog->values()->size()) return ctx.fail(Error::InvalidProgram, "op %u: value %lld out of range", oi, (long long)vi);
+  TERN_CPU_CHECK(*this, vi >= 0, "op %u: value %lld out of range", oi, (long long)vi);
+  TERN_CPU_CHECK(*this, uint64_t(vi) < prog->values()->size(), "op %u: value %lld out of range", oi, (long long)vi);
   *v = &values[vi];
-  if ((*v)->int8 != int8) {
-    return ctx.fail(Error::InvalidProgram, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi,
-                    (*v)->int8 ? "int8" : "float32", int8 ? "int8" : "float32");
-  }
-  if (rank && (*v)->rank != rank) return ctx.fail(Error::InvalidProgram, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
-  if (out && !(*v)->writable) return ctx.fail(Error::InvalidProgram, "op %u: writes value %lld, which is read-only", oi, (long long)vi);
+  TERN_CPU_CHECK(*this, (*v)->int8 == int8, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi,
+                 (*v)->int8 ? "int8" : "float32", int8 ? "int8" : "float32");
+  TERN_CPU_CHECK(*this, rank == 0 || (*v)->rank == rank, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
+  TERN_CPU_CHECK(*this, !out || (*v)->writable, "op %u: writes value %lld, which is read-only", oi, (long long)vi);
   return Error::Ok;
 }
 
 Error Loader::constant_of(uint32_t oi, int64_t vi, int rank, bool int8, const char* what, const ValueInfo** v) {
   TERN_CHECK_OK(value_of(oi, vi, rank, false, int8, v));
-  if (!(*v)->constant) {
-    return ctx.fail(Error::InvalidProgram, "op %u: its %s (value %lld) must be in the payload's weights, not in "
-                    "planned memory", oi, what, (long long)vi);
-  }
+  TERN_CPU_CHECK(*this, (*v)->constant, "op %u: its %s (value %lld) must be in the payload's weights, not in "
+                 "planned memory", oi, what, (long long)vi);
   return Error::Ok;
 }
 
 Error Loader::disjoint(uint32_t oi, const ValueInfo& x, const ValueInfo& y) {
   const uintptr_t x0 = reinterpret_cast<uintptr_t>(x.data), y0 = reinterpret_cast<uintptr_t>(y.data);
   const uintptr_t xn = uintptr_t(x.numel) * (x.int8 ? 1 : sizeof(float)), yn = uintptr_t(y.numel) * (y.int8 ? 1 : sizeof(float));
-  if (xn > 0 && yn > 0 && x0 < y0 + yn && y0 < x0 + xn) {
-    return ctx.fail(Error::InvalidProgram, "op %u: its output overlaps its input, which this op does not allow", oi);
+  const bool apart = xn == 0 || yn == 0 || x0 >= y0 + yn || y0 >= x0 + xn;
+  TERN_CPU_CHECK(*this, apart, "op %u: its output overlaps its input, which this op does not allow", oi);
+  return Error::Ok;
+}
+
+Error Loader::sizes(uint32_t oi, const CpuOp& op, const char* what, std::initializer_list<NamedSize> sizes,
+                    int64_t limit) {
+  for (const NamedSize& s : sizes) {
+    const char* failed = nullptr;
+    TERN_CPU_NEED(failed, s.value >= 1);
+    TERN_CPU_NEED(failed, s.value < limit);
+    if (failed) {
+      return refuse(failed, "op %u (%s): %s (%s = %lld, each size in [1, %lld))", oi, op.nodes, what, s.name,
+                    (long long)s.value, (long long)limit);
+    }
   }
   return Error::Ok;
 }
 
 Error Loader::pair(uint32_t oi, const flatbuffers::Vector<int32_t>* v, const char* what, int32_t lo, int32_t* a, int32_t* b) {
-  if (v == nullptr || v->size() != 2 || v->Get(0) < lo || v->Get(1) < lo || v->Get(0) > (1 << 16) || v->Get(1) > (1 << 16)) {
-    return ctx.fail(Error::InvalidProgram, "op %u: %s must be 2 ints >= %d", oi, what, lo);
-  }
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, v != nullptr);
+  TERN_CPU_NEED(failed, v->size() == 2);
+  TERN_CPU_NEED(failed, v->Get(0) >= lo);
+  TERN_CPU_NEED(failed, v->Get(1) >= lo);
+  TERN_CPU_NEED(failed, v->Get(0) <= (1 << 16));
+  TERN_CPU_NEED(failed, v->Get(1) <= (1 << 16));
+  if (failed) return refuse(failed, "op %u: %s must be 2 ints in [%d, 65536]", oi, what, lo);
   *a = v->Get(0), *b = v->Get(1);
   return Error::Ok;
 }
 
 Error Loader::epilogue(uint32_t oi, fb::Activation a, float lo, float hi, Epilogue* ep) {
-  if (int(a) < 0 || a > fb::Activation::Silu || std::isnan(lo) || std::isnan(hi) || lo > hi) {
-    return ctx.fail(Error::InvalidProgram, "op %u: bad activation %d [%g, %g]", oi, int(a), lo, hi);
-  }
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, int(a) >= 0);
+  TERN_CPU_NEED(failed, a <= fb::Activation::Silu);
+  TERN_CPU_NEED(failed, !std::isnan(lo));
+  TERN_CPU_NEED(failed, !std::isnan(hi));
+  TERN_CPU_NEED(failed, lo <= hi);
+  if (failed) return refuse(failed, "op %u: bad activation %d [%g, %g]", oi, int(a), lo, hi);
   ep->activation = static_cast<Activation>(a);
   ep->clamp = {lo, hi};
   ep->vact = isa.vact;
@@ -234,12 +255,25 @@ Error Loader::quantization(uint32_t oi, const CpuOp& op, float x_scale, int32_t 
 }
 
 Error Loader::refuse(const char* cond, const char* fmt, ...) {
-  char what[320];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof(what), fmt, ap);
+  const Error e = vrefuse(Error::InvalidProgram, cond, fmt, ap);
   va_end(ap);
-  return ctx.fail(Error::InvalidProgram, "%s (needs %s)", what, cond);
+  return e;
+}
+
+Error Loader::refuse_as(Error error, const char* cond, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const Error e = vrefuse(error, cond, fmt, ap);
+  va_end(ap);
+  return e;
+}
+
+Error Loader::vrefuse(Error error, const char* cond, const char* fmt, va_list ap) {
+  char what[320];
+  vsnprintf(what, sizeof(what), fmt, ap);
+  return ctx.fail(error, "%s (needs %s)", what, cond);
 }
 
 // "Conv: convolution_3+relu_2" (kind, then the nodes it covers), kept for the
@@ -260,9 +294,10 @@ Error Loader::begin_op(uint32_t oi, CpuOp* op) {
   *op = CpuOp();
   op->nodes = o.nodes() ? o.nodes()->c_str() : "";
   TERN_CHECK_OK(make_label(o, op));
-  if (o.kind() == nullptr) return ctx.fail(Error::InvalidProgram, "op %u: kind %d without a table", oi, int(o.kind_type()));
+  TERN_CPU_CHECK(*this, o.kind() != nullptr, "op %u: kind %d without a table", oi, int(o.kind_type()));
   const size_t k = size_t(o.kind_type());
-  if (k == 0 || k >= kCpuOpKinds) return ctx.fail(Error::InvalidProgram, "op %u: unknown kind %d", oi, int(o.kind_type()));
+  TERN_CPU_CHECK(*this, k >= 1, "op %u: unknown kind %d", oi, int(o.kind_type()));
+  TERN_CPU_CHECK(*this, k < kCpuOpKinds, "op %u: unknown kind %d", oi, int(o.kind_type()));
   op->kind = CpuOpKind(k);
   return Error::Ok;
 }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -103,6 +104,14 @@ struct Loader {
   // (__restrict, ukernels/common/f32_pool.h): the two values' bytes apart.
   // The exporter never plans an overlap; a crafted payload can.
   Error disjoint(uint32_t oi, const ValueInfo& x, const ValueInfo& y);
+  // Each of an op's named sizes (read from the payload) in [1, limit), else
+  // `what` and the size: "op 3 (bmm): matmul sizes do not fit its values
+  // (k = 0, each size in [1, 16777216)) (needs s.value >= 1)".
+  struct NamedSize {
+    const char* name;
+    int64_t value;
+  };
+  Error sizes(uint32_t oi, const CpuOp& op, const char* what, std::initializer_list<NamedSize> sizes, int64_t limit);
   // Two ints from a [int] field, each in [lo, 1 << 16].
   Error pair(uint32_t oi, const flatbuffers::Vector<int32_t>* v, const char* what, int32_t lo, int32_t* a, int32_t* b);
   Error epilogue(uint32_t oi, fb::Activation a, float lo, float hi, Epilogue* ep);
@@ -111,9 +120,10 @@ struct Loader {
   Error quantization(uint32_t oi, const CpuOp& op, float x_scale, int32_t x_zero, float y_scale, int32_t y_zero,
                      bool y_inverse, int32_t qmin, int32_t qmax);
 
-  // Fails the load (InvalidProgram) with the message, then "(needs <cond>)":
-  // what TERN_CPU_CHECK and TERN_CPU_NEED report.
+  // Fails the load (InvalidProgram; refuse_as: `error`) with the message,
+  // then "(needs <cond>)": what TERN_CPU_CHECK and TERN_CPU_NEED report.
   Error refuse(const char* cond, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+  Error refuse_as(Error error, const char* cond, const char* fmt, ...) __attribute__((format(printf, 4, 5)));
 
   // op's parameters: a zeroed T of its family, allocated for the method's
   // life (nullptr when out of memory).
@@ -134,17 +144,25 @@ struct Loader {
   Error read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64_t* nbytes);
   Error resolve_value(uint32_t vi);
   Error make_label(const fb::Op& o, CpuOp* op);
+  Error vrefuse(Error error, const char* cond, const char* fmt, va_list ap);
 };
 
-// Refuses the payload unless `cond` holds, naming it:
+// Refuses the payload (InvalidProgram; _AS: `error`) unless `cond` holds,
+// naming it. One condition a check: a && b is two checks, so that the
+// refusal says which failed.
 //   TERN_CPU_CHECK(ld, g.c >= 1, "op %u (%s): conv sizes do not fit", oi, op->nodes);
-#define TERN_CPU_CHECK(ld, cond, ...)                      \
-  do {                                                     \
-    if (!(cond)) return (ld).refuse(#cond, __VA_ARGS__);   \
+#define TERN_CPU_CHECK(ld, cond, ...)                    \
+  do {                                                   \
+    if (!(cond)) return (ld).refuse(#cond, __VA_ARGS__); \
+  } while (0)
+#define TERN_CPU_CHECK_AS(ld, error, cond, ...)                      \
+  do {                                                               \
+    if (!(cond)) return (ld).refuse_as((error), #cond, __VA_ARGS__); \
   } while (0)
 
 // Conditions that share one message: `failed` becomes the first that does
-// not hold; those after it are not evaluated (as in a || chain).
+// not hold; those after it are not evaluated (as in a || chain), so a later
+// one may use what an earlier one checked (v != nullptr, then v->size()).
 //   const char* failed = nullptr;
 //   TERN_CPU_NEED(failed, xs != nullptr);
 //   TERN_CPU_NEED(failed, xs->size() == 2);

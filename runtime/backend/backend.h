@@ -36,13 +36,15 @@
 //            ctx (the default does nothing, which is right for backends that
 //            take all their memory from ctx).
 //   describe what init chose, as key=value pairs (optional): the cpu
-//            backend says which kernel sets it runs.
+//            backend says which kernel sets it runs; describe_details, all
+//            of it (the cpu backend: each microkernel by name).
 //
 // Thread safety: a Backend object is shared by every method that uses it, on
 // any thread; keep per-delegate state behind the handle.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/core/context.h"
 #include "runtime/core/error.h"
@@ -67,6 +69,26 @@ class Backend {
   virtual const char* describe(const void* handle) const {
     (void)handle;
     return "";
+  }
+  // All of what init chose, describe()'s pairs first, for tools that show it
+  // (tern-run --verbose, its --trace): space-separated key=value pairs
+  // written into out as snprintf writes (at most `size` bytes with the
+  // terminating NUL; out may be nullptr when size is 0). Returns the length
+  // of the whole text: a buffer of that + 1 bytes takes it all. The cpu
+  // backend adds each microkernel by kernel set and role, "float.igemm_main=
+  // f32_igemm_ukernel_6x16__avx2 ... int8.dwconv=qs8_dwconv_ukernel__avx2".
+  // The default writes describe()'s text. (Defined here, as every virtual
+  // of this class: a key function in backend.cpp, built without RTTI, would
+  // leave no typeinfo for backends that tests build with it.)
+  virtual size_t describe_details(const void* handle, char* out, size_t size) const {
+    const char* text = describe(handle);
+    const size_t n = strlen(text);
+    if (size > 0) {
+      const size_t copied = n < size - 1 ? n : size - 1;
+      memcpy(out, text, copied);
+      out[copied] = '\0';
+    }
+    return n;
   }
 
  protected:

@@ -201,6 +201,12 @@ const char* Method::delegate_description(size_t i) const {
   return i < num_delegates_ ? delegates_[i].backend->describe(delegates_[i].handle) : "";
 }
 
+size_t Method::delegate_details(size_t i, char* out, size_t size) const {
+  if (i < num_delegates_) return delegates_[i].backend->describe_details(delegates_[i].handle, out, size);
+  if (size > 0) out[0] = '\0';
+  return 0;
+}
+
 const char* Method::instruction_node(size_t i) const {
   if (fb_->debug() && fb_->debug()->size() > i && fb_->debug()->Get(i)->node()) {
     return fb_->debug()->Get(i)->node()->c_str();

@@ -130,6 +130,10 @@ class Method {
   size_t num_delegates() const { return num_delegates_; }
   const char* delegate_backend(size_t i) const;
   const char* delegate_description(size_t i) const;
+  // All that delegate i's backend says it chose (Backend::describe_details,
+  // e.g. each microkernel of the cpu backend by name), written into out as
+  // snprintf writes; the text's whole length ("" and 0 when i is out of range).
+  size_t delegate_details(size_t i, char* out, size_t size) const;
 
   // Runs instruction i alone (for profilers: tern-run --profile);
   // InvalidArgument when i is out of range.

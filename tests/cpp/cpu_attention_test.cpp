@@ -124,8 +124,8 @@ TEST(CpuAttention, test_every_isa_matches_reference_and_threads_give_the_same_bi
     }
     const float scale = 1.f / std::sqrt(float(c.e));
     const std::vector<double> want = reference(cs, q, k, v, mask, scale);
-    const Isa* isas[4];
-    const int n = supported_isas(isas, 4);
+    const Isa* isas[kMaxKernelSets];
+    const int n = supported_isas(isas, kMaxKernelSets);
     for (int ii = 0; ii < n; ++ii) {
       const Isa& isa = *isas[ii];
       const std::vector<float> one = run(cs, isa, q, k, v, mask, scale, 1);

@@ -22,8 +22,8 @@ namespace cpu {
 namespace {
 
 std::vector<const Isa*> isas() {
-  const Isa* out[4];
-  int n = supported_isas(out, 4);
+  const Isa* out[kMaxKernelSets];
+  int n = supported_isas(out, kMaxKernelSets);
   return std::vector<const Isa*>(out, out + n);
 }
 

@@ -1,7 +1,8 @@
 // Which kernel sets the cpu backend runs (backends/cpu/isa.cpp): what
 // TERN_CPU_ISA forces, the three distinct refusals (this CPU lacks it, this
 // build has no such kernels, no such ISA), and that a loaded method reports
-// the sets its delegates chose (Method::delegate_description).
+// the sets its delegates chose (Method::delegate_description) and each
+// microkernel by name (Method::delegate_details, kernel_names.h).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,8 +21,8 @@ namespace cpu {
 namespace {
 
 bool supported_isa(const char* name) {
-  const Isa* isas[4];
-  const int n = supported_isas(isas, 4);
+  const Isa* isas[kMaxKernelSets];
+  const int n = supported_isas(isas, kMaxKernelSets);
   for (int i = 0; i < n; ++i) {
     if (strcmp(isas[i]->name, name) == 0) return true;
   }
@@ -29,8 +30,8 @@ bool supported_isa(const char* name) {
 }
 
 bool supported_qs8(const char* name) {
-  const Qs8Kernels* sets[4];
-  const int n = supported_qs8_kernels(sets, 4);
+  const Qs8Kernels* sets[kMaxKernelSets];
+  const int n = supported_qs8_kernels(sets, kMaxKernelSets);
   for (int i = 0; i < n; ++i) {
     if (strcmp(sets[i]->name, name) == 0) return true;
   }
@@ -181,6 +182,78 @@ TEST_F(CpuIsaMethod, test_a_refused_isa_fails_the_load_with_its_reason) {
   EXPECT_EQ(e, Error::NotSupported);
   EXPECT_TRUE(contains(last_error_message(), ": this CPU lacks it (")) << last_error_message();
   set_log_level(LogLevel::Info);
+}
+
+TEST_F(CpuIsaMethod, test_a_loaded_method_names_each_microkernel_it_runs) {
+  for (const Expected& e : kExpected) {
+    const KernelChoice c = choose_kernels(e.forced);
+    if (c.isa == nullptr) continue;
+    setenv("TERN_CPU_ISA", e.forced, 1);
+    Module module;
+    ASSERT_EQ(module.load((std::string(TERN_TEST_DATA_DIR) + "/v1_1/cpu_qs8.tern").c_str()), Error::Ok);
+    const Method& m = *module.method();
+    std::string details(m.delegate_details(0, nullptr, 0), '\0');
+    ASSERT_EQ(m.delegate_details(0, &details[0], details.size() + 1), details.size());
+    // describe()'s pairs first, then each kernel by set and role
+    EXPECT_EQ(details.rfind(std::string(m.delegate_description(0)) + " ", 0), 0u) << details;
+    for (int i = 0; i < c.isa->names.count; ++i) {
+      const KernelName& k = c.isa->names.at[i];
+      EXPECT_TRUE(contains(details.c_str(), (std::string(" float.") + k.role + "=" + k.function).c_str())) << details;
+    }
+    for (int i = 0; i < c.qs8->names.count; ++i) {
+      const KernelName& k = c.qs8->names.at[i];
+      EXPECT_TRUE(contains(details.c_str(), (std::string(" int8.") + k.role + "=" + k.function).c_str())) << details;
+    }
+    // a short buffer takes what fits, NUL-terminated, and learns the length
+    char head[11];
+    EXPECT_EQ(m.delegate_details(0, head, sizeof(head)), details.size());
+    EXPECT_EQ(std::string(head), details.substr(0, 10));
+    EXPECT_EQ(m.delegate_details(1, head, sizeof(head)), 0u);  // no such delegate
+    EXPECT_STREQ(head, "");
+  }
+}
+
+// ---------------------------------------------------------------- kernel names
+
+bool ends_with(const char* s, const std::string& tail) {
+  return s != nullptr && strlen(s) >= tail.size() && strcmp(s + strlen(s) - tail.size(), tail.c_str()) == 0;
+}
+
+// Each float set names its 9 kernels by their fields, every one its own
+// (no ISA keeps a scalar float kernel); scalar is the last set.
+TEST(CpuIsa, test_every_float_kernel_set_names_each_of_its_kernels) {
+  const Isa* isas[kMaxKernelSets];
+  const int n = supported_isas(isas, kMaxKernelSets);
+  ASSERT_GE(n, 1);
+  EXPECT_STREQ(isas[n - 1]->name, "scalar");
+  for (const Isa* k : Span<const Isa* const>(isas, size_t(n))) {
+    EXPECT_EQ(k->names.count, 9) << k->name;
+    for (const char* role : {"igemm_main", "igemm_tail", "igemm_row", "dwconv", "dwconv_rows", "vact", "pool",
+                             "winograd_in", "winograd_out"}) {
+      EXPECT_TRUE(ends_with(k->names.of(role), std::string("__") + k->name)) << k->name << " " << role;
+    }
+  }
+}
+
+// Each int8 set names the kernels it holds and no others: igemm[p] up to its
+// panels, begin and end where it has them.
+TEST(CpuIsa, test_every_int8_kernel_set_names_the_kernels_it_holds) {
+  const Qs8Kernels* sets[kMaxKernelSets];
+  const int n = supported_qs8_kernels(sets, kMaxKernelSets);
+  ASSERT_GE(n, 1);
+  EXPECT_STREQ(sets[n - 1]->name, "scalar");
+  for (const Qs8Kernels* k : Span<const Qs8Kernels* const>(sets, size_t(n))) {
+    for (int p = 0; p < 4; ++p) {
+      const std::string igemm = "igemm[" + std::to_string(p) + "]", f32 = "igemm_f32[" + std::to_string(p) + "]";
+      EXPECT_EQ(k->names.of(igemm.c_str()) != nullptr, k->igemm[p] != nullptr) << k->name << " " << igemm;
+      EXPECT_EQ(k->names.of(f32.c_str()) != nullptr, k->igemm_f32[p] != nullptr) << k->name << " " << f32;
+      EXPECT_EQ(k->igemm[p] != nullptr, p < k->panels) << k->name << " " << igemm;
+    }
+    EXPECT_TRUE(ends_with(k->names.of("igemm[0]"), std::string("__") + k->name)) << k->name;
+    for (const char* role : {"dwconv", "quantize", "binary", "minmax", "pool"}) EXPECT_NE(k->names.of(role), nullptr);
+    EXPECT_EQ(k->names.of("begin") != nullptr, k->begin != nullptr) << k->name;
+    EXPECT_EQ(k->names.of("end") != nullptr, k->end != nullptr) << k->name;
+  }
 }
 
 }  // namespace

@@ -154,8 +154,8 @@ std::vector<Case> cases() {
 }
 
 std::vector<const Qs8Kernels*> kernel_sets() {
-  const Qs8Kernels* out[4];
-  const int n = supported_qs8_kernels(out, 4);
+  const Qs8Kernels* out[kMaxKernelSets];
+  const int n = supported_qs8_kernels(out, kMaxKernelSets);
   return std::vector<const Qs8Kernels*>(out, out + n);
 }
 

@@ -1,10 +1,11 @@
-"""tern-run, the command-line runner: --threads and the Chrome trace
-(--trace), checked against the file's own instructions."""
+"""tern-run, the command-line runner: --threads, --verbose and the Chrome
+trace (--trace), checked against the file's own instructions."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -102,6 +103,39 @@ def test_trace_and_profile_show_the_cpu_backends_fused_ops(tmp_path: Path) -> No
         call = next(c for c in calls if c["args"]["run"] == s["args"]["run"])
         assert call["ts"] <= s["ts"] and s["ts"] + s["dur"] <= call["ts"] + call["dur"] + 1e-3
     assert "cpu Conv" in r.stdout and "slowest backend steps" in r.stdout
+
+
+def test_verbose_and_trace_name_the_microkernels_each_delegate_runs(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """--verbose prints each delegate's kernel sets and one line per
+    microkernel ("float.igemm_main  f32_igemm_ukernel_4x16__scalar"); the
+    trace's delegate event carries the same pairs. Forced to scalar, every
+    name is a scalar kernel's."""
+    torch.manual_seed(0)
+    path = tmp_path / "cpu.tern"
+    tern.export(Small().eval(), (torch.randn(1, 3, 16, 16),)).save(path)  # the cpu backend
+    out = tmp_path / "trace.json"
+    monkeypatch.setenv("TERN_CPU_ISA", "scalar")
+    r = _run(str(path), "--iterations", "1", "--warmup", "0", "--verbose", "--trace", str(out))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "method forward: 1 delegate" in lines, r.stdout
+    assert "  delegate 0: backend cpu, float=scalar int8=scalar" in lines, r.stdout
+    kernels = dict(m.groups() for m in map(re.compile(r"^    ([\w.\[\]]+) +(\w+)$").match, lines) if m)
+    assert kernels["float.igemm_main"] == "f32_igemm_ukernel_4x16__scalar", kernels
+    assert kernels["int8.igemm[0]"] == "qs8_igemm_ukernel_4x16__scalar", kernels
+    assert len(kernels) == 16 and all(name.endswith("__scalar") for name in kernels.values()), kernels
+    events = json.loads(out.read_text())["traceEvents"]
+    delegates = [e for e in events if e.get("cat") == "delegate"]
+    assert len(delegates) == 1 and delegates[0]["name"] == "cpu delegate 0"
+    args = delegates[0]["args"]
+    assert args["backend"] == "cpu" and args["description"] == "float=scalar int8=scalar"
+    assert {k: v for k, v in args.items() if "." in k} == kernels
+
+
+def test_verbose_is_off_by_default(model: Path) -> None:
+    r = _run(str(model), "--iterations", "1")
+    assert r.returncode == 0 and "delegate" not in r.stdout, r.stdout
 
 
 def test_trace_shows_a_row_chain_as_one_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -144,10 +144,12 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   AttentionGeometry& a = par->attention;
   a.batch = at.batch(), a.heads = at.heads(), a.kv_heads = at.kv_heads();
   a.l = at.l(), a.s = at.s(), a.e = at.e(), a.ev = at.ev();
-  const int64_t limit = int64_t(1) << 24;
-  const char* failed = nullptr;
-  for (int64_t d : {a.batch, a.heads, a.kv_heads, a.l, a.s, a.e, a.ev}) TERN_CPU_NEED(failed, d >= 1 && d < limit);
+  TERN_CHECK_OK(ld.sizes(oi, *op, "attention sizes do not fit q, k, v and y",
+                         {{"batch", a.batch}, {"heads", a.heads}, {"kv_heads", a.kv_heads}, {"l", a.l}, {"s", a.s},
+                          {"e", a.e}, {"ev", a.ev}},
+                         int64_t(1) << 24));
   // with q, k, v and y within 2^40 elements, attention_packed_floats cannot overflow
+  const char* failed = nullptr;
   TERN_CPU_NEED(failed, a.heads % a.kv_heads == 0);
   TERN_CPU_NEED(failed, q->numel == elements({a.batch, a.heads, a.l, a.e}));
   TERN_CPU_NEED(failed, k->numel == elements({a.batch, a.kv_heads, a.s, a.e}));
@@ -155,22 +157,19 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   TERN_CPU_NEED(failed, y->numel == elements({a.batch, a.heads, a.l, a.ev}));
   TERN_CPU_NEED(failed, std::isfinite(at.scale()));
   if (failed) return ld.refuse(failed, "op %u (%s): attention sizes do not fit q, k, v and y", oi, op->nodes);
-  if (p->numel < attention_packed_floats(a)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: attention workspace of %lld floats, it needs %lld", oi,
-                       (long long)p->numel, (long long)attention_packed_floats(a));
-  }
+  TERN_CPU_CHECK(ld, p->numel >= attention_packed_floats(a), "op %u: attention workspace of %lld floats, it needs %lld",
+                 oi, (long long)p->numel, (long long)attention_packed_floats(a));
   // the mask broadcasts to [batch, heads, l, s], aligned on the right
   for (int d = 0; d < 4; ++d) a.mask_strides[d] = 0;
   if (m != nullptr) {
     const int64_t full[4] = {a.batch, a.heads, a.l, a.s};
-    if (m->rank > 4) return ld.ctx.fail(Error::InvalidProgram, "op %u: attention mask of rank %d (at most 4)", oi, m->rank);
+    TERN_CPU_CHECK(ld, m->rank <= 4, "op %u: attention mask of rank %d (at most 4)", oi, m->rank);
     int64_t stride = 1;
     for (int d = m->rank - 1; d >= 0; --d) {
       const int fd = 4 - m->rank + d;
-      if (m->sizes[d] != full[fd] && m->sizes[d] != 1) {
-        return ld.ctx.fail(Error::InvalidProgram, "op %u: attention mask dim %d (%lld) does not broadcast to %lld", oi, d,
-                           (long long)m->sizes[d], (long long)full[fd]);
-      }
+      TERN_CPU_CHECK(ld, m->sizes[d] == full[fd] || m->sizes[d] == 1,
+                     "op %u: attention mask dim %d (%lld) does not broadcast to %lld", oi, d, (long long)m->sizes[d],
+                     (long long)full[fd]);
       a.mask_strides[fd] = m->sizes[d] == 1 ? 0 : stride;
       stride *= m->sizes[d];
     }

@@ -77,11 +77,14 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   const int64_t xo = c.x_offset(), yo = c.y_offset();
   const bool dense = xo == 0 && yo == 0 && g.c == g.x_stride && g.oc == g.y_stride;
   const char* failed = nullptr;
-  TERN_CPU_NEED(failed, xo >= 0 && yo >= 0);
-  TERN_CPU_NEED(failed, g.c >= 1 && g.oc >= 1);
+  TERN_CPU_NEED(failed, xo >= 0);
+  TERN_CPU_NEED(failed, yo >= 0);
+  TERN_CPU_NEED(failed, g.c >= 1);
+  TERN_CPU_NEED(failed, g.oc >= 1);
   TERN_CPU_NEED(failed, g.c <= g.x_stride - xo);
   TERN_CPU_NEED(failed, g.oc <= g.y_stride - yo);
-  TERN_CPU_NEED(failed, dense || (!g.depthwise && r == nullptr));
+  TERN_CPU_NEED(failed, dense || !g.depthwise);
+  TERN_CPU_NEED(failed, dense || r == nullptr);
   if (failed) {
     return ld.refuse(failed, "op %u (%s): channel slices [%lld, +%lld) of %lld -> [%lld, +%lld) of %lld "
                      "do not fit (or are not whole for a depthwise convolution or a residual)", oi, op->nodes,
@@ -90,13 +93,17 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   }
   // every tap is bounds-checked, so any output size is safe; depthwise
   // convolutions (whose row kernel assumes it) have the one their window gives
-  const bool window = g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh) && g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw);
   failed = nullptr;
   TERN_CPU_NEED(failed, y->sizes[0] == g.n);
   TERN_CPU_NEED(failed, g.n >= 1);
-  TERN_CPU_NEED(failed, g.h >= 1 && g.w >= 1);
-  TERN_CPU_NEED(failed, g.oh >= 1 && g.ow >= 1);
-  TERN_CPU_NEED(failed, !g.depthwise || (window && g.ph >= 0 && g.pw >= 0));
+  TERN_CPU_NEED(failed, g.h >= 1);
+  TERN_CPU_NEED(failed, g.w >= 1);
+  TERN_CPU_NEED(failed, g.oh >= 1);
+  TERN_CPU_NEED(failed, g.ow >= 1);
+  TERN_CPU_NEED(failed, !g.depthwise || g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh));
+  TERN_CPU_NEED(failed, !g.depthwise || g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw));
+  TERN_CPU_NEED(failed, !g.depthwise || g.ph >= 0);
+  TERN_CPU_NEED(failed, !g.depthwise || g.pw >= 0);
   TERN_CPU_NEED(failed, !g.depthwise || g.oc == g.c);
   TERN_CPU_NEED(failed, g.c <= (1 << 24));
   TERN_CPU_NEED(failed, int64_t(g.kh) * g.kw <= 1024);
@@ -108,18 +115,19 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   // would wrap conv_packed_floats and let a short weights value pass.
   uint64_t packed = 0;
   const uint64_t panels = (uint64_t(g.depthwise ? g.c : g.oc) + 15) / 16;  // of 16 channels (kPanel)
-  if (!checked_mul(panels * 16, 1 + uint64_t(g.kh) * uint64_t(g.kw) * uint64_t(g.depthwise ? 1 : g.c), &packed) ||
-      packed > (uint64_t(1) << 40)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): the packed weights of %lld -> %lld channels do not fit 2^40 floats",
-                       oi, op->nodes, (long long)g.c, (long long)g.oc);
+  const uint64_t taps = uint64_t(g.kh) * uint64_t(g.kw) * uint64_t(g.depthwise ? 1 : g.c);
+  failed = nullptr;
+  TERN_CPU_NEED(failed, checked_mul(panels * 16, 1 + taps, &packed));
+  TERN_CPU_NEED(failed, packed <= (uint64_t(1) << 40));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): the packed weights of %lld -> %lld channels do not fit 2^40 floats", oi,
+                     op->nodes, (long long)g.c, (long long)g.oc);
   }
-  if (uint64_t(w->numel) != conv_packed_floats(g)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: %lld packed weight floats, the geometry needs %zu", oi,
-                       (long long)w->numel, conv_packed_floats(g));
-  }
-  if (r != nullptr && memcmp(r->sizes, y->sizes, sizeof(int64_t) * 4) != 0) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: residual sizes differ from the output's", oi);
-  }
+  TERN_CPU_CHECK(ld, uint64_t(w->numel) == conv_packed_floats(g),
+                 "op %u: %lld packed weight floats, the geometry needs %zu", oi, (long long)w->numel,
+                 conv_packed_floats(g));
+  TERN_CPU_CHECK(ld, r == nullptr || memcmp(r->sizes, y->sizes, sizeof(int64_t) * 4) == 0,
+                 "op %u: residual sizes differ from the output's", oi);
   TERN_CHECK_OK(ld.epilogue(oi, c.activation(), c.min(), c.max(), &par->ep));
   par->fuse_next = c.fuse_next();
   par->x = x->data + xo, par->x2 = r ? r->data : nullptr, par->weights = w->data, par->y = y->data + yo;
@@ -203,8 +211,10 @@ Error prepare_WinogradInput(Loader& ld, uint32_t oi, const fb::WinogradInput& wi
   // oh and ow come from the payload: bounded before they are used.
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, g.c >= 1);
-  TERN_CPU_NEED(failed, g.oh >= 1 && g.ow >= 1);
-  TERN_CPU_NEED(failed, g.oh <= limit && g.ow <= limit);
+  TERN_CPU_NEED(failed, g.oh >= 1);
+  TERN_CPU_NEED(failed, g.ow >= 1);
+  TERN_CPU_NEED(failed, g.oh <= limit);
+  TERN_CPU_NEED(failed, g.ow <= limit);
   if (failed) {
     return ld.refuse(failed, "op %u (%s): winograd input output size %lld x %lld, channels %lld: each "
                      "must be in [1, 2^24]", oi, op->nodes, (long long)g.oh, (long long)g.ow, (long long)g.c);
@@ -254,8 +264,11 @@ Error prepare_WinogradOutput(Loader& ld, uint32_t oi, const fb::WinogradOutput& 
   ConvGeometry& g = par->conv;
   g.n = y->sizes[0], g.oh = y->sizes[1], g.ow = y->sizes[2], g.oc = y->sizes[3];
   const char* failed = nullptr;
-  TERN_CPU_NEED(failed, g.oc >= 1 && g.oh >= 1 && g.ow >= 1);
-  TERN_CPU_NEED(failed, g.oh <= (1 << 24) && g.ow <= (1 << 24));
+  TERN_CPU_NEED(failed, g.oc >= 1);
+  TERN_CPU_NEED(failed, g.oh >= 1);
+  TERN_CPU_NEED(failed, g.ow >= 1);
+  TERN_CPU_NEED(failed, g.oh <= (1 << 24));
+  TERN_CPU_NEED(failed, g.ow <= (1 << 24));
   TERN_CPU_NEED(failed, m->numel == 16 * winograd_block(g.n * ((g.oh + 1) / 2) * ((g.ow + 1) / 2), g.oc));
   TERN_CPU_NEED(failed, !b || b->numel == g.oc);
   TERN_CPU_NEED(failed, !r || memcmp(r->sizes, y->sizes, sizeof(int64_t) * 4) == 0);

@@ -33,11 +33,20 @@ namespace {
 // b has exactly the elements y's broadcast reads: b_inner per block, one
 // block per b_block elements of y (or one block when b_block is 0).
 Error check_broadcast(Loader& ld, uint32_t oi, const ValueInfo& b, const ValueInfo& y, int64_t inner, int64_t block) {
-  const bool ok = inner > 0 && block >= 0 && y.numel % inner == 0 &&
-                  (block == 0 ? b.numel == inner : (block % inner == 0 && y.numel % block == 0 && b.numel == inner * (y.numel / block)));
-  if (!ok) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: b (%lld elements) does not broadcast to y (%lld) with inner %lld, block %lld",
-                       oi, (long long)b.numel, (long long)y.numel, (long long)inner, (long long)block);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, inner > 0);
+  TERN_CPU_NEED(failed, block >= 0);
+  TERN_CPU_NEED(failed, y.numel % inner == 0);
+  if (block == 0) {
+    TERN_CPU_NEED(failed, b.numel == inner);
+  } else {
+    TERN_CPU_NEED(failed, block % inner == 0);
+    TERN_CPU_NEED(failed, y.numel % block == 0);
+    TERN_CPU_NEED(failed, b.numel == inner * (y.numel / block));
+  }
+  if (failed) {
+    return ld.refuse(failed, "op %u: b (%lld elements) does not broadcast to y (%lld) with inner %lld, block %lld", oi,
+                     (long long)b.numel, (long long)y.numel, (long long)inner, (long long)block);
   }
   return Error::Ok;
 }
@@ -46,9 +55,10 @@ Error check_broadcast(Loader& ld, uint32_t oi, const ValueInfo& b, const ValueIn
 Error same_sizes(Loader& ld, uint32_t oi, const CpuOp& op, const ValueInfo* a, const ValueInfo* b, const ValueInfo& y) {
   for (const ValueInfo* v : {a, b}) {
     if (v == nullptr) continue;
-    if (v->numel != y.numel || v->rank != y.rank || memcmp(v->sizes, y.sizes, sizeof(int64_t) * y.rank) != 0) {
-      return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): operand sizes differ from the output's", oi, op.nodes);
-    }
+    TERN_CPU_CHECK(ld, v->numel == y.numel, "op %u (%s): operand sizes differ from the output's", oi, op.nodes);
+    TERN_CPU_CHECK(ld, v->rank == y.rank, "op %u (%s): operand sizes differ from the output's", oi, op.nodes);
+    TERN_CPU_CHECK(ld, memcmp(v->sizes, y.sizes, sizeof(int64_t) * y.rank) == 0,
+                   "op %u (%s): operand sizes differ from the output's", oi, op.nodes);
   }
   return Error::Ok;
 }
@@ -111,7 +121,8 @@ Error prepare_Binary(Loader& ld, uint32_t oi, const fb::Binary& b, CpuOp* op) {
   TERN_CHECK_OK(ld.value(oi, b.a(), 0, false, &x));
   TERN_CHECK_OK(ld.value(oi, b.b(), 0, false, &x2));
   TERN_CHECK_OK(ld.value(oi, b.y(), 0, true, &y));
-  if (int(b.kind()) < 0 || b.kind() > fb::BinaryKind::Mul) return ld.ctx.fail(Error::InvalidProgram, "op %u: bad binary kind", oi);
+  TERN_CPU_CHECK(ld, int(b.kind()) >= 0, "op %u: bad binary kind %d", oi, int(b.kind()));
+  TERN_CPU_CHECK(ld, b.kind() <= fb::BinaryKind::Mul, "op %u: bad binary kind %d", oi, int(b.kind()));
   TERN_CHECK_OK(ld.epilogue(oi, b.activation(), b.min(), b.max(), &par->ep));
   par->binary = uint8_t(b.kind());
   par->b_inner = b.b_inner();
@@ -144,7 +155,8 @@ Error prepare_Unary(Loader& ld, uint32_t oi, const fb::Unary& u, CpuOp* op) {
   TERN_CHECK_OK(ld.epilogue(oi, u.activation(), u.min(), u.max(), &par->ep));
   par->scale = u.scale();
   par->shift = u.shift();
-  if (!std::isfinite(par->scale) || !std::isfinite(par->shift)) return ld.ctx.fail(Error::InvalidProgram, "op %u: bad scale or shift", oi);
+  TERN_CPU_CHECK(ld, std::isfinite(par->scale), "op %u: bad scale %g", oi, double(par->scale));
+  TERN_CPU_CHECK(ld, std::isfinite(par->shift), "op %u: bad shift %g", oi, double(par->shift));
   TERN_CHECK_OK(same_sizes(ld, oi, *op, x, nullptr, *y));
   par->x = x->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
@@ -172,7 +184,8 @@ Error prepare_LayerNorm(Loader& ld, uint32_t oi, const fb::LayerNorm& ln, CpuOp*
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, !w || w->numel == par->inner);
   TERN_CPU_NEED(failed, !b || b->numel == par->inner);
-  TERN_CPU_NEED(failed, ln.eps() >= 0.f && std::isfinite(ln.eps()));
+  TERN_CPU_NEED(failed, ln.eps() >= 0.f);
+  TERN_CPU_NEED(failed, std::isfinite(ln.eps()));
   if (failed) {
     return ld.refuse(failed, "op %u: layer norm weight, bias or eps do not fit", oi);
   }
@@ -230,9 +243,9 @@ Error prepare_QBinary(Loader& ld, uint32_t oi, const fb::QBinary& q, CpuOp* op) 
   TERN_CHECK_OK(ld.value_of(oi, q.b(), 0, false, true, &b));
   TERN_CHECK_OK(ld.value_of(oi, q.y(), 0, true, true, &y));
   for (const ValueInfo* v : {a, b}) {
-    if (v->rank != y->rank || memcmp(v->sizes, y->sizes, sizeof(int64_t) * size_t(y->rank)) != 0) {
-      return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): operand sizes differ from the output's", oi, op->nodes);
-    }
+    TERN_CPU_CHECK(ld, v->rank == y->rank, "op %u (%s): operand sizes differ from the output's", oi, op->nodes);
+    TERN_CPU_CHECK(ld, memcmp(v->sizes, y->sizes, sizeof(int64_t) * size_t(y->rank)) == 0,
+                   "op %u (%s): operand sizes differ from the output's", oi, op->nodes);
   }
   const float y_scale = q.y_inv_scale();  // positive and finite like a scale
   const char* failed = nullptr;
@@ -251,9 +264,14 @@ Error prepare_QBinary(Loader& ld, uint32_t oi, const fb::QBinary& q, CpuOp* op) 
   // none overflows to inf (and inf - inf to NaN) on one ISA and not another.
   const double ra = 255.0 * double(q.a_scale()), rb = 255.0 * double(q.b_scale());
   const double r = q.kind() == fb::BinaryKind::Mul ? ra * rb : ra + rb;
-  if (!(ra <= kQs8MaxRequant && rb <= kQs8MaxRequant && r <= kQs8MaxRequant && r * double(y_scale) <= kQs8MaxRequant)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): the scales (%g, %g, 1/%g) can make its results pass 2^64",
-                       oi, op->nodes, double(q.a_scale()), double(q.b_scale()), double(y_scale));
+  failed = nullptr;
+  TERN_CPU_NEED(failed, ra <= kQs8MaxRequant);
+  TERN_CPU_NEED(failed, rb <= kQs8MaxRequant);
+  TERN_CPU_NEED(failed, r <= kQs8MaxRequant);
+  TERN_CPU_NEED(failed, r * double(y_scale) <= kQs8MaxRequant);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): the scales (%g, %g, 1/%g) can make its results pass 2^64", oi, op->nodes,
+                     double(q.a_scale()), double(q.b_scale()), double(y_scale));
   }
   par->binary = uint8_t(q.kind());
   par->qa_scale = q.a_scale(), par->qa_zero = float(q.a_zero_point());

@@ -91,7 +91,8 @@ Error prepare_Transpose(Loader& ld, uint32_t oi, const fb::Transpose& t, CpuOp* 
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, r <= 4);
   TERN_CPU_NEED(failed, y->rank == r);
-  TERN_CPU_NEED(failed, perm != nullptr && perm->size() == uint32_t(r));
+  TERN_CPU_NEED(failed, perm != nullptr);
+  TERN_CPU_NEED(failed, perm->size() == uint32_t(r));
   if (failed) {
     return ld.refuse(failed, "op %u: transpose of rank %d (at most 4) needs a perm of that length", oi, r);
   }
@@ -106,9 +107,12 @@ Error prepare_Transpose(Loader& ld, uint32_t oi, const fb::Transpose& t, CpuOp* 
   for (int i = 0; i < 4; ++i) tr.sizes[i] = 1, tr.strides[i] = 0;
   for (int i = 0; i < r; ++i) {
     const int32_t a = perm->Get(i);
-    if (a < 0 || a >= r || seen[a] || y->sizes[i] != x->sizes[a]) {
-      return ld.ctx.fail(Error::InvalidProgram, "op %u: perm is not a permutation matching the sizes", oi);
-    }
+    failed = nullptr;
+    TERN_CPU_NEED(failed, a >= 0);
+    TERN_CPU_NEED(failed, a < r);
+    TERN_CPU_NEED(failed, !seen[a]);
+    TERN_CPU_NEED(failed, y->sizes[i] == x->sizes[a]);
+    if (failed) return ld.refuse(failed, "op %u: perm is not a permutation matching the sizes (perm[%d] = %d)", oi, i, a);
     seen[a] = true;
     tr.sizes[4 - r + i] = y->sizes[i];
     tr.strides[4 - r + i] = x_strides[a];
@@ -135,9 +139,7 @@ Error prepare_Copy(Loader& ld, uint32_t oi, const fb::Copy& c, CpuOp* op) {
   TERN_CHECK_OK(ld.value_of(oi, c.x(), 0, false, int8, &x));
   TERN_CHECK_OK(ld.value_of(oi, c.y(), 0, true, int8, &y));
   par->int8 = int8;
-  if (x->numel != y->numel) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): operand sizes differ from the output's", oi, op->nodes);
-  }
+  TERN_CPU_CHECK(ld, x->numel == y->numel, "op %u (%s): operand sizes differ from the output's", oi, op->nodes);
   par->x = x->data, par->y = y->data, par->numel = y->numel;
   return Error::Ok;
 }
@@ -156,12 +158,14 @@ Error prepare_Concat(Loader& ld, uint32_t oi, const fb::Concat& cc, CpuOp* op) {
   const auto* xs = cc.xs();
   const auto* offsets = cc.offsets();
   const int64_t outer = cc.outer();
-  if (!items_aligned(offsets)) return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): misaligned concat offsets", oi, op->nodes);
+  TERN_CPU_CHECK(ld, items_aligned(offsets), "op %u (%s): misaligned concat offsets", oi, op->nodes);
   const char* failed = nullptr;
-  TERN_CPU_NEED(failed, xs != nullptr && offsets != nullptr);
+  TERN_CPU_NEED(failed, xs != nullptr);
+  TERN_CPU_NEED(failed, offsets != nullptr);
   TERN_CPU_NEED(failed, xs->size() == offsets->size());
   TERN_CPU_NEED(failed, outer >= 1);
-  TERN_CPU_NEED(failed, y->numel >= outer && y->numel % outer == 0);
+  TERN_CPU_NEED(failed, y->numel >= outer);
+  TERN_CPU_NEED(failed, y->numel % outer == 0);
   if (failed) {
     return ld.refuse(failed, "op %u (%s): concat needs as many offsets as inputs and outer dividing y", oi,
                      op->nodes);
@@ -175,9 +179,13 @@ Error prepare_Concat(Loader& ld, uint32_t oi, const fb::Concat& cc, CpuOp* op) {
     const ValueInfo* x = nullptr;
     TERN_CHECK_OK(ld.value(oi, xs->Get(uint32_t(i)), 0, false, &x));
     const int64_t inner = x->numel / outer, at = offsets->Get(uint32_t(i));
-    if (x->numel % outer != 0 || at < 0 || inner > c.row - at) {
-      return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): concat input %lld (%lld elements at column %lld) does not fit "
-                         "rows of %lld", oi, op->nodes, (long long)i, (long long)x->numel, (long long)at, (long long)c.row);
+    failed = nullptr;
+    TERN_CPU_NEED(failed, x->numel % outer == 0);
+    TERN_CPU_NEED(failed, at >= 0);
+    TERN_CPU_NEED(failed, inner <= c.row - at);
+    if (failed) {
+      return ld.refuse(failed, "op %u (%s): concat input %lld (%lld elements at column %lld) does not fit rows of %lld",
+                       oi, op->nodes, (long long)i, (long long)x->numel, (long long)at, (long long)c.row);
     }
     ptrs[i] = x->data, sizes[i] = inner, sizes[c.count + i] = at;
   }
@@ -212,7 +220,8 @@ Error prepare_Interleave(Loader& ld, uint32_t oi, const fb::Interleave& il, CpuO
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, xs != nullptr);
   TERN_CPU_NEED(failed, uint64_t(xs->size()) == uint64_t(p.sh) * uint64_t(p.sw));
-  TERN_CPU_NEED(failed, p.oh >= p.sh && p.ow >= p.sw);
+  TERN_CPU_NEED(failed, p.oh >= p.sh);
+  TERN_CPU_NEED(failed, p.ow >= p.sw);
   TERN_CPU_NEED(failed, p.c >= 1);
   if (failed) {
     return ld.refuse(failed, "op %u (%s): interleave needs stride[0] * stride[1] inputs and an output "
@@ -225,10 +234,9 @@ Error prepare_Interleave(Loader& ld, uint32_t oi, const fb::Interleave& il, CpuO
     TERN_CHECK_OK(ld.value(oi, xs->Get(i), 4, false, &x));
     const int64_t py = i / p.sw, px = i % p.sw;
     const int64_t want[4] = {p.n, (p.oh - py + p.sh - 1) / p.sh, (p.ow - px + p.sw - 1) / p.sw, p.c};
-    if (memcmp(x->sizes, want, sizeof(want)) != 0) {
-      return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): interleave input %u is not [%lld, %lld, %lld, %lld]", oi,
-                         op->nodes, i, (long long)want[0], (long long)want[1], (long long)want[2], (long long)want[3]);
-    }
+    TERN_CPU_CHECK(ld, memcmp(x->sizes, want, sizeof(want)) == 0,
+                   "op %u (%s): interleave input %u is not [%lld, %lld, %lld, %lld]", oi, op->nodes, i,
+                   (long long)want[0], (long long)want[1], (long long)want[2], (long long)want[3]);
     ptrs[i] = x->data;
   }
   p.xs = ptrs;
@@ -263,7 +271,8 @@ Error prepare_Slice(Loader& ld, uint32_t oi, const fb::Slice& sl, CpuOp* op) {
   const int64_t outer = sl.outer(), offset = sl.offset();
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, outer >= 1);
-  TERN_CPU_NEED(failed, x->numel % outer == 0 && y->numel % outer == 0);
+  TERN_CPU_NEED(failed, x->numel % outer == 0);
+  TERN_CPU_NEED(failed, y->numel % outer == 0);
   TERN_CPU_NEED(failed, offset >= 0);
   TERN_CPU_NEED(failed, y->numel / outer <= x->numel / outer - offset);
   TERN_CPU_NEED(failed, x->data != y->data);

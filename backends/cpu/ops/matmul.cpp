@@ -27,16 +27,16 @@ Error prepare_MatMul(Loader& ld, uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
   TERN_CHECK_OK(ld.value(oi, mm.y(), 0, true, &y));
   TERN_CHECK_OK(ld.value(oi, mm.packed(), 0, true, &p));
   const int64_t bt = mm.batch(), m = mm.m(), k = mm.k(), n = mm.n();
-  const int64_t limit = int64_t(1) << 24;
-  const bool sane = bt >= 1 && m >= 1 && k >= 1 && n >= 1 && bt < limit && m < limit && k < limit && n < limit;
-  const int64_t panels = sane ? (n + kPanel - 1) / kPanel : 0;  // n may be anything until sane
-  const int64_t need = sane ? elements({bt, panels, kPanel, 1 + k}) : -1;
+  TERN_CHECK_OK(ld.sizes(oi, *op, "matmul sizes do not fit its values", {{"batch", bt}, {"m", m}, {"k", k}, {"n", n}},
+                         int64_t(1) << 24));
+  const int64_t panels = (n + kPanel - 1) / kPanel;
+  const int64_t need = elements({bt, panels, kPanel, 1 + k});
   const char* failed = nullptr;
-  TERN_CPU_NEED(failed, sane);
   TERN_CPU_NEED(failed, a->numel == elements({bt, m, k}));
   TERN_CPU_NEED(failed, b->numel == elements({bt, k, n}));
   TERN_CPU_NEED(failed, y->numel == elements({bt, m, n}));
-  TERN_CPU_NEED(failed, need >= 0 && p->numel >= need);
+  TERN_CPU_NEED(failed, need >= 0);
+  TERN_CPU_NEED(failed, p->numel >= need);
   if (failed) {
     return ld.refuse(failed, "op %u (%s): matmul sizes do not fit its values", oi, op->nodes);
   }
@@ -89,20 +89,25 @@ Error prepare_WLinear(Loader& ld, uint32_t oi, const fb::WLinear& l, CpuOp* op) 
   if (l.bias() >= 0) TERN_CHECK_OK(ld.constant_of(oi, l.bias(), 1, false, "bias", &b));
   const int64_t m = x->sizes[0], k = x->sizes[1], n = y->sizes[1];
   const int64_t group = int4 ? l.group() : k;
-  const int64_t groups = group > 0 && k % group == 0 ? k / group : -1;
+  const int64_t groups = group >= 1 ? k / group : 0;
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, l.bits() == 4 || l.bits() == 8);
-  TERN_CPU_NEED(failed, m >= 1 && k >= 1 && n >= 1);
-  TERN_CPU_NEED(failed, k <= (1 << 24) && n <= (1 << 24));
+  TERN_CPU_NEED(failed, m >= 1);
+  TERN_CPU_NEED(failed, k >= 1);
+  TERN_CPU_NEED(failed, n >= 1);
+  TERN_CPU_NEED(failed, k <= (1 << 24));
+  TERN_CPU_NEED(failed, n <= (1 << 24));
   TERN_CPU_NEED(failed, y->sizes[0] == m);
   TERN_CPU_NEED(failed, w->sizes[0] == n);
   TERN_CPU_NEED(failed, w->sizes[1] == (int4 ? k / 2 : k));
   TERN_CPU_NEED(failed, !int4 || k % 2 == 0);
-  TERN_CPU_NEED(failed, groups >= 1);
+  TERN_CPU_NEED(failed, group >= 1);
+  TERN_CPU_NEED(failed, k % group == 0);
   TERN_CPU_NEED(failed, sc->numel == n * groups);
   TERN_CPU_NEED(failed, zp == nullptr || zp->numel == n * groups);
   TERN_CPU_NEED(failed, b == nullptr || b->numel == n);
-  TERN_CPU_NEED(failed, l.qmin() >= (int4 ? -8 : -128) && l.qmin() <= (int4 ? 15 : 127));
+  TERN_CPU_NEED(failed, l.qmin() >= (int4 ? -8 : -128));
+  TERN_CPU_NEED(failed, l.qmin() <= (int4 ? 15 : 127));
   if (failed) {
     return ld.refuse(failed, "op %u (%s): weight-only linear [%lld, %lld] -> %lld (%d bits, group "
                      "%lld): its weights, scales, zero points or bias do not fit", oi, op->nodes, (long long)m,

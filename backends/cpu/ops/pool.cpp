@@ -163,17 +163,19 @@ Error pool_window(Loader& ld, uint32_t oi, const Table& p, const ValueInfo& x, c
   g.count_padding = p.count_padding();
   // an input of height or width 0 has windows with no tap inside it (the
   // portable kernels refuse it too)
-  if (g.h < 1 || g.w < 1) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): pool over an input of height %lld and width %lld (each must be "
-                       "at least 1)", oi, op->nodes, (long long)g.h, (long long)g.w);
-  }
+  TERN_CPU_CHECK(ld, g.h >= 1, "op %u (%s): pool over an input of height %lld and width %lld (each must be at least 1)",
+                 oi, op->nodes, (long long)g.h, (long long)g.w);
+  TERN_CPU_CHECK(ld, g.w >= 1, "op %u (%s): pool over an input of height %lld and width %lld (each must be at least 1)",
+                 oi, op->nodes, (long long)g.h, (long long)g.w);
   const char* failed = nullptr;
-  TERN_CPU_NEED(failed, int(p.kind()) >= 0 && p.kind() <= fb::PoolKind::Average);
+  TERN_CPU_NEED(failed, int(p.kind()) >= 0);
+  TERN_CPU_NEED(failed, p.kind() <= fb::PoolKind::Average);
   TERN_CPU_NEED(failed, y.sizes[0] == g.n);
   TERN_CPU_NEED(failed, y.sizes[3] == g.c);
   TERN_CPU_NEED(failed, g.oh == window_out(g.h, g.kh, g.sh, g.ph, 1));
   TERN_CPU_NEED(failed, g.ow == window_out(g.w, g.kw, g.sw, g.pw, 1));
-  TERN_CPU_NEED(failed, 2 * g.ph <= g.kh && 2 * g.pw <= g.kw);
+  TERN_CPU_NEED(failed, 2 * g.ph <= g.kh);
+  TERN_CPU_NEED(failed, 2 * g.pw <= g.kw);
   if (failed) {
     return ld.refuse(failed, "op %u (%s): pool sizes do not fit", oi, op->nodes);
   }
@@ -225,9 +227,12 @@ Error prepare_QPool(Loader& ld, uint32_t oi, const fb::QPool& q, CpuOp* op) {
   // The largest floats the kernel computes (a sum of up to 65536 dequantized
   // taps, that requantized), bounded as QBinary's.
   const double sum = 65536.0 * 255.0 * double(q.x_scale());
-  if (!(sum <= kQs8MaxRequant && sum * double(q.y_inv_scale()) <= kQs8MaxRequant)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): the scales (%g, 1/%g) can make its results pass 2^64", oi,
-                       op->nodes, double(q.x_scale()), double(q.y_inv_scale()));
+  failed = nullptr;
+  TERN_CPU_NEED(failed, sum <= kQs8MaxRequant);
+  TERN_CPU_NEED(failed, sum * double(q.y_inv_scale()) <= kQs8MaxRequant);
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): the scales (%g, 1/%g) can make its results pass 2^64", oi, op->nodes,
+                     double(q.x_scale()), double(q.y_inv_scale()));
   }
   int8_t* zeros = static_cast<int8_t*>(ld.ctx.allocate(size_t(g.c)));
   if (zeros == nullptr) return Error::OutOfMemory;

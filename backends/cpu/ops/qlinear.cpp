@@ -41,18 +41,22 @@ Error prepare_QConv(Loader& ld, uint32_t oi, const fb::QConv& c, CpuOp* op) {
   g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.c = x->sizes[3];
   g.oh = y->sizes[1], g.ow = y->sizes[2], g.oc = y->sizes[3];
   g.depthwise = c.depthwise();
-  const bool window = g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh) && g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw);
   // The int32 accumulators hold any sum of ks * kc4 <= 2^15 products of
   // int8 values, with its zero-point corrections (ld.qs8.h).
   const int64_t ks = int64_t(g.kh) * g.kw, kc4 = g.depthwise ? 1 : (g.c + 3) / 4 * 4;
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, y->sizes[0] == g.n);
   TERN_CPU_NEED(failed, g.n >= 1);
-  TERN_CPU_NEED(failed, g.h >= 1 && g.w >= 1);
-  TERN_CPU_NEED(failed, g.oh >= 1 && g.ow >= 1);
-  TERN_CPU_NEED(failed, window);
-  TERN_CPU_NEED(failed, g.c >= 1 && g.oc >= 1);
-  TERN_CPU_NEED(failed, g.c <= (1 << 24) && g.oc <= (1 << 24));
+  TERN_CPU_NEED(failed, g.h >= 1);
+  TERN_CPU_NEED(failed, g.w >= 1);
+  TERN_CPU_NEED(failed, g.oh >= 1);
+  TERN_CPU_NEED(failed, g.ow >= 1);
+  TERN_CPU_NEED(failed, g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh));
+  TERN_CPU_NEED(failed, g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw));
+  TERN_CPU_NEED(failed, g.c >= 1);
+  TERN_CPU_NEED(failed, g.oc >= 1);
+  TERN_CPU_NEED(failed, g.c <= (1 << 24));
+  TERN_CPU_NEED(failed, g.oc <= (1 << 24));
   TERN_CPU_NEED(failed, ks <= 1024);
   TERN_CPU_NEED(failed, ks * kc4 <= (1 << 15));
   TERN_CPU_NEED(failed, !g.depthwise || g.oc == g.c);
@@ -61,19 +65,17 @@ Error prepare_QConv(Loader& ld, uint32_t oi, const fb::QConv& c, CpuOp* op) {
                      "(at most 2^15 products per output)", oi, op->nodes, (long long)g.n, (long long)g.h,
                      (long long)g.w, (long long)g.c);
   }
-  if (uint64_t(w->numel) != qs8_packed_bytes(g)) {  // c, oc < 2^24, ks * kc4 <= 2^15: no overflow
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: %lld packed int8 weights, the geometry needs %zu", oi,
-                       (long long)w->numel, qs8_packed_bytes(g));
-  }
-  if (ws->numel != g.oc || (b != nullptr && b->numel != g.oc)) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: w_scales and bias need %lld floats each", oi, (long long)g.oc);
-  }
+  // c, oc < 2^24, ks * kc4 <= 2^15: qs8_packed_bytes does not overflow
+  TERN_CPU_CHECK(ld, uint64_t(w->numel) == qs8_packed_bytes(g), "op %u: %lld packed int8 weights, the geometry needs %zu",
+                 oi, (long long)w->numel, qs8_packed_bytes(g));
+  TERN_CPU_CHECK(ld, ws->numel == g.oc, "op %u: w_scales and bias need %lld floats each", oi, (long long)g.oc);
+  TERN_CPU_CHECK(ld, b == nullptr || b->numel == g.oc, "op %u: w_scales and bias need %lld floats each", oi,
+                 (long long)g.oc);
   TERN_CHECK_OK(ld.quantization(oi, *op, c.x_scale(), c.x_zero_point(), c.y_scale(), c.y_zero_point(), false,
                                  c.qmin(), c.qmax()));
   for (int64_t j = 0; j < g.oc; ++j) {
-    if (!std::isfinite(ws->data[j]) || (b != nullptr && !std::isfinite(b->data[j]))) {
-      return ld.ctx.fail(Error::InvalidProgram, "op %u: w_scales or bias %lld is not finite", oi, (long long)j);
-    }
+    TERN_CPU_CHECK(ld, std::isfinite(ws->data[j]), "op %u: w_scales %lld is not finite", oi, (long long)j);
+    TERN_CPU_CHECK(ld, b == nullptr || std::isfinite(b->data[j]), "op %u: bias %lld is not finite", oi, (long long)j);
   }
   // requantization, computed once, here (qconv.h)
   const size_t nch = size_t(qs8_channels(g));
@@ -86,11 +88,9 @@ Error prepare_QConv(Loader& ld, uint32_t oi, const fb::QConv& c, CpuOp* op) {
   const int8_t* packed = reinterpret_cast<const int8_t*>(w->data);
   const int64_t bad = qs8_requant(g, packed, c.x_scale(), c.x_zero_point(), ws->data, b ? b->data : nullptr,
                                   c.y_scale(), c.y_zero_point(), ld.qs8, init, scale, offset);
-  if (bad >= 0) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u (%s): output channel %lld's requantization (x_scale %g * w_scale %g "
-                       "/ y_scale %g, bias %g / y_scale) is not finite or passes 2^64", oi, op->nodes, (long long)bad,
-                       double(c.x_scale()), double(ws->data[bad]), double(c.y_scale()), b ? double(b->data[bad]) : 0.0);
-  }
+  TERN_CPU_CHECK(ld, bad < 0, "op %u (%s): output channel %lld's requantization (x_scale %g * w_scale %g / y_scale %g, "
+                 "bias %g / y_scale) is not finite or passes 2^64", oi, op->nodes, (long long)bad, double(c.x_scale()),
+                 double(ws->data[bad]), double(c.y_scale()), b ? double(b->data[bad]) : 0.0);
   memset(zeros, c.x_zero_point(), zero_bytes);
   par->qconv.packed = packed, par->qconv.init = init, par->qconv.scale = scale, par->qconv.offset = offset;
   par->qconv.qmin = float(c.qmin()), par->qconv.qmax = float(c.qmax());
@@ -127,8 +127,11 @@ Error prepare_QLinear(Loader& ld, uint32_t oi, const fb::QLinear& l, CpuOp* op) 
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, qp->numel == 2);
   TERN_CPU_NEED(failed, y->sizes[0] == g.n);
-  TERN_CPU_NEED(failed, g.n >= 1 && g.c >= 1 && g.oc >= 1);
-  TERN_CPU_NEED(failed, g.c <= (1 << 24) && g.oc <= (1 << 24));
+  TERN_CPU_NEED(failed, g.n >= 1);
+  TERN_CPU_NEED(failed, g.c >= 1);
+  TERN_CPU_NEED(failed, g.oc >= 1);
+  TERN_CPU_NEED(failed, g.c <= (1 << 24));
+  TERN_CPU_NEED(failed, g.oc <= (1 << 24));
   TERN_CPU_NEED(failed, (g.c + 3) / 4 * 4 <= (1 << 15));
   TERN_CPU_NEED(failed, uint64_t(w->numel) == qs8_packed_bytes(g));
   TERN_CPU_NEED(failed, ws->numel == g.oc);
@@ -150,9 +153,8 @@ Error prepare_QLinear(Loader& ld, uint32_t oi, const fb::QLinear& l, CpuOp* op) 
     const bool real = int64_t(j) < g.oc;
     scales[j] = real ? ws->data[j] : 0.0f;
     offset[j] = real && b != nullptr ? b->data[j] : 0.0f;
-    if (!std::isfinite(scales[j]) || !std::isfinite(offset[j])) {
-      return ld.ctx.fail(Error::InvalidProgram, "op %u: w_scales or bias %zu is not finite", oi, j);
-    }
+    TERN_CPU_CHECK(ld, std::isfinite(scales[j]), "op %u: w_scales %zu is not finite", oi, j);
+    TERN_CPU_CHECK(ld, std::isfinite(offset[j]), "op %u: bias %zu is not finite", oi, j);
   }
   par->qconv.packed = packed, par->qconv.offset = offset;
   par->wsums = sums, par->w_scales = scales;

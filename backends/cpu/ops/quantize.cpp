@@ -45,9 +45,8 @@ Error prepare_Quantize(Loader& ld, uint32_t oi, const fb::Quantize& q, CpuOp* op
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value_of(oi, q.x(), 0, false, false, &x));
   TERN_CHECK_OK(ld.value_of(oi, q.y(), 0, true, true, &y));
-  if (!qrange_ok(q.qmin(), q.qmax())) {
-    return ld.ctx.fail(Error::InvalidProgram, "op %u: quant range [%d, %d] is not within int8's", oi, q.qmin(), q.qmax());
-  }
+  TERN_CPU_CHECK(ld, qrange_ok(q.qmin(), q.qmax()), "op %u: quant range [%d, %d] is not within int8's", oi, q.qmin(),
+                 q.qmax());
   par->qmin = float(q.qmin()), par->qmax = float(q.qmax());
   return quantize_params(ld, oi, q.inv_scale(), q.zero_point(), *x, *y, *op, par);
 }
@@ -89,11 +88,13 @@ Error prepare_DynamicQuantize(Loader& ld, uint32_t oi, const fb::DynamicQuantize
   TERN_CHECK_OK(ld.value_of(oi, d.y(), 0, true, true, &y));
   TERN_CHECK_OK(ld.value_of(oi, d.qparams(), 1, true, false, &qp));
   const char* failed = nullptr;
-  TERN_CPU_NEED(failed, x->numel == y->numel && x->numel >= 1);
+  TERN_CPU_NEED(failed, x->numel == y->numel);
+  TERN_CPU_NEED(failed, x->numel >= 1);
   TERN_CPU_NEED(failed, qp->numel == 2);
   TERN_CPU_NEED(failed, qrange_ok(d.qmin(), d.qmax()));
   TERN_CPU_NEED(failed, d.qmin() < d.qmax());  // the scale divides by qmax - qmin (eager: quant_min < quant_max)
-  TERN_CPU_NEED(failed, d.eps() > 0.0f && std::isfinite(d.eps()));
+  TERN_CPU_NEED(failed, d.eps() > 0.0f);
+  TERN_CPU_NEED(failed, std::isfinite(d.eps()));
   if (failed) {
     return ld.refuse(failed, "op %u (%s): x and y of %lld and %lld elements (at least 1), qparams of "
                      "2, range [%d, %d] within int8 with qmin < qmax, eps %g > 0 do not hold", oi, op->nodes,

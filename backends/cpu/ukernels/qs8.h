@@ -25,6 +25,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cpu/kernel_names.h"
+#include "backends/cpu/ukernels/ukernels.h"
+
 namespace tern {
 namespace cpu {
 
@@ -90,6 +93,9 @@ using Qs8PoolUkernel = void (*)(size_t channels, size_t pixels, size_t ks, const
 // The least and greatest of n >= 1 floats, NaNs skipped (a dynamic
 // quantization's range): *lo and *hi start as x[0].
 using F32MinMaxUkernel = void (*)(size_t n, const float* x, float* lo, float* hi);
+// Before and after a thread's igemm calls of one op (Qs8Kernels::begin, end).
+using Qs8BeginUkernel = void (*)(size_t kc);
+using Qs8EndUkernel = void (*)();
 
 struct Qs8Kernels {
   const char* name;
@@ -106,9 +112,15 @@ struct Qs8Kernels {
   // A thread calls begin(kc) before its first igemm call of an op (kc as
   // those calls pass it) and end() after its last (amx: load the tile
   // configuration, release the tiles); nullptr for none.
-  void (*begin)(size_t kc);
-  void (*end)();
+  Qs8BeginUkernel begin;
+  Qs8EndUkernel end;
+  KernelNames<15> names;  // each kernel above by its field: "igemm[0]" -> "qs8_igemm_ukernel_3x16__avx2"
 };
+
+// The two helpers below are compiled into files of every ISA: an unnamed
+// namespace gives each file its own copy, built with its flags
+// (ukernels/common/avx512.h says why).
+namespace {
 
 // Inputs k..k+3 of a row of kc int8 as one int32 (4 bytes, little-endian),
 // zeros past kc: the igemm kernels broadcast it to every lane. The last 1 to
@@ -136,69 +148,53 @@ inline int8_t qs8_requant(int32_t acc, float scale, float offset, float qmin, fl
   return static_cast<int8_t>(v);
 }
 
-void qs8_igemm_ukernel__scalar_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*,
-                                    size_t, const Qs8Requant&);
-void qs8_dwconv_ukernel__scalar(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
-                                const Qs8Requant&);
-void qs8_igemm_ukernel__avx2_3x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*,
-                                  size_t, const Qs8Requant&);
-void qs8_dwconv_ukernel__avx2(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
-                              const Qs8Requant&);
-#define TERN_QS8_VNNI(cols)                                                                                 \
-  void qs8_igemm_ukernel__avx512vnni_6x##cols(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, \
-                                              int8_t*, size_t, const Qs8Requant&);                                 \
-  void qs8_igemm_f32_ukernel__avx512vnni_6x##cols(size_t, size_t, size_t, size_t, const int8_t* const*,           \
-                                                  const int8_t*, float*, size_t, const Qs8Requant&);
-TERN_QS8_VNNI(16)
-TERN_QS8_VNNI(32)
-TERN_QS8_VNNI(48)
-TERN_QS8_VNNI(64)
-#undef TERN_QS8_VNNI
-#define TERN_QS8_AMX(cols)                                                                                      \
-  void qs8_igemm_ukernel__amx_16x##cols(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, \
-                                        size_t, const Qs8Requant&);                                                   \
-  void qs8_igemm_f32_ukernel__amx_16x##cols(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*,     \
-                                            float*, size_t, const Qs8Requant&);
-void qs8_amx_begin(size_t kc);
-void qs8_amx_end();
-TERN_QS8_AMX(16)
-TERN_QS8_AMX(32)
-TERN_QS8_AMX(48)
-TERN_QS8_AMX(64)
-#undef TERN_QS8_AMX
-void qs8_dwconv_ukernel__avx512vnni(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
-                                    const Qs8Requant&);
+}  // namespace
 
-void qs8_igemm_f32_ukernel__scalar_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
-                                        size_t, const Qs8Requant&);
-void qs8_igemm_f32_ukernel__avx2_3x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
-                                      size_t, const Qs8Requant&);
-void qs8_igemm_ukernel__neondot_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*,
-                                     size_t, const Qs8Requant&);
-void qs8_igemm_f32_ukernel__neondot_4x16(size_t, size_t, size_t, size_t, const int8_t* const*, const int8_t*, float*,
-                                         size_t, const Qs8Requant&);
-void qs8_dwconv_ukernel__neondot(size_t, size_t, size_t, const int8_t* const*, const int8_t*, int8_t*, size_t,
-                                 const Qs8Requant&);
-void f32_minmax_ukernel__neon(size_t, const float*, float*, float*);
-void qs8_quantize_ukernel__neon(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
-void qs8_binary_ukernel__neon(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
-void qs8_pool_ukernel__neon(size_t, size_t, size_t, const int8_t* const*, const float*, int8_t*, size_t,
-                            const Qs8PoolParams&);
-void f32_minmax_ukernel__scalar(size_t, const float*, float*, float*);
-void f32_minmax_ukernel__avx2(size_t, const float*, float*, float*);
-void f32_minmax_ukernel__avx512(size_t, const float*, float*, float*);
-void qs8_quantize_ukernel__scalar(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
-void qs8_binary_ukernel__scalar(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
-void qs8_quantize_ukernel__avx2(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
-void qs8_binary_ukernel__avx2(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
-void qs8_pool_ukernel__scalar(size_t, size_t, size_t, const int8_t* const*, const float*, int8_t*, size_t,
-                              const Qs8PoolParams&);
-void qs8_pool_ukernel__avx2(size_t, size_t, size_t, const int8_t* const*, const float*, int8_t*, size_t,
-                            const Qs8PoolParams&);
-void qs8_quantize_ukernel__avx512(size_t, const float*, int8_t*, const Qs8QuantizeParams&);
-void qs8_binary_ukernel__avx512(size_t, const int8_t*, const int8_t*, int8_t*, const Qs8BinaryParams&);
+// The kernels, declared through the types above (UkernelFn, ukernels.h)
+// and defined in ukernels/<isa>/, tiles rows x columns: the igemm kernels
+// take igemm[p - 1] of Qs8Kernels for p panels of 16 columns.
+UkernelFn<Qs8IgemmUkernel> qs8_igemm_ukernel_4x16__scalar;
+UkernelFn<Qs8IgemmF32Ukernel> qs8_igemm_f32_ukernel_4x16__scalar;
+UkernelFn<Qs8DwconvUkernel> qs8_dwconv_ukernel__scalar;
+UkernelFn<Qs8QuantizeUkernel> qs8_quantize_ukernel__scalar;
+UkernelFn<Qs8BinaryUkernel> qs8_binary_ukernel__scalar;
+UkernelFn<F32MinMaxUkernel> f32_minmax_ukernel__scalar;
+UkernelFn<Qs8PoolUkernel> qs8_pool_ukernel__scalar;
 
-// The kernel sets this build has and this CPU runs, best first (scalar last).
+UkernelFn<Qs8IgemmUkernel> qs8_igemm_ukernel_3x16__avx2;
+UkernelFn<Qs8IgemmF32Ukernel> qs8_igemm_f32_ukernel_3x16__avx2;
+UkernelFn<Qs8DwconvUkernel> qs8_dwconv_ukernel__avx2;
+UkernelFn<Qs8QuantizeUkernel> qs8_quantize_ukernel__avx2;
+UkernelFn<Qs8BinaryUkernel> qs8_binary_ukernel__avx2;
+UkernelFn<F32MinMaxUkernel> f32_minmax_ukernel__avx2;
+UkernelFn<Qs8PoolUkernel> qs8_pool_ukernel__avx2;
+
+UkernelFn<Qs8IgemmUkernel> qs8_igemm_ukernel_6x16__avx512vnni, qs8_igemm_ukernel_6x32__avx512vnni,
+    qs8_igemm_ukernel_6x48__avx512vnni, qs8_igemm_ukernel_6x64__avx512vnni;
+UkernelFn<Qs8IgemmF32Ukernel> qs8_igemm_f32_ukernel_6x16__avx512vnni, qs8_igemm_f32_ukernel_6x32__avx512vnni,
+    qs8_igemm_f32_ukernel_6x48__avx512vnni, qs8_igemm_f32_ukernel_6x64__avx512vnni;
+UkernelFn<Qs8DwconvUkernel> qs8_dwconv_ukernel__avx512vnni;
+UkernelFn<Qs8QuantizeUkernel> qs8_quantize_ukernel__avx512vnni;
+UkernelFn<Qs8BinaryUkernel> qs8_binary_ukernel__avx512vnni;
+UkernelFn<F32MinMaxUkernel> f32_minmax_ukernel__avx512vnni;
+
+UkernelFn<Qs8IgemmUkernel> qs8_igemm_ukernel_16x16__amx, qs8_igemm_ukernel_16x32__amx, qs8_igemm_ukernel_16x48__amx,
+    qs8_igemm_ukernel_16x64__amx;
+UkernelFn<Qs8IgemmF32Ukernel> qs8_igemm_f32_ukernel_16x16__amx, qs8_igemm_f32_ukernel_16x32__amx,
+    qs8_igemm_f32_ukernel_16x48__amx, qs8_igemm_f32_ukernel_16x64__amx;
+UkernelFn<Qs8BeginUkernel> qs8_igemm_begin__amx;
+UkernelFn<Qs8EndUkernel> qs8_igemm_end__amx;
+
+UkernelFn<Qs8IgemmUkernel> qs8_igemm_ukernel_4x16__neondot;
+UkernelFn<Qs8IgemmF32Ukernel> qs8_igemm_f32_ukernel_4x16__neondot;
+UkernelFn<Qs8DwconvUkernel> qs8_dwconv_ukernel__neondot;
+UkernelFn<Qs8QuantizeUkernel> qs8_quantize_ukernel__neondot;
+UkernelFn<Qs8BinaryUkernel> qs8_binary_ukernel__neondot;
+UkernelFn<F32MinMaxUkernel> f32_minmax_ukernel__neondot;
+UkernelFn<Qs8PoolUkernel> qs8_pool_ukernel__neondot;
+
+// The kernel sets this build has and this CPU runs, best first (scalar last,
+// when max allows: out holds kMaxKernelSets, isa.h, for all of them).
 int supported_qs8_kernels(const Qs8Kernels** out, int max);
 // TERN_CPU_ISA's choice (avx512 -> avx512vnni, or avx2 on CPUs without
 // VNNI; amx -> amx; neon -> neondot when the CPU has the dot product, else

@@ -1,6 +1,10 @@
 // The cpu backend's microkernels: the innermost loops, one family per
 // operation, one file per ISA (backends/cpu/ukernels/<isa>/), named
-// <dtype>_<op>_ukernel__<isa>_<tile> (e.g. f32_igemm_ukernel__avx512_8x32).
+// <dtype>_<op>_ukernel[_<tile>]__<isa>, the ISA being the folder's (e.g.
+// f32_igemm_ukernel_8x32__avx512 in avx512/; tests/python/test_cpu_ukernel_names.py
+// checks it). The tile is there where callers depend on it: a GEMM's rows x
+// columns per call, a Winograd transform's patch; the depthwise, pooling and
+// elementwise kernels take any size.
 // A scalar version of each family is always built and tested; isa.cpp picks
 // the set the running CPU supports (or TERN_CPU_ISA forces one).
 //
@@ -19,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace tern {
 namespace cpu {
@@ -92,32 +97,45 @@ using WinogradInUkernel = void (*)(const float* const* in, size_t c, float* v, s
 using WinogradOutUkernel = void (*)(const float* m, size_t stride, size_t oc, const float* bias, float* const* out,
                                     const float* const* res, MinMax clamp);
 
-#define TERN_CPU_DECLARE_ISA(isa)                                                                   \
-  void f32_igemm_ukernel__##isa##_main(size_t, size_t, size_t, size_t, const float* const*,       \
-                                       const float*, size_t, float*, size_t, const float*, MinMax); \
-  void f32_igemm_ukernel__##isa##_tail(size_t, size_t, size_t, size_t, const float* const*,       \
-                                       const float*, size_t, float*, size_t, const float*, MinMax); \
-  void f32_igemm_ukernel__##isa##_row(size_t, size_t, size_t, size_t, const float* const*,        \
-                                      const float*, size_t, float*, size_t, const float*, MinMax);  \
-  void f32_dwconv_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, \
-                                 size_t, MinMax);                                                  \
-  void f32_vact_ukernel__##isa(int, float*, size_t);                                                \
-  void f32_pool_ukernel__##isa(size_t, size_t, size_t, const float* const*, const float*, float*, size_t);  \
-  void f32_dwconv_rows_ukernel__##isa(size_t, size_t, size_t, size_t, size_t, size_t, const float* const*,  \
-                                      size_t, size_t, const float*, float*, size_t, MinMax);                \
-  void f32_winograd_in_ukernel__##isa(const float* const*, size_t, float*, size_t);                         \
-  void f32_winograd_out_ukernel__##isa(const float*, size_t, size_t, const float*, float* const*,          \
-                                       const float* const*, MinMax);
+// The kernels, declared through the types above (UkernelFn<IgemmUkernel> is
+// IgemmUkernel's function type) and defined in ukernels/<isa>/. Tiles:
+// igemm scalar 4x16, avx2 and neon 6x16, avx512 8x32 and 8x16 (its one-panel
+// tail), every ISA 1x64 for one output row (a GEMV: a linear layer over a
+// single row); Winograd 4x4 input patches, 2x2 output pixels.
+template <typename Ptr>
+using UkernelFn = std::remove_pointer_t<Ptr>;
 
-// scalar: main 4x16, tail 4x16. avx2: main 6x16, tail 6x16. avx512: main
-// 8x32, tail 8x16. neon: main 6x16, tail 6x16. Every ISA: row 1x64, one
-// output row (a GEMV: a linear layer over a single row).
-TERN_CPU_DECLARE_ISA(scalar)
-TERN_CPU_DECLARE_ISA(avx2)
-TERN_CPU_DECLARE_ISA(avx512)
-TERN_CPU_DECLARE_ISA(neon)
+UkernelFn<IgemmUkernel> f32_igemm_ukernel_4x16__scalar, f32_igemm_ukernel_1x64__scalar;
+UkernelFn<DwconvUkernel> f32_dwconv_ukernel__scalar;
+UkernelFn<DwconvRowsUkernel> f32_dwconv_rows_ukernel__scalar;
+UkernelFn<VactUkernel> f32_vact_ukernel__scalar;
+UkernelFn<PoolUkernel> f32_pool_ukernel__scalar;
+UkernelFn<WinogradInUkernel> f32_winograd_in_ukernel_4x4__scalar;
+UkernelFn<WinogradOutUkernel> f32_winograd_out_ukernel_2x2__scalar;
 
-#undef TERN_CPU_DECLARE_ISA
+UkernelFn<IgemmUkernel> f32_igemm_ukernel_6x16__avx2, f32_igemm_ukernel_1x64__avx2;
+UkernelFn<DwconvUkernel> f32_dwconv_ukernel__avx2;
+UkernelFn<DwconvRowsUkernel> f32_dwconv_rows_ukernel__avx2;
+UkernelFn<VactUkernel> f32_vact_ukernel__avx2;
+UkernelFn<PoolUkernel> f32_pool_ukernel__avx2;
+UkernelFn<WinogradInUkernel> f32_winograd_in_ukernel_4x4__avx2;
+UkernelFn<WinogradOutUkernel> f32_winograd_out_ukernel_2x2__avx2;
+
+UkernelFn<IgemmUkernel> f32_igemm_ukernel_8x32__avx512, f32_igemm_ukernel_8x16__avx512, f32_igemm_ukernel_1x64__avx512;
+UkernelFn<DwconvUkernel> f32_dwconv_ukernel__avx512;
+UkernelFn<DwconvRowsUkernel> f32_dwconv_rows_ukernel__avx512;
+UkernelFn<VactUkernel> f32_vact_ukernel__avx512;
+UkernelFn<PoolUkernel> f32_pool_ukernel__avx512;
+UkernelFn<WinogradInUkernel> f32_winograd_in_ukernel_4x4__avx512;
+UkernelFn<WinogradOutUkernel> f32_winograd_out_ukernel_2x2__avx512;
+
+UkernelFn<IgemmUkernel> f32_igemm_ukernel_6x16__neon, f32_igemm_ukernel_1x64__neon;
+UkernelFn<DwconvUkernel> f32_dwconv_ukernel__neon;
+UkernelFn<DwconvRowsUkernel> f32_dwconv_rows_ukernel__neon;
+UkernelFn<VactUkernel> f32_vact_ukernel__neon;
+UkernelFn<PoolUkernel> f32_pool_ukernel__neon;
+UkernelFn<WinogradInUkernel> f32_winograd_in_ukernel_4x4__neon;
+UkernelFn<WinogradOutUkernel> f32_winograd_out_ukernel_2x2__neon;
 
 }  // namespace cpu
 }  // namespace tern

@@ -1,4 +1,4 @@
-// qs8_igemm_ukernel__amx_16x{16,32,48,64} and their float-output twins
+// qs8_igemm_ukernel_16x{16,32,48,64}__amx and their float-output twins
 // (ukernels/qs8.h), on AMX-INT8 tiles: TDPBSSD multiplies a 16 x 64 tile of
 // signed bytes (16 rows, 64 inputs) by a 16 x 64 one holding 64 inputs of 16
 // columns in the packed layout (a panel's 16 groups of 4 inputs: one tile,
@@ -12,14 +12,15 @@
 // 64 inputs. The accumulators go through memory to the
 // requantization (AVX-512, as the VNNI kernel's). The tile configuration
 // depends on kc only: a thread loads it once for its share of an op
-// (qs8_amx_begin, Qs8Kernels::begin; loading it costs about 130 cycles, more
+// (qs8_igemm_begin__amx, Qs8Kernels::begin; loading it costs about 130 cycles, more
 // than a shallow call's dot products) and releases the tiles at the end
-// (qs8_amx_end): no tile state outlives an op.
+// (qs8_igemm_end__amx): no tile state outlives an op.
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cpu/ukernels/common/avx512.h"
 #include "backends/cpu/ukernels/common/qs8_store_avx512.h"
 #include "backends/cpu/ukernels/qs8.h"
 
@@ -48,8 +49,7 @@ constexpr size_t kMr = 16;
 
 // Rows i < 16 of tap t, inputs [k0, k0 + n) (n <= 64, zeros past kc), into buf [16][64].
 inline void gather(const int8_t* const* x, size_t k0, size_t kc, int8_t* buf) {
-  const size_t n = kc - k0 < 64 ? kc - k0 : 64;
-  const __mmask64 m = n == 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1;
+  const __mmask64 m = tail_mask64(kc - k0);
   for (size_t i = 0; i < kMr; ++i) _mm512_store_si512(buf + 64 * i, _mm512_maskz_loadu_epi8(m, x[i] + k0));
 }
 
@@ -128,7 +128,7 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
 
 }  // namespace
 
-void qs8_amx_begin(size_t kc) {
+void qs8_igemm_begin__amx(size_t kc) {
   const size_t tail = ((kc + 3) & ~size_t(3)) % 64;
   TileConfig cfg;
   for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
@@ -139,22 +139,47 @@ void qs8_amx_begin(size_t kc) {
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
-void qs8_amx_end() { _tile_release(); }
+void qs8_igemm_end__amx() { _tile_release(); }
 
-#define TERN_QS8_AMX(panels, cols)                                                                              \
-  void qs8_igemm_ukernel__amx_16x##cols(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,      \
-                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {     \
-    igemm<panels, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);                                                \
-  }                                                                                                              \
-  void qs8_igemm_f32_ukernel__amx_16x##cols(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,  \
-                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) { \
-    igemm<panels, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);                                                 \
-  }
-TERN_QS8_AMX(1, 16)
-TERN_QS8_AMX(2, 32)
-TERN_QS8_AMX(3, 48)
-TERN_QS8_AMX(4, 64)
-#undef TERN_QS8_AMX
+void qs8_igemm_ukernel_16x16__amx(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                  const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<1, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel_16x16__amx(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                      const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<1, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_ukernel_16x32__amx(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                  const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<2, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel_16x32__amx(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                      const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<2, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_ukernel_16x48__amx(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                  const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<3, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel_16x48__amx(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                      const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<3, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_ukernel_16x64__amx(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                  const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<4, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel_16x64__amx(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                      const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<4, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
 
 }  // namespace cpu
 }  // namespace tern

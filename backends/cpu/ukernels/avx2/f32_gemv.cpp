@@ -1,22 +1,19 @@
-// f32_igemm_ukernel__avx2_row: one output row (a GEMV), up to 4 panels of 2
+// f32_igemm_ukernel_1x64__avx2: one output row (a GEMV), up to 4 panels of 2
 // ymm each: per k step 1 broadcast, up to 8 weight loads and 8 FMAs, 8
 // independent chains; the weights stream once, which bounds the speed.
 #include <immintrin.h>
 
+#include "backends/cpu/ukernels/common/avx2.h"
+#include "backends/cpu/ukernels/common/f32_gemv.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 namespace tern {
 namespace cpu {
 namespace {
 
-inline __m256i lane_mask(size_t n) {
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes);
-}
-
 template <size_t kPanels>
-void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c,
-          const float* res, MinMax mm) {
+void row_panels(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c,
+                const float* res, MinMax mm) {
   __m256 acc[kPanels][2];
   for (size_t p = 0; p < kPanels; ++p) acc[p][0] = _mm256_loadu_ps(w + p * pf), acc[p][1] = _mm256_loadu_ps(w + p * pf + 8);
   const float* wk = w + kPanel;
@@ -35,29 +32,17 @@ void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w
     for (size_t h = 0; h < 2; ++h) {
       const size_t first = p * kPanel + h * 8, n = nc > first ? nc - first : 0;
       __m256 v = acc[p][h];
-      if (res != nullptr && n > 0) {
-        v = _mm256_add_ps(v, n >= 8 ? _mm256_loadu_ps(res + first) : _mm256_maskload_ps(res + first, lane_mask(n)));
-      }
-      v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-      if (n >= 8) {
-        _mm256_storeu_ps(c + first, v);
-      } else if (n > 0) {
-        _mm256_maskstore_ps(c + first, lane_mask(n), v);
-      }
+      if (res != nullptr && n > 0) v = _mm256_add_ps(v, load_lanes(res + first, n));
+      store_lanes(c + first, _mm256_min_ps(_mm256_max_ps(v, lo), hi), n);
     }
   }
 }
 
 }  // namespace
 
-void f32_igemm_ukernel__avx2_row(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
-                                 size_t panel_floats, float* c, size_t, const float* res, MinMax clamp) {
-  switch ((nc + kPanel - 1) / kPanel) {
-    case 1: gemv<1>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
-    case 2: gemv<2>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
-    case 3: gemv<3>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
-    default: gemv<4>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
-  }
+void f32_igemm_ukernel_1x64__avx2(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
+                                  size_t panel_floats, float* c, size_t, const float* res, MinMax clamp) {
+  gemv::by_panels(nc, [&](auto p) { row_panels<decltype(p)::value>(nc, kc, ks, a, w, panel_floats, c, res, clamp); });
 }
 
 }  // namespace cpu

@@ -1,10 +1,13 @@
 // AVX2 + FMA microkernels (compiled with -mavx2 -mfma; isa.cpp calls them
 // only on CPUs that have both):
-//   f32_igemm_ukernel__avx2_main / _tail  6x16: 6 rows x 2 ymm, 12 accumulators
-//     + 2 weight vectors + 1 broadcast = 15 of the 16 ymm registers
-//   f32_dwconv_ukernel__avx2              8 channels per vector, tails masked
+//   f32_igemm_ukernel_6x16__avx2  6 rows x 2 ymm, 12 accumulators + 2 weight
+//     vectors + 1 broadcast = 15 of the 16 ymm registers; one panel, so
+//     isa.cpp takes it for the last odd panel too
+//   f32_dwconv_ukernel__avx2      8 channels per vector, tails masked
 #include <immintrin.h>
 
+#include "backends/cpu/ukernels/common/avx2.h"
+#include "backends/cpu/ukernels/common/f32_igemm.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 namespace tern {
@@ -13,25 +16,7 @@ namespace {
 
 constexpr size_t kMr = 6;
 
-// Lanes < n set (n <= 8): a mask for maskload / maskstore.
-inline __m256i lane_mask(size_t n) {
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes);
-}
-
 inline __m256 clamp(__m256 v, __m256 lo, __m256 hi) { return _mm256_min_ps(_mm256_max_ps(v, lo), hi); }
-
-// Loads 8 lanes, or the first n of them (the rest 0).
-inline __m256 load(const float* p, size_t n) { return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lane_mask(n)); }
-
-// Stores 8 lanes, or the first n of them.
-inline void store(float* p, __m256 v, size_t n) {
-  if (n >= 8) {
-    _mm256_storeu_ps(p, v);
-  } else if (n > 0) {
-    _mm256_maskstore_ps(p, lane_mask(n), v);
-  }
-}
 
 void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
                 float* c, size_t c_stride, const float* res, MinMax mm) {
@@ -40,27 +25,14 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
     acc[i][0] = _mm256_loadu_ps(w);
     acc[i][1] = _mm256_loadu_ps(w + 8);
   }
-  w += kPanel;
-  auto step = [&](const float* const* ap, size_t k, const float* wk) {
+  igemm_k_loop<kMr>(kc, ks, a, w + kPanel, [&](const float* const* ap, size_t k, const float* wk) {
     const __m256 v0 = _mm256_loadu_ps(wk), v1 = _mm256_loadu_ps(wk + 8);
     for (size_t i = 0; i < kMr; ++i) {
       const __m256 ai = _mm256_broadcast_ss(ap[i] + k);
       acc[i][0] = _mm256_fmadd_ps(ai, v0, acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(ai, v1, acc[i][1]);
     }
-  };
-  for (size_t t = 0; t < ks; ++t) {
-    const float* ap[kMr];
-    for (size_t i = 0; i < kMr; ++i) ap[i] = a[t * kMr + i];
-    size_t k = 0;
-    for (; k + 4 <= kc; k += 4, w += 4 * kPanel) {  // unrolled: pointers advance once per 4 steps
-      step(ap, k, w);
-      step(ap, k + 1, w + kPanel);
-      step(ap, k + 2, w + 2 * kPanel);
-      step(ap, k + 3, w + 3 * kPanel);
-    }
-    for (; k < kc; ++k, w += kPanel) step(ap, k, w);
-  }
+  });
   const __m256 lo = _mm256_set1_ps(mm.min), hi = _mm256_set1_ps(mm.max);
   // Rows i < kMr with a test, not i < mr: acc is then indexed by constants
   // only and stays in registers (a run-time index spills it to the stack).
@@ -68,23 +40,17 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
   for (size_t i = 0; i < kMr; ++i) {
     if (i >= mr) break;
     if (res != nullptr) {
-      acc[i][0] = _mm256_add_ps(acc[i][0], load(res + i * c_stride, nc));
-      if (nc > 8) acc[i][1] = _mm256_add_ps(acc[i][1], load(res + i * c_stride + 8, nc - 8));
+      acc[i][0] = _mm256_add_ps(acc[i][0], load_lanes(res + i * c_stride, nc));
+      if (nc > 8) acc[i][1] = _mm256_add_ps(acc[i][1], load_lanes(res + i * c_stride + 8, nc - 8));
     }
-    store(c + i * c_stride, clamp(acc[i][0], lo, hi), nc);
-    store(c + i * c_stride + 8, clamp(acc[i][1], lo, hi), nc > 8 ? nc - 8 : 0);
+    store_lanes(c + i * c_stride, clamp(acc[i][0], lo, hi), nc);
+    store_lanes(c + i * c_stride + 8, clamp(acc[i][1], lo, hi), nc > 8 ? nc - 8 : 0);
   }
 }
 
 }  // namespace
 
-void f32_igemm_ukernel__avx2_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                  const float* w, size_t, float* c, size_t c_stride, const float* res,
-                                  MinMax clamp) {
-  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
-}
-
-void f32_igemm_ukernel__avx2_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+void f32_igemm_ukernel_6x16__avx2(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                                   const float* w, size_t, float* c, size_t c_stride, const float* res,
                                   MinMax clamp) {
   igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
@@ -105,7 +71,7 @@ void f32_dwconv_ukernel__avx2(size_t channels, size_t pixels, size_t ks, const f
         const __m256 x = n == 8 ? _mm256_loadu_ps(taps[t] + c0) : _mm256_maskload_ps(taps[t] + c0, m);
         acc = _mm256_fmadd_ps(x, _mm256_loadu_ps(wb + kPanel * (1 + t)), acc);
       }
-      store(out + p * out_stride + c0, clamp(acc, lo, hi), n);
+      store_lanes(out + p * out_stride + c0, clamp(acc, lo, hi), n);
     }
   }
 }

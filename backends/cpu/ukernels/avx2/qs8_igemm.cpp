@@ -1,4 +1,4 @@
-// qs8_igemm_ukernel__avx2_3x16 and qs8_dwconv_ukernel__avx2 (ukernels/qs8.h).
+// qs8_igemm_ukernel_3x16__avx2 and qs8_dwconv_ukernel__avx2 (ukernels/qs8.h).
 // AVX2 has no byte dot product that cannot saturate (vpmaddubsw does), so
 // both operands are widened to int16 and vpmaddwd sums pairs of products
 // into int32: per column, one partial sum of inputs (k0, k1) and one of
@@ -123,12 +123,12 @@ void igemm_3x16_any(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* co
 
 }  // namespace
 
-void qs8_igemm_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+void qs8_igemm_ukernel_3x16__avx2(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                   const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
   igemm_3x16_any(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
-void qs8_igemm_f32_ukernel__avx2_3x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+void qs8_igemm_f32_ukernel_3x16__avx2(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                       const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
   igemm_3x16_any(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }

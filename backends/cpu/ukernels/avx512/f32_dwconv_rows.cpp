@@ -3,6 +3,7 @@
 // then 1): 8 independent FMA chains, one weight load per tap for all 8.
 #include <immintrin.h>
 
+#include "backends/cpu/ukernels/common/avx512.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 // GCC 12 reports the "undefined" pass-through operand inside the
@@ -13,8 +14,6 @@
 namespace tern {
 namespace cpu {
 namespace {
-
-inline __mmask16 tail_mask(size_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 
 // kP pixels from p on, one 16-channel block: kP independent accumulator
 // chains (a tap's FMAs for kP pixels share one weight load), so the FMA

@@ -1,9 +1,11 @@
-// f32_igemm_ukernel__avx512_row: one output row (a GEMV), up to 4 panels.
+// f32_igemm_ukernel_1x64__avx512: one output row (a GEMV), up to 4 panels.
 // Per pair of k steps: 2 broadcasts, up to 8 weight loads, 8 FMAs into two
 // accumulator sets (even and odd k), so 8 independent chains cover the FMA
 // latency; the weights stream once, which bounds the speed.
 #include <immintrin.h>
 
+#include "backends/cpu/ukernels/common/avx512.h"
+#include "backends/cpu/ukernels/common/f32_gemv.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 // GCC 12 reports the "undefined" pass-through operand inside the
@@ -14,11 +16,9 @@ namespace tern {
 namespace cpu {
 namespace {
 
-inline __mmask16 tail_mask(size_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
-
 template <size_t kPanels>
-void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c,
-          const float* res, MinMax mm) {
+void row_panels(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t pf, float* c,
+                const float* res, MinMax mm) {
   __m512 even[kPanels], odd[kPanels];
   for (size_t p = 0; p < kPanels; ++p) even[p] = _mm512_loadu_ps(w + p * pf), odd[p] = _mm512_setzero_ps();
   const float* wk = w + kPanel;
@@ -49,14 +49,9 @@ void gemv(size_t nc, size_t kc, size_t ks, const float* const* a, const float* w
 
 }  // namespace
 
-void f32_igemm_ukernel__avx512_row(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
-                                   size_t panel_floats, float* c, size_t, const float* res, MinMax clamp) {
-  switch ((nc + kPanel - 1) / kPanel) {
-    case 1: gemv<1>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
-    case 2: gemv<2>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
-    case 3: gemv<3>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
-    default: gemv<4>(nc, kc, ks, a, w, panel_floats, c, res, clamp); break;
-  }
+void f32_igemm_ukernel_1x64__avx512(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
+                                    size_t panel_floats, float* c, size_t, const float* res, MinMax clamp) {
+  gemv::by_panels(nc, [&](auto p) { row_panels<decltype(p)::value>(nc, kc, ks, a, w, panel_floats, c, res, clamp); });
 }
 
 }  // namespace cpu

@@ -1,12 +1,14 @@
 // AVX-512 microkernels (compiled with -mavx512f -mfma; isa.cpp calls them
 // only on CPUs that have AVX-512F):
-//   f32_igemm_ukernel__avx512_main  8x32: 8 rows x 2 panels, 16 accumulators
-//   f32_igemm_ukernel__avx512_tail  8x16: the last odd panel
+//   f32_igemm_ukernel_8x32__avx512  8 rows x 2 panels, 16 accumulators
+//   f32_igemm_ukernel_8x16__avx512  8 rows x 1 panel: the last odd panel
 //   f32_dwconv_ukernel__avx512      16 channels per vector, tails masked
 // Per k step the 8x32 kernel loads 2 weight vectors and broadcasts 8 A
 // values into 16 FMAs: enough independent chains to fill two FMA pipes.
 #include <immintrin.h>
 
+#include "backends/cpu/ukernels/common/avx512.h"
+#include "backends/cpu/ukernels/common/f32_igemm.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 // GCC 12 reports the "undefined" pass-through operand inside the
@@ -19,47 +21,29 @@ namespace {
 
 constexpr size_t kMr = 8;
 
-inline __mmask16 tail_mask(size_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
-
 template <int kPanels>
 void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
            size_t panel_floats, float* c, size_t c_stride, const float* res, MinMax mm) {
-  const float* w1 = w + panel_floats;
   __m512 acc[kMr][kPanels];
   for (int j = 0; j < kPanels; ++j) {
-    const __m512 bias = _mm512_loadu_ps(j == 0 ? w : w1);
+    const __m512 bias = _mm512_loadu_ps(w + j * panel_floats);
     for (size_t i = 0; i < kMr; ++i) acc[i][j] = bias;
   }
-  w += kPanel;
-  w1 += kPanel;
-  // one k step: 1 or 2 weight vectors, kMr broadcasts, kMr * kPanels FMAs
-  auto step = [&](const float* const* ap, size_t k, const float* wk, const float* wk1) {
+  // one k step: kPanels weight vectors (the second panel_floats after the
+  // first), kMr broadcasts, kMr * kPanels FMAs
+  igemm_k_loop<kMr>(kc, ks, a, w + kPanel, [&](const float* const* ap, size_t k, const float* wk) {
     const __m512 v0 = _mm512_loadu_ps(wk);
     if constexpr (kPanels == 2) {
-      const __m512 v1 = _mm512_loadu_ps(wk1);
+      const __m512 v1 = _mm512_loadu_ps(wk + panel_floats);
       for (size_t i = 0; i < kMr; ++i) {
         const __m512 ai = _mm512_set1_ps(ap[i][k]);
         acc[i][0] = _mm512_fmadd_ps(ai, v0, acc[i][0]);
         acc[i][1] = _mm512_fmadd_ps(ai, v1, acc[i][1]);
       }
     } else {
-      (void)wk1;
       for (size_t i = 0; i < kMr; ++i) acc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(ap[i][k]), v0, acc[i][0]);
     }
-  };
-  for (size_t t = 0; t < ks; ++t) {
-    const float* ap[kMr];
-    for (size_t i = 0; i < kMr; ++i) ap[i] = a[t * kMr + i];
-    size_t k = 0;
-    // unrolled by 4: the row pointers advance once per 4 steps, not each step
-    for (; k + 4 <= kc; k += 4, w += 4 * kPanel, w1 += 4 * kPanel) {
-      step(ap, k, w, w1);
-      step(ap, k + 1, w + kPanel, w1 + kPanel);
-      step(ap, k + 2, w + 2 * kPanel, w1 + 2 * kPanel);
-      step(ap, k + 3, w + 3 * kPanel, w1 + 3 * kPanel);
-    }
-    for (; k < kc; ++k, w += kPanel, w1 += kPanel) step(ap, k, w, w1);
-  }
+  });
   const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
   const __mmask16 m0 = tail_mask(nc);
   const __mmask16 m1 = nc > 16 ? tail_mask(nc - 16) : __mmask16(0);
@@ -81,13 +65,13 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, co
 
 }  // namespace
 
-void f32_igemm_ukernel__avx512_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+void f32_igemm_ukernel_8x32__avx512(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                                     const float* w, size_t panel_floats, float* c, size_t c_stride,
                                     const float* res, MinMax clamp) {
   igemm<2>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, res, clamp);
 }
 
-void f32_igemm_ukernel__avx512_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+void f32_igemm_ukernel_8x16__avx512(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                                     const float* w, size_t panel_floats, float* c, size_t c_stride,
                                     const float* res, MinMax clamp) {
   igemm<1>(mr, nc, kc, ks, a, w, panel_floats, c, c_stride, res, clamp);

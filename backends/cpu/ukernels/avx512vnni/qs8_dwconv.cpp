@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/ukernels/common/avx512.h"
 #include "backends/cpu/ukernels/qs8.h"
 
 // GCC 12 warns inside its own AVX-512 headers (the unmasked forms pass an
@@ -23,7 +24,7 @@ constexpr size_t kMaxHeldTaps = 25;  // up to 5x5 kernels keep their weights in 
 // 16 int8 of a block (cn of them; zeros above) as int32 lanes.
 inline __m512i load16(const int8_t* p, size_t cn) {
   if (cn == 16) return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(__mmask16((1u << cn) - 1), p));
+  return _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(tail_mask(cn), p));
 }
 
 inline void store16(int8_t* dst, __m512i acc, __m512 scale, __m512 offset, __m512 qmin, __m512 qmax, size_t cn) {
@@ -33,7 +34,7 @@ inline void store16(int8_t* dst, __m512i acc, __m512 scale, __m512 offset, __m51
   if (cn == 16) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), b);
   } else {
-    _mm_mask_storeu_epi8(dst, __mmask16((1u << cn) - 1), b);
+    _mm_mask_storeu_epi8(dst, tail_mask(cn), b);
   }
 }
 

@@ -1,4 +1,4 @@
-// qs8_igemm_ukernel__avx512vnni_6x{16,32,48,64} (ukernels/qs8.h): VNNI's vpdpbusd adds
+// qs8_igemm_ukernel_6x{16,32,48,64}__avx512vnni (ukernels/qs8.h): VNNI's vpdpbusd adds
 // four products of an unsigned and a signed byte to each int32 lane. The
 // activations are signed, so each is read as a + 128 (a xor 0x80) and the
 // caller's init carries -128 * the column's weight sum (Qs8Kernels::unsigned_a).
@@ -67,21 +67,45 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, c
 
 }  // namespace
 
-#define TERN_QS8_VNNI(panels, cols)                                                                          \
-  void qs8_igemm_ukernel__avx512vnni_6x##cols(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a, \
-                                              const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) { \
-    igemm<panels, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);                                                  \
-  }                                                                                                                \
-  void qs8_igemm_f32_ukernel__avx512vnni_6x##cols(size_t mr, size_t nc, size_t kc, size_t ks,                     \
-                                                  const int8_t* const* a, const int8_t* w, float* c,              \
-                                                  size_t c_stride, const Qs8Requant& rq) {                        \
-    igemm<panels, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);                                                   \
-  }
-TERN_QS8_VNNI(1, 16)
-TERN_QS8_VNNI(2, 32)
-TERN_QS8_VNNI(3, 48)
-TERN_QS8_VNNI(4, 64)
-#undef TERN_QS8_VNNI
+void qs8_igemm_ukernel_6x16__avx512vnni(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<1, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel_6x16__avx512vnni(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<1, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_ukernel_6x32__avx512vnni(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<2, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel_6x32__avx512vnni(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<2, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_ukernel_6x48__avx512vnni(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<3, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel_6x48__avx512vnni(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<3, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_ukernel_6x64__avx512vnni(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                        const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<4, int8_t>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
+
+void qs8_igemm_f32_ukernel_6x64__avx512vnni(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+                                            const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
+  igemm<4, float>(mr, nc, kc, ks, a, w, c, c_stride, rq);
+}
 
 }  // namespace cpu
 }  // namespace tern

@@ -16,12 +16,16 @@
 
 namespace tern {
 namespace cpu {
+namespace {  // each including file's own copy, built with its flags (common/avx512.h says why)
 namespace dwrows {
 
-template <size_t kKw>
+// One block of 16 channels from c0 over the row's pixels: all 16 (kFull,
+// what the compiler vectorizes best) or the first cn, the last block's.
+template <size_t kKw, bool kFull>
 void block(size_t c0, size_t cn, size_t pixels, size_t kw_rt, size_t ki0, size_t ki1, const float* const* rows,
            size_t step, size_t dil, const float* w, float* out, size_t out_stride, MinMax mm) {
   const size_t kw = kKw ? kKw : kw_rt;
+  const size_t n = kFull ? size_t(kPanel) : cn;
   for (size_t p = 0; p < pixels; ++p) {
     float acc[kPanel];
     for (size_t j = 0; j < size_t(kPanel); ++j) acc[j] = w[j];
@@ -29,30 +33,11 @@ void block(size_t c0, size_t cn, size_t pixels, size_t kw_rt, size_t ki0, size_t
       const float* x = rows[ki] + p * step + c0;
       const float* wt = w + kPanel * (1 + ki * kw);
       for (size_t kj = 0; kj < kw; ++kj, x += dil, wt += kPanel) {
-        for (size_t j = 0; j < size_t(kPanel); ++j) acc[j] += (j < cn ? x[j] : 0.f) * wt[j];
+        for (size_t j = 0; j < size_t(kPanel); ++j) acc[j] += (kFull || j < cn ? x[j] : 0.f) * wt[j];
       }
     }
     float* o = out + p * out_stride + c0;
-    for (size_t j = 0; j < cn; ++j) o[j] = acc[j] < mm.min ? mm.min : (acc[j] > mm.max ? mm.max : acc[j]);
-  }
-}
-
-template <size_t kKw>
-void full_block(size_t c0, size_t pixels, size_t kw_rt, size_t ki0, size_t ki1, const float* const* rows,
-                size_t step, size_t dil, const float* w, float* out, size_t out_stride, MinMax mm) {
-  const size_t kw = kKw ? kKw : kw_rt;
-  for (size_t p = 0; p < pixels; ++p) {
-    float acc[kPanel];
-    for (size_t j = 0; j < size_t(kPanel); ++j) acc[j] = w[j];
-    for (size_t ki = ki0; ki < ki1; ++ki) {
-      const float* x = rows[ki] + p * step + c0;
-      const float* wt = w + kPanel * (1 + ki * kw);
-      for (size_t kj = 0; kj < kw; ++kj, x += dil, wt += kPanel) {
-        for (size_t j = 0; j < size_t(kPanel); ++j) acc[j] += x[j] * wt[j];
-      }
-    }
-    float* o = out + p * out_stride + c0;
-    for (size_t j = 0; j < size_t(kPanel); ++j) o[j] = acc[j] < mm.min ? mm.min : (acc[j] > mm.max ? mm.max : acc[j]);
+    for (size_t j = 0; j < n; ++j) o[j] = acc[j] < mm.min ? mm.min : (acc[j] > mm.max ? mm.max : acc[j]);
   }
 }
 
@@ -65,17 +50,18 @@ inline void run(size_t channels, size_t pixels, size_t kh, size_t kw, size_t ki0
   for (size_t c0 = 0; c0 < channels; c0 += kPanel, w += block_floats) {
     const size_t cn = channels - c0 < size_t(kPanel) ? channels - c0 : size_t(kPanel);
     if (cn < size_t(kPanel)) {
-      block<0>(c0, cn, pixels, kw, ki0, ki1, rows, step, dil, w, out, out_stride, mm);
+      block<0, false>(c0, cn, pixels, kw, ki0, ki1, rows, step, dil, w, out, out_stride, mm);
     } else if (kw == 3) {
-      full_block<3>(c0, pixels, kw, ki0, ki1, rows, step, dil, w, out, out_stride, mm);
+      block<3, true>(c0, cn, pixels, kw, ki0, ki1, rows, step, dil, w, out, out_stride, mm);
     } else if (kw == 5) {
-      full_block<5>(c0, pixels, kw, ki0, ki1, rows, step, dil, w, out, out_stride, mm);
+      block<5, true>(c0, cn, pixels, kw, ki0, ki1, rows, step, dil, w, out, out_stride, mm);
     } else {
-      full_block<0>(c0, pixels, kw, ki0, ki1, rows, step, dil, w, out, out_stride, mm);
+      block<0, true>(c0, cn, pixels, kw, ki0, ki1, rows, step, dil, w, out, out_stride, mm);
     }
   }
 }
 
 }  // namespace dwrows
+}  // namespace
 }  // namespace cpu
 }  // namespace tern

@@ -1,16 +1,19 @@
 // One output row of the igemm (ukernels.h), a GEMV: 1 row x up to kMaxPanels
-// panels, written once in plain C++ and compiled per ISA (scalar, neon).
+// panels, written once in plain C++ and compiled per ISA (scalar, neon; avx2
+// and avx512 take by_panels only).
 // Two accumulator sets over even and odd k give the FMA pipes independent
 // chains; the row's weights are read once, so speed is bounded by how fast
 // they stream from cache.
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "backends/cpu/ukernels/ukernels.h"
 
 namespace tern {
 namespace cpu {
+namespace {  // each including file's own copy, built with its flags (common/avx512.h says why)
 namespace gemv {
 
 constexpr size_t kMaxPanels = 4;
@@ -45,17 +48,25 @@ void panels(size_t nc, size_t kc, size_t ks, const float* const* a, const float*
   }
 }
 
-// The igemm signature with mr = 1 and nc <= kMaxPanels * kPanel.
-inline void row(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t panel_floats,
-                float* c, size_t, const float* res, MinMax mm) {
+// f(std::integral_constant<size_t, p>()) for the p panels of nc columns (1
+// to kMaxPanels): how each ISA's row kernel picks the body unrolled for p.
+template <typename F>
+inline void by_panels(size_t nc, F&& f) {
   switch ((nc + kPanel - 1) / kPanel) {
-    case 1: panels<1>(nc, kc, ks, a, w, panel_floats, c, res, mm); break;
-    case 2: panels<2>(nc, kc, ks, a, w, panel_floats, c, res, mm); break;
-    case 3: panels<3>(nc, kc, ks, a, w, panel_floats, c, res, mm); break;
-    default: panels<4>(nc, kc, ks, a, w, panel_floats, c, res, mm); break;
+    case 1: f(std::integral_constant<size_t, 1>()); break;
+    case 2: f(std::integral_constant<size_t, 2>()); break;
+    case 3: f(std::integral_constant<size_t, 3>()); break;
+    default: f(std::integral_constant<size_t, kMaxPanels>()); break;
   }
 }
 
+// The igemm signature with mr = 1 and nc <= kMaxPanels * kPanel.
+inline void row(size_t, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w, size_t panel_floats,
+                float* c, size_t, const float* res, MinMax mm) {
+  by_panels(nc, [&](auto p) { panels<decltype(p)::value>(nc, kc, ks, a, w, panel_floats, c, res, mm); });
+}
+
 }  // namespace gemv
+}  // namespace
 }  // namespace cpu
 }  // namespace tern

@@ -11,6 +11,7 @@
 
 namespace tern {
 namespace cpu {
+namespace {  // each including file's own copy, built with its flags (common/avx512.h says why)
 namespace pool {
 
 inline void apply(size_t c, size_t pixels, size_t taps, const float* const* in, const float* scale, float* out,
@@ -36,5 +37,6 @@ inline void apply(size_t c, size_t pixels, size_t taps, const float* const* in, 
 }
 
 }  // namespace pool
+}  // namespace
 }  // namespace cpu
 }  // namespace tern

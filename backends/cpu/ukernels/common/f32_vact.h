@@ -13,6 +13,7 @@
 
 namespace tern {
 namespace cpu {
+namespace {  // each including file's own copy, built with its flags (common/avx512.h says why)
 namespace vact {
 
 inline float exp_approx(float in) {
@@ -69,5 +70,6 @@ inline void apply(int kind, float* v, size_t n) {
 }
 
 }  // namespace vact
+}  // namespace
 }  // namespace cpu
 }  // namespace tern

@@ -16,6 +16,7 @@
 
 namespace tern {
 namespace cpu {
+namespace {  // each including file's own copy, built with its flags (common/avx512.h says why)
 namespace winograd {
 
 constexpr size_t kBlock = 16;  // channels per step: fixed-size loops over local arrays vectorize
@@ -97,5 +98,6 @@ inline void output(const float* m, size_t stride, size_t oc, const float* bias, 
 }
 
 }  // namespace winograd
+}  // namespace
 }  // namespace cpu
 }  // namespace tern

@@ -10,10 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cpu/ukernels/common/avx512.h"
 #include "backends/cpu/ukernels/qs8.h"
 
 namespace tern {
 namespace cpu {
+namespace {  // each including file's own copy, built with its flags (common/avx512.h says why)
 namespace qs8_avx512 {
 
 template <int kPanels>
@@ -39,8 +41,7 @@ struct RowStore {
       r[p] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, qmin), qmax));  // round half to even
     }
     const __m512i b = _mm512_packs_epi16(_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
-    const __mmask64 mask = nc >= 64 ? ~__mmask64(0) : (__mmask64(1) << nc) - 1;
-    _mm512_mask_storeu_epi8(dst, mask, _mm512_permutexvar_epi32(order, b));
+    _mm512_mask_storeu_epi8(dst, tail_mask64(nc), _mm512_permutexvar_epi32(order, b));
   }
 
   // Float output (a dynamically quantized linear layer): fma only.
@@ -48,11 +49,12 @@ struct RowStore {
     for (int p = 0; p < kPanels && size_t(16 * p) < nc; ++p) {
       const size_t n = nc - 16 * p < 16 ? nc - 16 * p : 16;
       const __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[p]), scale[p], offset[p]);
-      _mm512_mask_storeu_ps(dst + 16 * p, __mmask16((1u << n) - 1), v);
+      _mm512_mask_storeu_ps(dst + 16 * p, tail_mask(n), v);
     }
   }
 };
 
 }  // namespace qs8_avx512
+}  // namespace
 }  // namespace cpu
 }  // namespace tern

@@ -1,9 +1,11 @@
 // NEON microkernels (aarch64, where Advanced SIMD is always there):
-//   f32_igemm_ukernel__neon_main / _tail  6x16: 6 rows x 4 q registers, 24
-//     accumulators + 4 weight vectors of the 32 q registers
-//   f32_dwconv_ukernel__neon              4 channels per vector, scalar tail
+//   f32_igemm_ukernel_6x16__neon  6 rows x 4 q registers, 24 accumulators +
+//     4 weight vectors of the 32 q registers; one panel, so isa.cpp takes it
+//     for the last odd panel too
+//   f32_dwconv_ukernel__neon      4 channels per vector, scalar tail
 #include <arm_neon.h>
 
+#include "backends/cpu/ukernels/common/f32_igemm.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 namespace tern {
@@ -40,8 +42,7 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
     const float32x4_t bias = vld1q_f32(w + 4 * q);
     for (size_t i = 0; i < kMr; ++i) acc[i][q] = bias;
   }
-  w += kPanel;
-  auto step = [&](const float* const* ap, size_t k, const float* wk) {
+  igemm_k_loop<kMr>(kc, ks, a, w + kPanel, [&](const float* const* ap, size_t k, const float* wk) {
     const float32x4_t v0 = vld1q_f32(wk), v1 = vld1q_f32(wk + 4), v2 = vld1q_f32(wk + 8), v3 = vld1q_f32(wk + 12);
     for (size_t i = 0; i < kMr; ++i) {
       const float32x4_t ai = vdupq_n_f32(ap[i][k]);
@@ -50,19 +51,7 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
       acc[i][2] = vfmaq_f32(acc[i][2], ai, v2);
       acc[i][3] = vfmaq_f32(acc[i][3], ai, v3);
     }
-  };
-  for (size_t t = 0; t < ks; ++t) {
-    const float* ap[kMr];
-    for (size_t i = 0; i < kMr; ++i) ap[i] = a[t * kMr + i];
-    size_t k = 0;
-    for (; k + 4 <= kc; k += 4, w += 4 * kPanel) {  // unrolled: pointers advance once per 4 steps
-      step(ap, k, w);
-      step(ap, k + 1, w + kPanel);
-      step(ap, k + 2, w + 2 * kPanel);
-      step(ap, k + 3, w + 3 * kPanel);
-    }
-    for (; k < kc; ++k, w += kPanel) step(ap, k, w);
-  }
+  });
   const float32x4_t lo = vdupq_n_f32(mm.min), hi = vdupq_n_f32(mm.max);
   // Rows i < kMr with a test, not i < mr: acc is then indexed by constants
   // only and stays in registers (a run-time index spills it to the stack).
@@ -81,13 +70,7 @@ void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
 
 }  // namespace
 
-void f32_igemm_ukernel__neon_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                  const float* w, size_t, float* c, size_t c_stride, const float* res,
-                                  MinMax clamp) {
-  igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
-}
-
-void f32_igemm_ukernel__neon_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+void f32_igemm_ukernel_6x16__neon(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                                   const float* w, size_t, float* c, size_t c_stride, const float* res,
                                   MinMax clamp) {
   igemm_6x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);

@@ -1,4 +1,4 @@
-// qs8_igemm_ukernel__neondot_4x16 and its float-output twin (ukernels/qs8.h):
+// qs8_igemm_ukernel_4x16__neondot and its float-output twin (ukernels/qs8.h):
 // Armv8.2 dot product (SDOT): each int32 lane of a register adds the four
 // products of its four int8 weights (one column's 4 consecutive inputs, the
 // packed layout) with the row's 4 inputs, broadcast to every lane. Signed
@@ -66,12 +66,12 @@ void igemm_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const*
 
 }  // namespace
 
-void qs8_igemm_ukernel__neondot_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+void qs8_igemm_ukernel_4x16__neondot(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                      const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
   igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
-void qs8_igemm_f32_ukernel__neondot_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+void qs8_igemm_f32_ukernel_4x16__neondot(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                          const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
   igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }

@@ -1,5 +1,5 @@
-// f32_minmax_ukernel__neon, qs8_quantize_ukernel__neon, qs8_binary_ukernel__neon
-// and qs8_pool_ukernel__neon (ukernels/qs8.h): 16 elements (channels) a step,
+// f32_minmax_ukernel__neondot, qs8_quantize_ukernel__neondot, qs8_binary_ukernel__neondot
+// and qs8_pool_ukernel__neondot (ukernels/qs8.h): 16 elements (channels) a step,
 // as four float32x4; the scalar kernels' float32 operations in their order, so
 // the bytes are theirs (no fused multiply-adds: CMakeLists.txt builds the qs8
 // files with -ffp-contract=off). quantize and binary hand the last n % 16 to the scalar
@@ -76,7 +76,7 @@ void binary(size_t n, const int8_t* a, const int8_t* b, int8_t* y, const Qs8Bina
 
 }  // namespace
 
-void f32_minmax_ukernel__neon(size_t n, const float* x, float* lo, float* hi) {
+void f32_minmax_ukernel__neondot(size_t n, const float* x, float* lo, float* hi) {
   // v < l ? v : l, as the scalar kernel: a NaN in x is skipped, a NaN x[0] stays
   const float32x4_t x0 = vdupq_n_f32(x[0]);
   float32x4_t l[4] = {x0, x0, x0, x0}, h[4] = {x0, x0, x0, x0};
@@ -95,7 +95,7 @@ void f32_minmax_ukernel__neon(size_t n, const float* x, float* lo, float* hi) {
   *lo = a, *hi = b;
 }
 
-void qs8_quantize_ukernel__neon(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p) {
+void qs8_quantize_ukernel__neondot(size_t n, const float* x, int8_t* y, const Qs8QuantizeParams& p) {
   const float32x4_t s = vdupq_n_f32(p.inv_scale), zero = vdupq_n_f32(p.zero_point);
   const float32x4_t lo = vdupq_n_f32(p.qmin - p.zero_point), hi = vdupq_n_f32(p.qmax - p.zero_point);
   size_t i = 0;
@@ -107,7 +107,7 @@ void qs8_quantize_ukernel__neon(size_t n, const float* x, int8_t* y, const Qs8Qu
   qs8_quantize_ukernel__scalar(n - i, x + i, y + i, p);
 }
 
-void qs8_binary_ukernel__neon(size_t n, const int8_t* a, const int8_t* b, int8_t* y, const Qs8BinaryParams& p) {
+void qs8_binary_ukernel__neondot(size_t n, const int8_t* a, const int8_t* b, int8_t* y, const Qs8BinaryParams& p) {
   if (p.mul) {
     binary<true>(n, a, b, y, p);
   } else {
@@ -115,8 +115,8 @@ void qs8_binary_ukernel__neon(size_t n, const int8_t* a, const int8_t* b, int8_t
   }
 }
 
-void qs8_pool_ukernel__neon(size_t channels, size_t pixels, size_t ks, const int8_t* const* in, const float* count,
-                            int8_t* out, size_t out_stride, const Qs8PoolParams& p) {
+void qs8_pool_ukernel__neondot(size_t channels, size_t pixels, size_t ks, const int8_t* const* in, const float* count,
+                               int8_t* out, size_t out_stride, const Qs8PoolParams& p) {
   const float32x4_t xs = vdupq_n_f32(p.x_scale), xz = vdupq_n_f32(p.x_zero), ys = vdupq_n_f32(p.y_inv_scale);
   const float32x4_t zero = vdupq_n_f32(p.y_zero);
   const float32x4_t lo = vdupq_n_f32(p.qmin - p.y_zero), hi = vdupq_n_f32(p.qmax - p.y_zero);

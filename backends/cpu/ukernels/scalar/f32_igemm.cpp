@@ -1,6 +1,7 @@
-// f32_igemm_ukernel__scalar_4x16 and f32_dwconv_ukernel__scalar: the
-// reference versions, plain C++ that any compiler vectorizes a little. Always
-// built; the other ISAs are tested against them.
+// f32_igemm_ukernel_4x16__scalar (isa.cpp takes it for the last odd panel
+// too) and f32_dwconv_ukernel__scalar: the reference versions, plain C++
+// that any compiler vectorizes a little. Always built; the other ISAs are
+// tested against them.
 #include "backends/cpu/ukernels/ukernels.h"
 
 namespace tern {
@@ -35,13 +36,7 @@ void igemm_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* 
 
 }  // namespace
 
-void f32_igemm_ukernel__scalar_main(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
-                                    const float* w, size_t, float* c, size_t c_stride, const float* res,
-                                    MinMax clamp) {
-  igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);
-}
-
-void f32_igemm_ukernel__scalar_tail(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
+void f32_igemm_ukernel_4x16__scalar(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a,
                                     const float* w, size_t, float* c, size_t c_stride, const float* res,
                                     MinMax clamp) {
   igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, res, clamp);

@@ -1,4 +1,4 @@
-// qs8_igemm_ukernel__scalar_4x16 and qs8_dwconv_ukernel__scalar: the
+// qs8_igemm_ukernel_4x16__scalar and qs8_dwconv_ukernel__scalar: the
 // reference int8 microkernels (ukernels/qs8.h), plain C++. Always built; the
 // other ISAs write the same bytes.
 #include "backends/cpu/ukernels/qs8.h"
@@ -38,12 +38,12 @@ void igemm_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const*
 
 }  // namespace
 
-void qs8_igemm_ukernel__scalar_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+void qs8_igemm_ukernel_4x16__scalar(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                     const int8_t* w, int8_t* c, size_t c_stride, const Qs8Requant& rq) {
   igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
 
-void qs8_igemm_f32_ukernel__scalar_4x16(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
+void qs8_igemm_f32_ukernel_4x16__scalar(size_t mr, size_t nc, size_t kc, size_t ks, const int8_t* const* a,
                                         const int8_t* w, float* c, size_t c_stride, const Qs8Requant& rq) {
   igemm_4x16(mr, nc, kc, ks, a, w, c, c_stride, rq);
 }
