@@ -150,6 +150,7 @@ def build_module(model: FastTextModel, order: np.ndarray, rows: str = "pq", eps:
                 pad = 2 * (nlabels - 1)
                 idx = [[row + (nlabels - 1) * right for row, right in p] + [pad] * (depth - len(p)) for p in paths]
                 self.register_buffer("path", torch.tensor(idx, dtype=torch.int64).reshape(-1))
+                self.register_buffer("ones", torch.ones(depth, 1))  # sums each path as a matrix product
                 self.depth = depth
             elif loss not in ("softmax", "ova"):
                 raise ValueError(f"loss {loss!r}: a supervised model's loss is hs, softmax or ova")
@@ -164,7 +165,7 @@ def build_module(model: FastTextModel, order: np.ndarray, rows: str = "pq", eps:
             if self.loss == "ova":
                 return f + self.eps, hidden
             edges = torch.cat([torch.log(1 - f + self.eps), torch.log(f + self.eps), torch.zeros(1)])
-            logp = torch.index_select(edges, 0, self.path).reshape(-1, self.depth).sum(-1)
+            logp = (torch.index_select(edges, 0, self.path).reshape(-1, self.depth) @ self.ones).reshape(-1)
             return torch.exp(logp), hidden
 
     return LangId().eval()
