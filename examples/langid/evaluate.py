@@ -31,9 +31,10 @@ from convert import default_ftz, read_testset  # noqa: E402
 PREFIX = "__label__"
 
 
-def run_tern(langid: str, model: str, lines: list[str], digits: int = 8, time_it: bool = False) -> tuple[list[tuple[str, float]], float | None]:
-    """(label, probability) per line from the C++ program, and its
-    microseconds per line when time_it."""
+def run_tern(langid: str, model: str, lines: list[str], digits: int = 8,
+             time_it: bool = False) -> tuple[list[tuple[str, float]], tuple[float, float] | None]:
+    """(label, probability) per line from the C++ program, and when time_it
+    its microseconds per line (all, tokenization alone)."""
     args = [langid, "--model", model, "--digits", str(digits)] + (["--time"] if time_it else [])
     p = subprocess.run(args, input="".join(s + "\n" for s in lines).encode(), capture_output=True, check=False)
     if p.returncode != 0:
@@ -44,8 +45,8 @@ def run_tern(langid: str, model: str, lines: list[str], digits: int = 8, time_it
         out.append((label, float(prob)))
     us = None
     if time_it:
-        m = re.search(r"([0-9.]+) us per line", p.stderr.decode())
-        us = float(m.group(1)) if m else None
+        m = re.search(r"([0-9.]+) us per line .*tokenization ([0-9.]+) us", p.stderr.decode())
+        us = (float(m.group(1)), float(m.group(2))) if m else None
     return out, us
 
 
@@ -89,10 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         if diff > worst:
             worst, worst_line = diff, line
 
-    tern_us, ft_us = [], []
+    tern_us, tok_us, ft_us = [], [], []
     bench = lines * args.repeat
     for _ in range(args.rounds):  # interleaved, so both see the same machine load
-        tern_us.append(run_tern(args.langid, args.model, bench, time_it=True)[1])
+        total, tokenizing = run_tern(args.langid, args.model, bench, time_it=True)[1]
+        tern_us.append(total)
+        tok_us.append(tokenizing)
         ft_us.append(time_fasttext(ft, bench))
     t_us, f_us = statistics.median(tern_us), statistics.median(ft_us)
     ratio = statistics.median(t / f for t, f in zip(tern_us, ft_us))  # round by round: the same load
@@ -106,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  | top-1 agreement with fastText | {100 * agree / n:.2f}% ({agree}/{n}) | - |")
     print(f"  | max probability difference | {worst:.2e} | - |")
     print(f"  | top-1 = the sentence's language | {100 * correct_tern / n:.1f}% | {100 * correct_ft / n:.1f}% |")
-    print(f"  | us of CPU per message (median of {args.rounds} rounds of {len(bench)}) | {t_us:.2f} | {f_us:.2f} |")
+    print(f"  | us of CPU per message (median of {args.rounds} rounds of {len(bench)}) | {t_us:.2f} "
+          f"(tokenization {statistics.median(tok_us):.2f}) | {f_us:.2f} |")
     print(f"  | model file | {tern_size:,} B (.tern) | {ftz_size:,} B (.ftz) |")
     print(f"  Tern/fastText: {ratio:.2f}x the time per message (median of the rounds' ratios), "
           f"{tern_size / ftz_size:.2f}x the file size; "
