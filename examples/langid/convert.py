@@ -38,7 +38,6 @@ Metadata (what main.cpp needs for fastText's tokenization):
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -232,7 +231,8 @@ def compare(ours: np.ndarray, labels: list[str], theirs: dict[str, float]) -> tu
     return top == best, diff
 
 
-def check(name: str, run, lines: list[str], reference: list[dict[str, float]], labels: list[str]) -> tuple[float, float]:
+def check(name: str, run, lines: list[str], reference: list[dict[str, float]],
+          labels: list[str]) -> tuple[float, float]:
     agree, worst = 0, 0.0
     for line, ref in zip(lines, reference):
         same, diff = compare(run(line), labels, ref)
