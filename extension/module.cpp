@@ -176,6 +176,14 @@ Error Module::load_program(const Options& options) {
   return Error::Ok;
 }
 
+Result<Span<const uint8_t>> Module::metadata(const char* key) const {
+  if (!program_) {
+    TERN_LOG_ERROR("Module::metadata('%s'): no program loaded", key);
+    return Error::NotFound;
+  }
+  return program_->metadata(key);
+}
+
 Module::LoadedMethod* Module::find(const char* name) {
   for (LoadedMethod* m = methods_; m != nullptr; m = m->next) {
     if (strcmp(m->name, name) == 0) return m;

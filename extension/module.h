@@ -73,6 +73,20 @@ class Module {
 
   const Program& program() const { return *program_; }
 
+  // Named byte strings stored in the file beside the model
+  // (tern.export(..., metadata={...}); Program::metadata): a vocabulary, a
+  // tokenizer, settings. Views into the loaded file, valid until the next
+  // load() or the Module's end; no copy, no allocation.
+  //
+  //   tern::Result<tern::Span<const uint8_t>> vocab = module.metadata("langid.vocab");
+  //   if (!vocab.ok()) { fprintf(stderr, "%s\n", tern::last_error_message()); ... }
+  //
+  // NotFound (logged with the key) if the file has no such key or no program
+  // is loaded. Keys in bytewise order: metadata_key(i) for i < num_metadata().
+  Result<Span<const uint8_t>> metadata(const char* key) const;
+  size_t num_metadata() const { return program_ ? program_->num_metadata() : 0; }
+  const char* metadata_key(size_t i) const { return program_->metadata_key(i); }
+
   // The method `name`, loading it on first use (heap allocation happens here,
   // once). nullptr (with a log line) if it does not exist or fails to load
   // (a later call tries again).

@@ -150,6 +150,18 @@ class PyModule {
     return sizes;
   }
 
+  // Program.metadata, in the file's (bytewise) key order: (key, copy of the value).
+  std::vector<std::tuple<nb::bytes, nb::bytes>> metadata() const {
+    std::vector<std::tuple<nb::bytes, nb::bytes>> out;
+    const tern::Program& p = module_.program();
+    for (size_t i = 0; i < p.num_metadata(); ++i) {
+      const char* key = p.metadata_key(i);
+      const tern::Span<const uint8_t> value = p.metadata_value(i);
+      out.emplace_back(nb::bytes(key, strlen(key)), nb::bytes(value.data(), value.size()));
+    }
+    return out;
+  }
+
   // The tensors the method keeps between runs (format 1.2): (name, copy).
   std::vector<std::tuple<std::string, nb::object>> state(const std::string& name) {
     tern::Method& m = method(name);
@@ -252,6 +264,7 @@ NB_MODULE(_runtime, m) {
       .def("backends", &PyModule::backends, nb::arg("method"))
       .def("delegate_descriptions", &PyModule::delegate_descriptions, nb::arg("method"))
       .def("arena_sizes", &PyModule::arena_sizes, nb::arg("method"))
+      .def("metadata", &PyModule::metadata)
       .def("state", &PyModule::state, nb::arg("method"))
       .def("reset_state", &PyModule::reset_state, nb::arg("method"))
       .def("run", &PyModule::run, nb::arg("method"), nb::arg("inputs"));

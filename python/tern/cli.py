@@ -1,6 +1,6 @@
 """The `tern` command: look inside .tern files and at what the runtime supports.
 
-    tern inspect model.tern     # header, inputs, outputs, ops, memory plan
+    tern inspect model.tern     # header, inputs, outputs, ops, memory plan, metadata keys
     tern ops                    # the operators the runtime has kernels for
     tern ops --for a.tern b.tern [--format def]   # the operators (and dtypes) those files use
 
@@ -47,6 +47,11 @@ def inspect_file(path: str) -> str:
             size = info["segments"][d["payload_segment"]]["size"] if d["payload_segment"] < len(info["segments"]) else 0
             lines.append(f"    delegate {k}: backend {d['backend']}, {len(d['inputs'])} inputs, "
                          f"{len(d['outputs'])} outputs, payload {size:,} bytes")
+    if info["metadata"]:
+        total = sum(len(v) for _, v in info["metadata"])
+        lines.append(f"  metadata: {len(info['metadata'])} entries, {total:,} bytes")
+        width = min(40, max(len(k) for k, _ in info["metadata"]))  # a long key takes its own width
+        lines += [f"    {k:<{width}}  {len(v):>12,} bytes" for k, v in info["metadata"]]
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from tern.errors import ExportError
 from tern.program import Program
@@ -37,6 +37,7 @@ def export(
     *,
     supported_ops: Iterable[str] | None = None,
     partitioners: Sequence["Partitioner"] | None = None,
+    metadata: Mapping[str, bytes] | None = None,
 ) -> Program:
     """Exports `module` called on `args` (example inputs) to a Program.
 
@@ -58,9 +59,15 @@ def export(
     take any size within its bounds at run time (format 1.3). Every Dim needs
     a max: memory is planned for the largest shapes. Dynamic parts run on
     kernels (backends take static shapes).
+    `metadata` ({"name": bytes}) is stored in the file beside the model for
+    the application (a vocabulary, settings): tern.load(path).metadata(),
+    Module::metadata(key) in C++. Keys are str of 1 to 256 UTF-8 bytes;
+    ValueError for one the format does not take.
     """
     import tern.ops as _ops
+    from tern.program import check_metadata
 
+    entries = check_metadata(metadata or {})  # before the slow part: a bad key fails at once
     supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
     if partitioners is None:
         from tern.backends.cpu import CpuPartitioner
@@ -70,6 +77,8 @@ def export(
     gm = _delegate_all(gm, partitioners)
     check_supported(gm, supported, _ops.supported_dtypes() if supported_ops is None else None)
     program = build_program(gm)
+    if entries:
+        program = program.with_metadata(dict(metadata or {}))
     check_loads(program, gm)
     return program
 
@@ -486,6 +495,7 @@ def build_program(gm: "torch.fx.GraphModule") -> Program:
     producer = f"tern {__version__} / torch {torch.__version__}"
     return Program(
         data=serialize(method, mem, producer),
+        _serialize=functools.partial(serialize, method, mem, producer),
         input_specs=_specs(method, method.inputs, method.input_names),
         output_specs=_specs(method, method.outputs, method.output_names),
         planned_bytes=mem.planned_bytes,

@@ -2,6 +2,7 @@
 
     info = read_program("model.tern")
     info["header"]["version_major"], info["methods"][0]["instructions"][0]
+    info["metadata"]   # [("langid.vocab", b"..."), ...]
 
 Checks the magic, sizes and the flatbuffer's CRC; raises ValueError on a
 malformed file. Does not import torch.
@@ -41,7 +42,19 @@ def read_program(source: bytes | str | os.PathLike[str]) -> dict[str, Any]:
     ]
     root = Program.Program.GetRootAs(fb, 0)
     methods = [_method(root.Methods(i)) for i in range(root.MethodsLength())]
-    return {"header": header, "segments": segments, "producer": _str(root.Producer()), "methods": methods}
+    return {"header": header, "segments": segments, "producer": _str(root.Producer()), "methods": methods,
+            "metadata": _metadata(root)}
+
+
+def _metadata(root: Program.Program) -> list[tuple[str, bytes]]:
+    """Program.metadata as (key, value) pairs in the file's order; keys that
+    are not UTF-8 keep their bytes as backslash escapes."""
+    out = []
+    for i in range(root.MetadataLength()):
+        e = root.Metadata(i)
+        key = (e.Key() or b"").decode("utf-8", "backslashreplace")
+        out.append((key, e.ValueAsNumpy().tobytes() if e.ValueLength() else b""))
+    return out
 
 
 def read_header(data: bytes) -> dict[str, Any]:

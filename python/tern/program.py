@@ -1,17 +1,21 @@
 """Program: the result of tern.export, an exported .tern file in memory.
 
-    program = tern.export(model, (x,))
+    program = tern.export(model, (x,), metadata={"vocab": vocab_bytes})
+    program = program.with_metadata({"settings": b"..."})   # a new Program: Programs are immutable
     program.save("model.tern")
     print(program.summary())
 
 Holds the file's bytes and what the exporter knows about them (I/O specs,
-memory plan sizes, op counts). Does not import torch.
+memory plan sizes, op counts, metadata). Does not import torch.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
 
 from tern.memory_plan import MemoryPlan
 
@@ -53,6 +57,23 @@ class Program:
     producer: str
     memory_plan: MemoryPlan = field(repr=False)  # lifetimes and offsets, for check_plan
     state_specs: tuple[TensorSpec, ...] = ()  # buffers the method keeps between calls (name: the buffer's)
+    # Named byte strings stored in the file beside the model (read back with
+    # tern.load(path).metadata(), Module::metadata(key) in C++).
+    metadata: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
+    # Writes the file again with other metadata (set by tern.export).
+    _serialize: Callable[[Sequence[tuple[bytes, bytes]]], bytes] | None = field(default=None, repr=False,
+                                                                                 compare=False)
+
+    def with_metadata(self, entries: Mapping[str, bytes | bytearray | memoryview]) -> "Program":
+        """A copy of this program whose file also holds `entries` (a key it
+        had takes the new value). Raises ValueError for a key or value the
+        format does not take (see check_metadata)."""
+        if self._serialize is None:
+            raise ValueError("with_metadata: this Program was not made by tern.export (no way to write it again)")
+        merged = {**self.metadata, **entries}
+        data = self._serialize(check_metadata(merged))
+        return dataclasses.replace(self, data=data, metadata=MappingProxyType(
+            {k: bytes(v) for k, v in merged.items()}))
 
     def to_bytes(self) -> bytes:
         """The .tern file."""
@@ -72,12 +93,46 @@ class Program:
         lines.append(f"  {self.num_instructions} instructions, {self.num_values} values; ops:")
         lines += [f"    {n:5d}  {op}" for op, n in sorted(self.op_counts, key=lambda p: (-p[1], p[0]))]
         lines.append(f"  constants: {self.constant_bytes:,} bytes")
+        lines += [f"  metadata {k!r}: {len(v):,} bytes" for k, v in sorted(self.metadata.items())]
         ratio = self.planned_bytes / self.lower_bound_bytes if self.lower_bound_bytes else 1.0
         lines.append(
             f"  planned memory: {self.planned_bytes:,} bytes "
             f"(lower bound {self.lower_bound_bytes:,}, {ratio:.2f}x)"
         )
         return "\n".join(lines)
+
+
+# The format's limits on Program.metadata (runtime/format/verify.h).
+MAX_METADATA_ENTRIES = 1024
+MAX_METADATA_KEY = 256
+# The flatbuffer that holds the metadata addresses less than 2 GiB; the rest
+# of the program needs a little of it.
+MAX_METADATA_BYTES = (1 << 31) - (1 << 26)
+
+
+def check_metadata(entries: Mapping[str, Any]) -> list[tuple[bytes, bytes]]:
+    """`entries` as the file stores them: (UTF-8 key, value) pairs sorted by
+    key bytes. Raises ValueError naming the entry the format does not take: a
+    key that is not a str of 1 to 256 UTF-8 bytes without NUL, a value that
+    is not bytes-like, more than 1024 entries or 2 GiB in all."""
+    if len(entries) > MAX_METADATA_ENTRIES:
+        raise ValueError(f"metadata: {len(entries)} entries, at most {MAX_METADATA_ENTRIES}")
+    out: list[tuple[bytes, bytes]] = []
+    for key, value in entries.items():
+        if not isinstance(key, str):
+            raise ValueError(f"metadata key {key!r} must be a str, not {type(key).__name__}")
+        k = key.encode("utf-8")
+        if not 1 <= len(k) <= MAX_METADATA_KEY or b"\0" in k:
+            raise ValueError(f"metadata key {key[:40]!r}: {len(k)} bytes; keys take 1 to {MAX_METADATA_KEY} "
+                             f"UTF-8 bytes without NUL")
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            hint = " (encode text first: s.encode())" if isinstance(value, str) else ""
+            raise ValueError(f"metadata {key!r}: the value must be bytes, not {type(value).__name__}{hint}")
+        out.append((k, bytes(value)))
+    total = sum(len(v) for _, v in out)
+    if total > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata: {total:,} bytes in all, more than the {MAX_METADATA_BYTES:,} a file holds")
+    return sorted(out)
 
 
 def count_ops(names: list[str]) -> tuple[tuple[str, int], ...]:

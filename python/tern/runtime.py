@@ -5,6 +5,7 @@
     outs = m(x)                        # same as m.run("forward", x)
     m1 = tern.load("model.tern", threads=1)
     m.backends(), m.kernel_sets()      # ["cpu"], [{"float": "avx2", "int8": "avx2"}]
+    m.metadata()                       # {"langid.vocab": b"...", ...}: tern.export(..., metadata=...)
 
 A model whose forward mutates its buffers (a recurrent hidden state, a step
 counter, a KV cache) keeps them in the loaded method between calls, as the
@@ -112,6 +113,12 @@ class Module:
         else:
             self._module = _runtime.Module(self.path, mmap, threads or 0, max_loop_instructions)
         self._specs: dict[str, tuple[list[TensorSpec], list[TensorSpec]]] = {}
+
+    def metadata(self) -> dict[str, bytes]:
+        """The named byte strings stored in the file beside the model
+        (tern.export(..., metadata={...})), by key ({} if none). Keys that are
+        not UTF-8 keep their bytes as backslash escapes."""
+        return {k.decode("utf-8", "backslashreplace"): v for k, v in self._module.metadata()}
 
     def threads(self, method: str = "forward") -> int:
         """The threads `method`'s kernels split their work over."""

@@ -23,8 +23,8 @@ import flatbuffers
 from tern.emit import DelegateIR, Instr, MethodIR, StateIR, Value
 from tern.fb import (
     BackendCall, Bool, BoolList, DebugInfo, Delegate, Double, DoubleList, EValue, Instruction, Int, IntList,
-    JumpFalse, KernelCall, Method, Move, Operator, OptionalTensorList, Program, SizeExpr, StateTensor, String,
-    Symbol, Tensor, TensorList,
+    JumpFalse, KernelCall, Metadata, Method, Move, Operator, OptionalTensorList, Program, SizeExpr, StateTensor,
+    String, Symbol, Tensor, TensorList,
 )
 from tern.fb.InstructionKind import InstructionKind
 from tern.fb.TensorStorage import TensorStorage
@@ -66,20 +66,43 @@ def constant_layout(constants: Sequence[bytes]) -> tuple[list[int], bytes]:
     return offsets, bytes(out)
 
 
-def serialize(method: MethodIR, plan: MemoryPlan, producer: str) -> bytes:
-    """The whole .tern file for a one-method program."""
+def serialize(method: MethodIR, plan: MemoryPlan, producer: str,
+              metadata: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
+    """The whole .tern file for a one-method program. `metadata`: (key, value)
+    pairs sorted by key, each key once (tern.program.check_metadata)."""
     offsets, segment = constant_layout(method.constants)
     segments = ([segment] if segment else []) + [d.payload for d in method.delegates]
     first_payload = 1 if segment else 0
-    b = Builder(1024)
+    b = Builder(1024 + sum(len(v) + 64 for _, v in metadata))
     m = _method(b, method, plan, offsets, first_payload)
     methods = offsets_vector(b, [m])
     prod = b.CreateString(producer)
+    entries = offsets_vector(b, [_metadata(b, k, v) for k, v in metadata]) if metadata else None
     Program.Start(b)
     Program.AddMethods(b, methods)
     Program.AddProducer(b, prod)
+    if entries is not None:  # none: the bytes of a file without metadata stay as they were
+        Program.AddMetadata(b, entries)
     b.Finish(Program.End(b))
     return assemble(bytes(b.Output()), segments, minor_version(method))
+
+
+# Metadata values start on this boundary of the file (the flatbuffer starts
+# 64-aligned), so an application may read a table of integers in place.
+METADATA_ALIGNMENT = 16
+
+
+def _metadata(b: Builder, key: bytes, value: bytes) -> int:
+    k = b.CreateString(key)
+    # CreateByteVector with an alignment: one copy of the bytes, not a prepend per byte.
+    b.StartVector(1, len(value), METADATA_ALIGNMENT)
+    b.head = b.Head() - len(value)
+    b.Bytes[b.Head():b.Head() + len(value)] = value
+    v = b.EndVector()
+    Metadata.Start(b)
+    Metadata.AddKey(b, k)
+    Metadata.AddValue(b, v)
+    return Metadata.End(b)
 
 
 def assemble(flatbuffer: bytes, segments: Sequence[bytes], minor: int = VERSION_MINOR) -> bytes:

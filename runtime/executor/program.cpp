@@ -105,6 +105,7 @@ Result<Program> Program::load(DataLoader& loader) {
   for (const fb::Method* m : *root->methods()) {
     TERN_CHECK_OK(verify_method(*m, seg_table, h.segment_count));
   }
+  TERN_CHECK_OK(verify_metadata(*root));
   return Program(data, h, root);
 }
 
@@ -136,5 +137,30 @@ const uint8_t* Program::segment_data(size_t i) const { return data_ + read_segme
 uint64_t Program::segment_size(size_t i) const { return read_segment(data_, header_, i).size; }
 
 const char* Program::producer() const { return root_->producer() ? root_->producer()->c_str() : ""; }
+
+size_t Program::num_metadata() const { return root_->metadata() ? root_->metadata()->size() : 0; }
+
+const char* Program::metadata_key(size_t i) const {
+  return root_->metadata()->Get(static_cast<uint32_t>(i))->key()->c_str();
+}
+
+Span<const uint8_t> Program::metadata_value(size_t i) const {
+  const flatbuffers::Vector<uint8_t>* v = root_->metadata()->Get(static_cast<uint32_t>(i))->value();
+  return Span<const uint8_t>(v->data(), v->size());
+}
+
+Result<Span<const uint8_t>> Program::metadata(const char* key) const {
+  const size_t len = strlen(key);
+  size_t lo = 0, hi = num_metadata();  // keys sorted, unique (verify_metadata)
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    const flatbuffers::String* k = root_->metadata()->Get(static_cast<uint32_t>(mid))->key();
+    const int c = compare_metadata_keys(k->data(), k->size(), key, len);
+    if (c == 0) return metadata_value(mid);
+    if (c < 0) lo = mid + 1; else hi = mid;
+  }
+  TERN_LOG_ERROR("the program has no metadata '%s' (%zu keys)", key, num_metadata());
+  return Error::NotFound;
+}
 
 }  // namespace tern

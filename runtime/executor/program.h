@@ -18,6 +18,7 @@
 
 #include "runtime/core/data_loader.h"
 #include "runtime/core/result.h"
+#include "runtime/core/span.h"
 #include "runtime/executor/method_meta.h"
 #include "runtime/format/header.h"
 
@@ -49,6 +50,26 @@ class Program {
   size_t num_segments() const { return static_cast<size_t>(header_.segment_count); }
   // "tern 0.1.0 / torch 2.14.1", or "".
   const char* producer() const;
+
+  // Metadata: named byte strings stored beside the model (a vocabulary, a
+  // tokenizer, settings: tern.export(..., metadata={...})). The runtime never
+  // interprets them; load() checked the keys (1 to 256 bytes, no NUL, sorted,
+  // unique) and that every value lies inside the file.
+  //
+  //   Result<Span<const uint8_t>> vocab = program.metadata("langid.vocab");
+  //   if (!vocab.ok()) { ... last_error_message() names the key ... }
+  //
+  // Values are views into the loaded file, valid while the Program is: no
+  // copy, no allocation. Their alignment is not guaranteed (the exporter
+  // writes them 16-byte aligned): copy before reading wider types in place.
+  size_t num_metadata() const;
+  // Key i (i < num_metadata()), in bytewise order; NUL-terminated.
+  const char* metadata_key(size_t i) const;
+  // The bytes of entry i (i < num_metadata()).
+  Span<const uint8_t> metadata_value(size_t i) const;
+  // The bytes stored under `key` (binary search over the sorted keys), or
+  // NotFound, logged with the key.
+  Result<Span<const uint8_t>> metadata(const char* key) const;
 
  private:
   Program(const uint8_t* data, const Header& header, const fb::Program* root)

@@ -2,6 +2,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 #include "runtime/core/log.h"
 #include "runtime/core/overflow.h"
@@ -373,6 +374,41 @@ Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint6
       method.debug()->size() != method.instructions()->size()) {
     return invalid_program("method '%s': %u debug entries for %u instructions", m, method.debug()->size(),
                 method.instructions()->size());
+  }
+  return Error::Ok;
+}
+
+int compare_metadata_keys(const char* a, size_t na, const char* b, size_t nb) {
+  const int c = memcmp(a, b, na < nb ? na : nb);
+  if (c != 0) return c;
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+Error verify_metadata(const fb::Program& program) {
+  const auto* entries = program.metadata();
+  const uint32_t n = entries ? entries->size() : 0;
+  if (n > kMaxMetadataEntries) {
+    return invalid_program("metadata: %u entries, at most %u", n, kMaxMetadataEntries);
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::Metadata* e = entries->Get(i);
+    const flatbuffers::String* key = e->key();
+    if (key == nullptr || key->size() == 0 || key->size() > kMaxMetadataKey) {
+      return invalid_program("metadata entry %u: key missing, empty or longer than %u bytes (%u)", i,
+                             kMaxMetadataKey, key ? key->size() : 0);
+    }
+    if (memchr(key->data(), '\0', key->size()) != nullptr) {
+      return invalid_program("metadata entry %u: key contains a NUL byte", i);
+    }
+    if (e->value() == nullptr) return invalid_program("metadata entry %u ('%s'): no value", i, key->c_str());
+    if (i == 0) continue;
+    const flatbuffers::String* prev = entries->Get(i - 1)->key();
+    const int c = compare_metadata_keys(prev->data(), prev->size(), key->data(), key->size());
+    if (c == 0) return invalid_program("metadata entry %u: key '%s' appears twice (entries %u and %u)", i, key->c_str(), i - 1, i);
+    if (c > 0) {
+      return invalid_program("metadata entry %u: key '%s' is not after '%s' (keys must be sorted bytewise)", i,
+                             key->c_str(), entries->Get(i - 1)->key()->c_str());
+    }
   }
   return Error::Ok;
 }

@@ -4,6 +4,7 @@
 // executor can use them without checking again.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/core/error.h"
@@ -12,6 +13,7 @@
 namespace tern {
 namespace fb {
 struct Method;
+struct Program;
 struct Tensor;
 }  // namespace fb
 
@@ -23,6 +25,18 @@ struct SegmentInfo {
 // Checks one method against the file's segments. Logs the first problem with
 // the method name and value or instruction index.
 Error verify_method(const fb::Method& method, const SegmentInfo* segments, uint64_t num_segments);
+
+// Program.metadata: the most entries, and the longest key, a file may have.
+constexpr uint32_t kMaxMetadataEntries = 1024;
+constexpr uint32_t kMaxMetadataKey = 256;
+
+// Checks Program.metadata: every entry has a key of 1 to kMaxMetadataKey bytes
+// without NUL and a value, the keys are in strictly increasing bytewise order
+// (so each is unique and lookups can bisect), at most kMaxMetadataEntries.
+Error verify_metadata(const fb::Program& program);
+
+// The order of metadata keys: bytewise (memcmp), a key before its extensions.
+int compare_metadata_keys(const char* a, size_t na, const char* b, size_t nb);
 
 // The symbol that size expression `e` is exactly (code "push symbol k"),
 // or -1 (also for an `e` out of range).

@@ -81,6 +81,34 @@ TEST(FrozenFiles, test_each_format_version_has_frozen_files) {
   EXPECT_TRUE(has("/v1_3/")) << "format 1.3";
 }
 
+// Program.metadata as the exporter wrote it when it was new
+// (tests/data/v1_3/make_metadata.py); the files older than it have none.
+TEST(FrozenFiles, test_metadata_reads_back_as_written) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);  // each idempotent
+  ASSERT_EQ(register_cpu_backend(), Error::Ok);
+  test::register_test_backend();
+  for (const std::string& path : frozen_files()) {
+    Module module;
+    ASSERT_EQ(module.load(path.c_str(), Module::Options{Module::LoadMode::File, 1}), Error::Ok) << path;
+    if (path.find("/metadata.tern") == std::string::npos) {
+      EXPECT_EQ(module.num_metadata(), 0u) << path;
+      continue;
+    }
+    ASSERT_EQ(module.num_metadata(), 4u);
+    const std::string keys[] = {"app.table", "app.vocab", "empty", std::string(256, 'k')};
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(module.metadata_key(i), keys[i]);
+    Result<Span<const uint8_t>> vocab = module.metadata("app.vocab");
+    ASSERT_TRUE(vocab.ok());
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(vocab->data()), vocab->size()), "\xc3\xa7" "a\n\xd0\xb4\xd0\xb5\n\xe6\x97\xa5\xe6\x9c\xac\n");
+    Result<Span<const uint8_t>> table = module.metadata("app.table");
+    ASSERT_TRUE(table.ok());
+    ASSERT_EQ(table->size(), 1024u);
+    for (size_t i = 0; i < table->size(); ++i) ASSERT_EQ((*table)[i], i % 256) << i;
+    EXPECT_EQ(module.metadata("empty")->size(), 0u);
+    EXPECT_EQ(module.metadata(keys[3].c_str())->size(), 11u);
+  }
+}
+
 TEST_P(FrozenFile, test_gives_its_recorded_outputs) {
   const std::string stem = GetParam().substr(0, GetParam().size() - 5);
   std::vector<NpyArray> inputs = read_all(stem, "input"), want = read_all(stem, "output");

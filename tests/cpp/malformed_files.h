@@ -511,6 +511,31 @@ inline AlignedBytes state_initial_index_out_of_range() {
 }
 
 // ---------------------------------------------------------------------------
+// Program.metadata: named byte strings beside the model.
+
+inline AlignedBytes metadata_file(std::vector<std::pair<std::string, std::vector<uint8_t>>> metadata) {
+  ProgramBuilder pb;
+  add_program(pb);
+  pb.metadata = std::move(metadata);
+  return pb.build();
+}
+
+inline AlignedBytes metadata_key_duplicate() {
+  return metadata_file({{"langid.vocab", {1, 2}}, {"langid.vocab", {3}}});
+}
+
+inline AlignedBytes metadata_key_too_long() { return metadata_file({{std::string(300, 'k'), {1}}}); }
+
+// The value's length says 2^28 bytes, past the flatbuffer's end (CRC fixed).
+inline AlignedBytes metadata_value_length_past_end() {
+  AlignedBytes f = metadata_file({{"langid.vocab", {1, 2, 3, 4}}});
+  const fb::Program* root = fb::GetProgram(f.data() + fb_offset(f));
+  write_le(f, pos_of(f, root->metadata()->Get(0)->value()), uint64_t(1) << 28, 4);
+  fix_crc(f);
+  return f;
+}
+
+// ---------------------------------------------------------------------------
 // Dynamic shapes (format 1.3): x's dim 0 is the symbol "batch" (1 to 4),
 // through size expression 0 (push symbol 0); `edit` breaks the method.
 template <typename Edit>
@@ -767,6 +792,9 @@ inline const std::vector<Recipe>& recipes() {
       {"delegate_unknown_backend.tern", delegate_unknown_backend},
       {"state_value_index_out_of_range.tern", state_value_index_out_of_range},
       {"state_initial_index_out_of_range.tern", state_initial_index_out_of_range},
+      {"metadata_key_duplicate.tern", metadata_key_duplicate},
+      {"metadata_key_too_long.tern", metadata_key_too_long},
+      {"metadata_value_length_past_end.tern", metadata_value_length_past_end},
       {"symbol_min_above_max.tern", symbol_min_above_max},
       {"size_expr_odd_length.tern", size_expr_odd_length},
       {"size_expr_index_out_of_range.tern", size_expr_index_out_of_range},

@@ -234,5 +234,112 @@ TEST_F(ModuleTest, test_reload_replaces_the_program) {
   EXPECT_EQ((*out)[0].data_as<float>()[0], 42);
 }
 
+// Program.metadata: named byte strings beside the model, read back as views
+// into the loaded file.
+std::string text(Span<const uint8_t> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size()); }
+
+TEST_F(ModuleTest, test_metadata_round_trips_as_views_into_the_file) {
+  ProgramBuilder pb = relu_program();
+  std::vector<uint8_t> big(100000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7);
+  pb.metadata = {{"a", {}}, {"langid.labels", {'e', 'n', '\n', 'f', 'r'}}, {"langid.vocab", big}};
+  const AlignedBytes bytes = pb.build();
+  TempFile f(bytes);
+  for (Module::LoadMode mode : {Module::LoadMode::Mmap, Module::LoadMode::File}) {
+    Module module;
+    ASSERT_EQ(module.load(f.path(), mode), Error::Ok) << last_error_message();
+    ASSERT_EQ(module.num_metadata(), 3u);
+    EXPECT_STREQ(module.metadata_key(0), "a");
+    EXPECT_STREQ(module.metadata_key(1), "langid.labels");
+    EXPECT_STREQ(module.metadata_key(2), "langid.vocab");
+    Result<Span<const uint8_t>> labels = module.metadata("langid.labels");
+    ASSERT_TRUE(labels.ok()) << last_error_message();
+    EXPECT_EQ(text(*labels), "en\nfr");
+    Result<Span<const uint8_t>> vocab = module.metadata("langid.vocab");
+    ASSERT_TRUE(vocab.ok());
+    EXPECT_EQ(std::vector<uint8_t>(vocab->begin(), vocab->end()), big);
+    Result<Span<const uint8_t>> empty = module.metadata("a");
+    ASSERT_TRUE(empty.ok());
+    EXPECT_EQ(empty->size(), 0u);
+    EXPECT_EQ(module.program().metadata_value(2).data(), vocab->data());
+  }
+  // A view into the caller's buffer: no copy.
+  Module module;
+  ASSERT_EQ(module.load_buffer(bytes.data(), bytes.size(), {Module::LoadMode::Mmap, 1}), Error::Ok);
+  Result<Span<const uint8_t>> labels = module.metadata("langid.labels");
+  ASSERT_TRUE(labels.ok());
+  EXPECT_GE(labels->data(), bytes.data());
+  EXPECT_LT(labels->data(), bytes.data() + bytes.size());
+}
+
+TEST_F(ModuleTest, test_missing_metadata_key_is_not_found_and_named) {
+  ProgramBuilder pb = relu_program();
+  pb.metadata = {{"b", {1}}, {"d", {2}}};
+  TempFile f(pb.build());
+  Module module;
+  ASSERT_EQ(module.load(f.path()), Error::Ok) << last_error_message();
+  for (const char* key : {"a", "c", "e", "", "bb", "d.x"}) {
+    clear_last_error();
+    Result<Span<const uint8_t>> v = module.metadata(key);
+    EXPECT_EQ(v.error(), Error::NotFound) << key;
+    EXPECT_NE(std::string(last_error_message()).find("no metadata '" + std::string(key) + "'"), std::string::npos)
+        << last_error_message();
+  }
+  EXPECT_EQ(text(*module.metadata("d")), std::string(1, '\2'));
+}
+
+TEST_F(ModuleTest, test_file_without_metadata_has_none) {
+  TempFile f(relu_program().build());
+  Module module;
+  EXPECT_EQ(module.num_metadata(), 0u) << "nothing loaded yet";
+  EXPECT_EQ(module.metadata("x").error(), Error::NotFound);
+  ASSERT_EQ(module.load(f.path()), Error::Ok);
+  EXPECT_EQ(module.num_metadata(), 0u);
+  EXPECT_EQ(module.metadata("langid.vocab").error(), Error::NotFound);
+}
+
+// Each break of Program.metadata is refused at load with the entry named
+// (the corpus in tests/data/malformed/ keeps two of them as files).
+TEST_F(ModuleTest, test_malformed_metadata_is_refused_naming_the_entry) {
+  struct Case {
+    std::vector<std::pair<std::string, std::vector<uint8_t>>> metadata;
+    const char* message;
+  };
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> too_many;
+  for (int i = 0; i < 1025; ++i) {
+    char key[16];
+    snprintf(key, sizeof(key), "k%05d", i);
+    too_many.push_back({key, {}});
+  }
+  const Case cases[] = {
+      {{{"a", {1}}, {"a", {2}}}, "metadata entry 1: key 'a' appears twice (entries 0 and 1)"},
+      {{{"b", {}}, {"a", {}}}, "metadata entry 1: key 'a' is not after 'b'"},
+      {{{"ab", {}}, {"a", {}}}, "key 'a' is not after 'ab'"},
+      {{{"", {}}}, "metadata entry 0: key missing, empty or longer than 256 bytes (0)"},
+      {{{"a", {}}, {std::string(257, 'k'), {}}}, "metadata entry 1: key missing, empty or longer than 256 bytes (257)"},
+      {{{std::string("a\0b", 3), {}}}, "metadata entry 0: key contains a NUL byte"},
+      {too_many, "metadata: 1025 entries, at most 1024"},
+  };
+  for (const Case& c : cases) {
+    ProgramBuilder pb = relu_program();
+    pb.metadata = c.metadata;
+    TempFile f(pb.build());
+    Module module;
+    clear_last_error();
+    EXPECT_EQ(module.load(f.path()), Error::InvalidProgram) << c.message;
+    EXPECT_NE(std::string(last_error_message()).find(c.message), std::string::npos)
+        << "want: " << c.message << "\ngot:  " << last_error_message();
+  }
+  // At the limits: 1024 entries, a 256-byte key.
+  too_many.pop_back();
+  too_many.back().first = std::string(256, 'z');
+  ProgramBuilder pb = relu_program();
+  pb.metadata = too_many;
+  TempFile f(pb.build());
+  Module module;
+  EXPECT_EQ(module.load(f.path()), Error::Ok) << last_error_message();
+  EXPECT_EQ(module.num_metadata(), 1024u);
+}
+
 }  // namespace
 }  // namespace tern

@@ -457,6 +457,8 @@ class ProgramBuilder {
   uint32_t header_size = kHeaderSizeV1;  // > 64: a grown header, zero-filled
   std::string producer = "tern-tests";
   std::vector<std::vector<uint8_t>> segments;
+  // Program.metadata, written in this order (a test may break the order).
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> metadata;
 
   MethodBuilder& method(const std::string& name) {
     methods_.emplace_back(this, name);
@@ -485,7 +487,9 @@ class ProgramBuilder {
     flatbuffers::FlatBufferBuilder b;
     std::vector<flatbuffers::Offset<fb::Method>> ms;
     for (const MethodBuilder& m : methods_) ms.push_back(m.serialize(b));
-    b.Finish(fb::CreateProgramDirect(b, &ms, producer.c_str()));
+    std::vector<flatbuffers::Offset<fb::Metadata>> md;
+    for (const auto& [key, value] : metadata) md.push_back(fb::CreateMetadata(b, b.CreateString(key), b.CreateVector(value)));
+    b.Finish(fb::CreateProgramDirect(b, &ms, producer.c_str(), metadata.empty() ? nullptr : &md));
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }
 

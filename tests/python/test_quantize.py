@@ -538,3 +538,32 @@ def test_an_int4_embedding_of_one_group_per_row_is_gathered_too(tmp_path: Path) 
     path = tmp_path / "e.tern"
     program.save(path)
     assert_close(tern.load(str(path))(*ids)[0], _eager(qmodel, ids)[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("scheme", ["int8-weight", "int4-weight"])
+def test_an_embedding_bag_of_a_dynamic_number_of_ids_is_gathered_too(scheme: str, tmp_path: Path) -> None:
+    # 1-d ids of a torch.export.Dim length (the langid app's bag of rows): no
+    # view of the ids is needed, and the export used to fail on the symbolic size
+    torch.manual_seed(0)
+
+    class Bag(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(40, 32)
+
+        def forward(self, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return w @ self.emb(ids)
+
+    n = torch.export.Dim("n", min=1, max=64)
+    dynamic = {"ids": {0: n}, "w": {0: n}}
+    args = (torch.randint(0, 40, (7,)), torch.rand(7))
+    qmodel = tern.quantize(Bag().eval(), args, scheme=scheme, dynamic_shapes=dynamic, progress=False)
+    program = tern.export(qmodel, args, dynamic_shapes=dynamic)
+    ops = dict(program.op_counts)
+    assert ops["aten::embedding"] == 2 and "aten::view" not in ops, ops  # rows and scales gathered, 1-d ids as they are
+    path = tmp_path / "bag.tern"
+    program.save(path)
+    m = tern.load(str(path))
+    for size in (1, 7, 64):
+        x = (torch.randint(0, 40, (size,)), torch.rand(size))
+        assert_close(m(*x)[0], _eager(qmodel, x)[0], rtol=1e-5)

@@ -227,11 +227,45 @@ ConvertFn select_convert(ScalarType from, ScalarType to) {
   }
 }
 
+namespace {
+
+// gather_slices for slices of exactly N bytes: each read whole into a local,
+// then written (so a dst that overlaps src, which only a hostile plan makes,
+// stays defined, as with memmove), as a few loads and stores instead of a
+// memmove call per slice. Embeddings of short rows gather little else
+// (the langid model's rows of 8 one-byte codes, its 2-float centroids).
+template <size_t N>
+int64_t gather_fixed(uint8_t* d, const uint8_t* s, int64_t outer, int64_t n, const Tensor& index, bool wrap) {
+  for (int64_t o = 0; o < outer; ++o, s += n * static_cast<int64_t>(N)) {
+    for (int64_t i = 0; i < index.numel; ++i, d += N) {
+      int64_t k = index_at(index, i);  // checked right before use, as below
+      if (wrap && k < 0) k += n;
+      if (k < 0 || k >= n) return i;
+      uint8_t v[N];
+      memcpy(v, s + k * static_cast<int64_t>(N), N);
+      memcpy(d, v, N);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
 int64_t gather_slices(void* dst, const void* src, size_t elem_size, int64_t outer, int64_t n,
                       int64_t inner, const Tensor& index, bool wrap) {
   const size_t slice = static_cast<size_t>(inner) * elem_size;
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
+  switch (slice) {
+    case 1: return gather_fixed<1>(d, s, outer, n, index, wrap);
+    case 2: return gather_fixed<2>(d, s, outer, n, index, wrap);
+    case 4: return gather_fixed<4>(d, s, outer, n, index, wrap);
+    case 8: return gather_fixed<8>(d, s, outer, n, index, wrap);
+    case 16: return gather_fixed<16>(d, s, outer, n, index, wrap);
+    case 32: return gather_fixed<32>(d, s, outer, n, index, wrap);
+    case 64: return gather_fixed<64>(d, s, outer, n, index, wrap);
+    default: break;
+  }
   for (int64_t o = 0; o < outer; ++o, s += n * slice) {
     for (int64_t i = 0; i < index.numel; ++i, d += slice) {
       // Checked right before use, every time: even an index that shares
