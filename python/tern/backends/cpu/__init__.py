@@ -24,7 +24,8 @@ family (each with supports(node) -> None, or why not, and its lowering):
                    linear layers with what they fuse, add, mul, pools,
                    quantize and dequantize (patterns: quantized.py)
 compile.py turns each claimed subgraph into the backend's program (NHWC
-inside, fused by the passes of fusion.py, weights packed, workspace
+inside, fused by the passes of fusion.py, which record their decisions on
+the nodes before the families lower them, weights packed, workspace
 planned); options.py holds what it decides by measurement. What it does not
 claim runs on the portable kernels; report() says which nodes and why.
 The runtime side is backends/cpu/ (tern::register_cpu_backend()).
