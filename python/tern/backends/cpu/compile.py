@@ -43,6 +43,11 @@ from tern.memory_plan import align, lifetimes, plan
 if TYPE_CHECKING:
     import torch.fx
 
+# The cpu.fbs ops the compiler itself emits, for any family: layout changes
+# at the edges of NHWC ops and the copies to the delegate's outputs (each
+# family lists its own: EMITS).
+EMITS = ("Transpose", "Copy")
+
 # op name -> the function that lowers one such node (int8 operators, which
 # quantized_ops.lower takes first, aside)
 LOWER: dict[str, Callable[["Compiler", Any], None]] = {

@@ -15,6 +15,9 @@ from tern.backends.cpu.fusion import WINOGRAD
 from tern.backends.cpu.ir import NHWC, NO_ACTIVATION, Builder, epilogue_of, is_const, rank, shape, val
 from tern.backends.cpu.pack import pack_conv, pack_depthwise
 
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Conv", "WinogradInput", "WinogradOutput", "Interleave")
+
 
 def supports(node: Any) -> str | None:
     x, w, b, stride, padding, dilation, transposed, _, groups = node.args

@@ -13,6 +13,8 @@ from tern.backends.cpu.ir import (NHWC, PLAIN, Builder, epilogue_of, is_const, n
                                   shape, val)
 from tern.errors import ExportError
 
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Binary", "Unary", "LayerNorm", "Softmax")
 BINARY = {"aten::add.Tensor": "Add", "aten::sub.Tensor": "Sub", "aten::mul.Tensor": "Mul"}
 
 

@@ -14,6 +14,9 @@ from tern.backends.cpu.ir import PLAIN, Builder, epilogue_of, is_const, name_of,
 from tern.backends.cpu.pack import pack_linear
 from tern.backends.cpu.layout import expanded_weight
 
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Conv", "MatMul")
+
 
 def supports_linear(node: Any) -> str | None:
     if name_of(node) == "aten::mm":

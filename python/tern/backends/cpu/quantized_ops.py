@@ -16,6 +16,8 @@ from tern.backends.cpu.ir import NHWC, PLAIN, VIEWS, Builder, name_of, pair, sha
 from tern.backends.cpu.quantized import (CHOOSE, DQ, DQC, INT4, Q, claims, dynamic_of, qbinary_of, qconv_of,
                                         qlinear_dynamic_of, qparams, qpool_of, wlinear_of)
 
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("QConv", "QLinear", "WLinear", "DynamicQuantize", "QBinary", "QPool", "Quantize", "Dequantize")
 _LINEAR = ("aten::addmm", "aten::mm")
 _WEIGHTS = (DQC, INT4)
 
