@@ -245,6 +245,18 @@ std::vector<std::tuple<std::string, std::vector<std::string>>> registered_op_dty
   return out;
 }
 
+// (kind, family) of every op kind the cpu backend runs, in the order of
+// cpu.fbs's OpKind union: backends/cpu/ops.def itself, through the same
+// X-macro as the backend's tables. The exporter claims only nodes whose
+// family's ops are all here (python/tern/backends/cpu/__init__.py).
+std::vector<std::tuple<std::string, std::string>> cpu_op_kinds() {
+  return {
+#define CPU_OP(Kind, family) {#Kind, #family},
+#include "backends/cpu/ops.def"
+#undef CPU_OP
+  };
+}
+
 }  // namespace
 
 NB_MODULE(_runtime, m) {
@@ -288,6 +300,8 @@ NB_MODULE(_runtime, m) {
   m.def("registered_ops", &registered_ops, "Names of the operators this runtime has kernels for.");
   m.def("registered_op_dtypes", &registered_op_dtypes,
         "(op, dtype names of its first tensor argument; empty: any) for every registered kernel.");
+  m.def("cpu_op_kinds", &cpu_op_kinds,
+        "(kind, family) of each op kind of the cpu backend (backends/cpu/ops.def), in cpu.fbs's OpKind order.");
   m.def("physical_core_count", &tern::physical_core_count, "The default thread count.");
   m.def("registered_backends", [] {
     std::vector<std::string> names;

@@ -687,17 +687,19 @@ class _KeepPrograms(CpuPartitioner):
     def __init__(self, options: CpuOptions | None = None) -> None:
         super().__init__(options)
         self.programs: list[Any] = []
+        self.subgraphs: list[Any] = []
 
     def preprocess(self, subgraph: Any) -> Any:
         from tern.backends.cpu.compile import compile_subgraph
 
+        self.subgraphs.append(subgraph)
         self.programs.append(compile_subgraph(subgraph, self.options))
         return super().preprocess(subgraph)
 
 
 def test_fusion_passes_record_their_decisions_on_the_ops() -> None:
-    """Winograd (before lowering), residual and activation (while lowering)
-    name what they took in; with Winograd off the same convolutions are
+    """Winograd and the epilogues (both chosen before lowering) name what
+    they took in; with Winograd off the same convolutions are
     direct Convs that record the same epilogue."""
     torch.manual_seed(0)
     x = torch.randn(1, 128, 8, 9)
@@ -714,6 +716,45 @@ def test_fusion_passes_record_their_decisions_on_the_ops() -> None:
     convs = [op for op in direct.ops if op.kind == "Conv"]
     assert [op.decisions for op in convs] == [{"activation": "relu"}, {"residual": "add", "activation": "relu_1"},
                                               {"activation": "sigmoid"}]
+
+
+class _Interleaved(nn.Module):
+    """Two residual blocks whose branches torch.export orders differently."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c, self.d = (nn.Conv2d(8, 8, 1) for _ in range(4))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a0 = self.a(x)
+        h = self.b(x)
+        y = h + torch.relu(a0)  # relu comes after b, but a takes it in, and a's op runs before b's
+        h2 = self.c(x)
+        b0 = self.d(x)
+        return y, h2 + torch.relu(b0)  # relu(b0) is computed after c's op: c takes nothing in
+
+
+def test_the_epilogue_pass_records_on_the_head_what_its_op_takes_in(tmp_path: Path) -> None:
+    """fusion.choose_epilogues decides before lowering, in the compiler's
+    order: a residual only of a value an op before the head's computes."""
+    from tern.backends.cpu.ir import EPILOGUE
+
+    torch.manual_seed(0)
+    cpu = _KeepPrograms()
+    x = torch.randn(1, 8, 5, 6)
+    tern.export(_Interleaved().eval(), (x,), partitioners=[cpu])
+    (program,) = cpu.programs
+    assert [(op.kind, op.nodes, op.decisions) for op in program.ops if op.kind in ("Conv", "Binary")] == [
+        ("Conv", "convolution+relu", {"activation": "relu"}),
+        ("Conv", "convolution_1+add", {"residual": "add"}),
+        ("Conv", "convolution_2", {}),
+        ("Conv", "convolution_3+relu_1", {"activation": "relu_1"}),
+        ("Binary", "add_1", {}),
+    ]
+    (subgraph,) = cpu.subgraphs
+    b = next(n for n in subgraph.graph.nodes if n.name == "convolution_1")
+    assert b.meta[EPILOGUE].residual_value.name == "relu" and b.meta[EPILOGUE].last.name == "add"
+    _check(_Interleaved(), (x,), tmp_path)
 
 
 def test_row_chains_record_head_and_stages() -> None:

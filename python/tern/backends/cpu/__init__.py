@@ -7,7 +7,8 @@
     print(cpu.report())                           # what stayed on the portable kernels, and why
 
 tern.export uses CpuPartitioner() by default. It claims, one module per op
-family (each with supports(node) -> None, or why not, and its lowering):
+family (FAMILIES: each with supports(node) -> None, or why not; its
+lowering; and EMITS, the cpu.fbs ops that lowering emits):
   convolution.py   float32 convolutions: 2-d, general, grouped, depthwise or
                    transposed; Winograd for wide 3x3 ones
   linear.py        linear layers (addmm, mm of a constant weight), batched matmul
@@ -23,8 +24,12 @@ family (each with supports(node) -> None, or why not, and its lowering):
   quantized_ops.py of quantized models (tern.quantize): int8 convolutions and
                    linear layers with what they fuse, add, mul, pools,
                    quantize and dequantize (patterns: quantized.py)
+The op kinds the runtime has come from backends/cpu/ops.def, read once
+through the bindings (tern._runtime.cpu_op_kinds(); runtime_op_kinds): a
+node whose family emits a kind the runtime lacks is refused, saying which.
 compile.py turns each claimed subgraph into the backend's program (NHWC
-inside, fused by the passes of fusion.py, weights packed, workspace
+inside, fused by the passes of fusion.py, which record their decisions on
+the nodes before the families lower them, weights packed, workspace
 planned); options.py holds what it decides by measurement. What it does not
 claim runs on the portable kernels; report() says which nodes and why.
 The runtime side is backends/cpu/ (tern::register_cpu_backend()).
@@ -32,6 +37,11 @@ The runtime side is backends/cpu/ (tern::register_cpu_backend()).
 from __future__ import annotations
 
 import collections
+import functools
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import tern.backends.cpu.attention as attention
@@ -43,28 +53,20 @@ import tern.backends.cpu.pooling as pooling
 import tern.backends.cpu.quantized_ops as quantized_ops
 from tern.backend import Lowered, Partitioner
 from tern.backends.cpu.activations import ACTIVATIONS, AFFINE
+from tern.backends.cpu.compile import EMITS as COMPILER_EMITS
 from tern.backends.cpu.compile import compile_subgraph
 from tern.backends.cpu.ir import name_of, not_float32
 from tern.backends.cpu.options import CpuOptions
 from tern.backends.cpu.payload import serialize
-from tern.ops import op_name
 
 if TYPE_CHECKING:
     import torch.fx
 
-__all__ = ["CpuOptions", "CpuPartitioner", "SUPPORTS"]
+__all__ = ["CpuOptions", "CpuPartitioner", "FAMILIES", "SUPPORTS", "family_of", "runtime_op_kinds"]
 
-
-def _getitem(node: Any) -> str | None:
-    """A getitem of max pool's values or layer norm's output (their other
-    results go unused), or of a split's piece."""
-    src = node.args[0]
-    if name_of(src) in ("aten::max_pool2d_with_indices", "aten::native_layer_norm") and node.args[1] == 0:
-        return None
-    if layout.split_of(src) is not None:
-        return None
-    return f"an item of {op_name(getattr(src, 'target', src))} that is not its first result or a split's piece"
-
+# The op families: each has supports functions (SUPPORTS), a lowering
+# (compile.LOWER) and EMITS.
+FAMILIES: tuple[ModuleType, ...] = (convolution, linear, attention, elementwise, pooling, layout, quantized_ops)
 
 # op name -> the family's supports(node): None if the backend runs it, else why not
 SUPPORTS: dict[str, Callable[[Any], str | None]] = {
@@ -85,10 +87,46 @@ SUPPORTS: dict[str, Callable[[Any], str | None]] = {
     **{name: layout.supports_slice for name in layout.SLICES},
     **{name: layout.supports_split for name in layout.SPLITS},
     "aten::cat": layout.supports_cat,
-    "getitem": _getitem,
+    "getitem": layout.supports_getitem,
 }
 # checks their own dtypes (attention's mask may be bool)
 _ANY_DTYPE = ("aten::scaled_dot_product_attention",)
+
+# backends/cpu/ops.def in a repository checkout (python/tern/backends/cpu/__init__.py -> repo root)
+OPS_DEF = Path(__file__).resolve().parents[4] / "backends" / "cpu" / "ops.def"
+_CPU_OP = re.compile(r"^CPU_OP\((\w+),\s*(\w+)\)", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_op_kinds() -> dict[str, str]:
+    """Op kind -> family file (backends/cpu/ops/<family>.cpp) of every op the
+    runtime's cpu backend has: its ops.def, read once through the bindings
+    (tern._runtime.cpu_op_kinds), or from the checkout's ops.def when the
+    bindings are not built."""
+    try:
+        import tern._runtime as _runtime
+    except ImportError:
+        if OPS_DEF.is_file():
+            return dict(_CPU_OP.findall(OPS_DEF.read_text()))
+        raise RuntimeError(f"tern: the compiled runtime is not importable and {OPS_DEF} does not exist") from None
+    return dict(_runtime.cpu_op_kinds())
+
+
+def family_of(node: "torch.fx.Node") -> ModuleType | None:
+    """The family that would lower node: quantized_ops for a node of an int8
+    operator, else the module of its SUPPORTS entry; None if it has none."""
+    if quantized_ops.supports(node) is not False:
+        return quantized_ops
+    supports = SUPPORTS.get(name_of(node))
+    return sys.modules[supports.__module__] if supports is not None else None
+
+
+def _lacking(family: ModuleType) -> str | None:
+    """Why a family's nodes cannot run: an op its lowering emits (or the
+    compiler's, for any family) that the runtime lacks; else None."""
+    kinds = runtime_op_kinds()
+    missing = [k for k in family.EMITS + COMPILER_EMITS if k not in kinds]
+    return f"the runtime's cpu backend has no {missing[0]} op (backends/cpu/ops.def)" if missing else None
 
 
 class CpuPartitioner(Partitioner):
@@ -103,16 +141,19 @@ class CpuPartitioner(Partitioner):
         """None if the backend runs this call_function node, else why not."""
         int8 = quantized_ops.supports(node)  # int8 convolutions, linear layers, add, mul, pools; (de)quantize
         if int8 is not False:
-            return int8
+            return int8 if int8 is not None else _lacking(quantized_ops)
         name = name_of(node)
-        family = SUPPORTS.get(name)
-        if family is None:
+        supports = SUPPORTS.get(name)
+        if supports is None:
             return "no cpu backend op for it"
+        lacking = _lacking(sys.modules[supports.__module__])
+        if lacking is not None:
+            return lacking
         if name not in _ANY_DTYPE:
             wrong = not_float32(node)
             if wrong is not None:
                 return wrong
-        return family(node)
+        return supports(node)
 
     def supports(self, node: "torch.fx.Node") -> bool:
         why = self.refusal(node)

@@ -19,7 +19,6 @@ _ACTIVATIONS = {
     "aten::silu": ("Silu", -INF, INF),
 }
 ACTIVATIONS = tuple(_ACTIVATIONS) + ("aten::hardtanh", "aten::clamp")
-NO_ACTIVATION = ("None", -INF, INF)
 
 # x op number as y = x * scale + shift: op -> (scale, shift) of the number s
 # and alpha a.

@@ -12,6 +12,9 @@ import numpy as np
 from tern.backends.cpu.ir import PLAIN, Builder, name_of, shape
 from tern.errors import ExportError
 
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Attention",)
+
 
 @dataclass
 class Attention:

@@ -7,10 +7,12 @@ Decided here, ahead of time:
     delegate's inputs and outputs keep the graph's NCHW, converted by
     Transpose ops at the edges (none where the two orders coincide, e.g. a
     [n, c, 1, 1] tensor);
+  - fusion: the passes of fusion.py, in its order: Winograd and the
+    epilogues (what each head op takes in: bias, residual, activation; the
+    int8 operators) chosen before lowering and recorded on the nodes, row
+    chains marked on the ops after;
   - lowering: each node by its op family's `lower` (LOWER below; int8
-    operators first, quantized_ops.py);
-  - fusion: the passes of fusion.py, in its order (Winograd choice before
-    lowering, epilogues while lowering, row chains after);
+    operators first, quantized_ops.py), which reads those decisions;
   - weights: packed for the microkernels (pack.py), bias included;
   - memory: the workspace's buffers get offsets from the exporter's own
     planner (tern.memory_plan), so they share bytes when their lifetimes allow.
@@ -31,7 +33,7 @@ import tern.backends.cpu.linear as linear
 import tern.backends.cpu.pooling as pooling
 import tern.backends.cpu.quantized_ops as quantized_ops
 from tern.backends.cpu.activations import ACTIVATIONS, AFFINE
-from tern.backends.cpu.fusion import choose_winograd, mark_row_chains
+from tern.backends.cpu.fusion import choose_epilogues, choose_winograd, mark_row_chains
 from tern.backends.cpu.ir import (ELEMENT_BYTES, NHWC, PLAIN, TO_NCHW, TO_NHWC, Op, Program, Value, before,
                                   dtype_of, name_of, shape)
 from tern.backends.cpu.options import CpuOptions
@@ -40,6 +42,11 @@ from tern.memory_plan import align, lifetimes, plan
 
 if TYPE_CHECKING:
     import torch.fx
+
+# The cpu.fbs ops the compiler itself emits, for any family: layout changes
+# at the edges of NHWC ops and the copies to the delegate's outputs (each
+# family lists its own: EMITS).
+EMITS = ("Transpose", "Copy")
 
 # op name -> the function that lowers one such node (int8 operators, which
 # quantized_ops.lower takes first, aside)
@@ -90,6 +97,7 @@ class Compiler:
 
     def run(self) -> Program:
         choose_winograd(self.gm, self.options)
+        choose_epilogues(self.gm)
         for node in self.gm.graph.nodes:  # quantized operators cover reshapes before them, run with them
             if node.op == "call_function":
                 self.done.update(n for n in quantized_ops.covered_views(node)
@@ -172,10 +180,6 @@ class Compiler:
         self.p.ops.append(Op(kind, fields, "+".join(n.name for n in nodes), reads, writes, dict(decisions or {})))
 
     # layouts
-
-    def has_value(self, node: Any) -> bool:
-        """Whether node's value is computed already (an op before wrote it)."""
-        return node in self.env
 
     def get(self, node: Any) -> tuple[int, str]:
         """(value, layout) of a node; a constant becomes a Weights value, a

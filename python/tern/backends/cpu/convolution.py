@@ -10,10 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from tern.backends.cpu.fusion import WINOGRAD, fuse_activation, fuse_residual
+from tern.backends.cpu.activations import epilogue
+from tern.backends.cpu.fusion import WINOGRAD
+from tern.backends.cpu.ir import NHWC, NO_ACTIVATION, Builder, epilogue_of, is_const, rank, shape, val
 from tern.backends.cpu.pack import pack_conv, pack_depthwise
-from tern.backends.cpu.activations import NO_ACTIVATION, epilogue
-from tern.backends.cpu.ir import NHWC, Builder, is_const, rank, shape, val
+
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Conv", "WinogradInput", "WinogradOutput", "Interleave")
 
 
 def supports(node: Any) -> str | None:
@@ -48,9 +51,8 @@ def lower(c: Builder, node: Any) -> None:
     ch = shape(x)[1]
     depthwise = groups > 1 and groups == ch == oc
     xv = c.nhwc(x)
-    fused, decisions = [node], {}
-    res, last = fuse_residual(c, node, fused, decisions) if groups == 1 or depthwise else (None, node)
-    last, act = fuse_activation(last, fused, decisions)
+    ep = epilogue_of(node)  # a residual add (ungrouped or depthwise), an activation
+    fused, decisions, res, last, act = ep.nodes, ep.decisions(), ep.residual_value, ep.last, ep.act
     y = c.workspace((n, oh, ow, oc))
     rv = c.nhwc(res) if res is not None else -1
     common = {"x": xv, "residual": rv, "y": y, "kernel": tuple(weight.shape[2:]), "stride": tuple(stride),
@@ -118,8 +120,8 @@ def _lower_transposed(c: Builder, node: Any) -> None:
     n, oc, oh, ow = shape(node)
     ch, _, kh, kw = weight.shape
     xv = c.nhwc(x)
-    fused, decisions = [node], {}
-    last, act = fuse_activation(node, fused, decisions)
+    ep = epilogue_of(node)  # an activation
+    fused, decisions, last, act = ep.nodes, ep.decisions(), ep.last, ep.act
     sh, sw = stride
     phases = []
     for py in range(sh):

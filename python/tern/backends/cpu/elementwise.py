@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tern.backends.cpu.fusion import fuse_activation
 from tern.backends.cpu.activations import activation_of, affine_of, epilogue
-from tern.backends.cpu.ir import NHWC, PLAIN, Builder, is_const, name_of, only_values_used, rank, shape, val
+from tern.backends.cpu.ir import (NHWC, PLAIN, Builder, epilogue_of, is_const, name_of, only_values_used, rank,
+                                  shape, val)
 from tern.errors import ExportError
 
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Binary", "Unary", "LayerNorm", "Softmax")
 BINARY = {"aten::add.Tensor": "Add", "aten::sub.Tensor": "Sub", "aten::mul.Tensor": "Mul"}
 
 
@@ -92,8 +94,8 @@ def lower_binary(c: Builder, node: Any) -> None:
     inner, block = broadcast_of(out, shape(b), nhwc) or (0, 0)
     av = c.nhwc(a) if nhwc else c.plain(a)
     bv = (c.nhwc(b) if len(shape(b)) == 4 else c.plain(b)) if nhwc else c.plain(b)
-    fused, decisions = [node], {}
-    last, act = fuse_activation(node, fused, decisions)
+    ep = epilogue_of(node)  # an activation
+    fused, decisions, last, act = ep.nodes, ep.decisions(), ep.last, ep.act
     y = c.workspace(c.p.values[av].sizes)
     fields = {"a": av, "b": bv, "y": y, "kind": BINARY[name_of(node)], **epilogue(act), "b_inner": inner,
               "b_block": block}
@@ -113,7 +115,8 @@ def lower_unary(c: Builder, node: Any) -> None:
         if act is None:
             raise ExportError(f"cpu backend: node {node.name} is neither an affine op nor an activation")
     else:
-        last, act = fuse_activation(node, fused, decisions)
+        ep = epilogue_of(node)  # an activation
+        fused, decisions, last, act = ep.nodes, ep.decisions(), ep.last, ep.act
     scale, shift = affine or (1.0, 0.0)
     c.op("Unary", {"x": xv, "y": y, **epilogue(act), "scale": scale, "shift": shift}, fused, [xv], [y], decisions)
     c.done.update(fused)

@@ -1,27 +1,35 @@
-"""Fusions: what an op takes in besides its own node, each decision written
-down where the serializer and a reader find it.
+"""Fusions: what an op takes in besides its own node, decided by passes
+that write their decision down; the families' lowering only reads it, and
+each op built from a decision names what it took in (Op.decisions, for
+readers and tests: {"bias" | "residual" | "activation": node name,
+"winograd": True, "row_chain": "head" | "stage"}).
 
-Run by the compiler in a fixed order:
-  1. before lowering, over the claimed graph: choose_winograd (on the node,
-     meta[WINOGRAD]: whether a 3x3 convolution runs as Winograd F(2x2, 3x3));
-  2. while lowering, as each head op is built (the head decides, in this
-     order): a constant bias add (fuse_bias_add, linear layers), a residual add
-     (fuse_residual), then an activation (fuse_activation); the op's `decisions`
-     name the nodes taken in;
-  3. after lowering, over the ops: mark_row_chains (Conv.fuse_next, and
+Run by the compiler (compile.py) in this order:
+  1. before lowering, over the claimed graph, recorded on the node:
+     choose_winograd (meta[WINOGRAD]: whether a 3x3 convolution runs as
+     Winograd F(2x2, 3x3)); choose_epilogues (meta[EPILOGUE], an
+     ir.Epilogue: the bias add, residual add and activation a head op takes
+     in; and meta[INT8], a quantized_ops.Int8Op: the int8 operator a node
+     belongs to, its requantize and clamp included);
+  2. after lowering, over the ops: mark_row_chains (Conv.fuse_next, and
      `decisions["row_chain"]`).
+Concat's writers (layout.lower_cat: a Conv writing straight into its slice
+of a concat, `decisions["writes_into_concat"]`) are still decided while
+lowering the concat.
 """
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from tern.backends.cpu.activations import NO_ACTIVATION, activation_of
-from tern.backends.cpu.ir import VIEWS, Builder, Op, Program, name_of, only_user, shape
-from tern.backends.cpu.layout import simplify_permute
+import tern.backends.cpu.quantized_ops as quantized_ops
+from tern.backends.cpu.activations import activation_of, affine_of
+from tern.backends.cpu.elementwise import BINARY
+from tern.backends.cpu.ir import (EPILOGUE, VIEWS, Epilogue, Op, Program, before, is_const, name_of, only_user,
+                                  shape)
+from tern.backends.cpu.layout import expanded_weight, simplify_permute
 from tern.backends.cpu.options import CpuOptions
+from tern.backends.cpu.quantized_ops import INT8
 
 if TYPE_CHECKING:
     import torch.fx
@@ -47,6 +55,84 @@ def choose_winograd(gm: "torch.fx.GraphModule", options: CpuOptions) -> None:
                                             options)
 
 
+def choose_epilogues(gm: "torch.fx.GraphModule") -> None:
+    """Records on each head node what its op takes in after it
+    (meta[EPILOGUE], an ir.Epilogue), and on each node of an int8 operator
+    the operator (meta[INT8], quantized_ops.match: its requantize and clamp
+    are part of the pattern). A head takes in, in this order, each the only
+    user of what it took in last (of the head, at first):
+      - a bias: an add of a constant of n values over the last dim, past
+        reshapes (linear layers, whose output has n features);
+      - a residual: an add of a value computed before the head's op runs
+        (past reshapes for linear layers; for convolutions, ungrouped or
+        depthwise ones only);
+      - an activation (past reshapes for linear layers).
+    Heads: float convolutions (a transposed or grouped one: the activation
+    only), linear layers (addmm, mm, and bmm of a constant matrix expanded
+    over the batch), add / sub / mul of tensors and x op number (the
+    activation only).
+    Whether a residual is computed before depends on what earlier ops took
+    in, so the nodes are walked as the compiler lowers them: in graph order,
+    skipping nodes an earlier op took in (and the reshapes an int8 operator
+    covers); a value is computed once an op before writes it, a dequantize
+    once an op before reads it (Compiler.get makes its Dequantize then)."""
+    graph = gm.graph
+    taken: set[Any] = set()  # nodes an op took in: never lowered on their own
+    for node in graph.nodes:
+        node.meta.pop(EPILOGUE, None)
+        node.meta.pop(INT8, None)
+        if node.op == "call_function":
+            taken.update(n for n in quantized_ops.covered_views(node) if n.graph is graph and before(n, node))
+    computed: set[Any] = set()  # nodes whose value an op before writes
+    lazy: set[Any] = set()  # dequantize nodes not yet read
+    for node in graph.nodes:
+        if node in taken:
+            continue
+        if node.op == "placeholder":
+            computed.add(node)
+        if node.op != "call_function":
+            continue
+        int8 = quantized_ops.match(node)
+        reads = int8.reads if int8 is not None else node.all_input_nodes  # read before it decides
+        computed.update(n for n in reads if n in lazy)
+        if int8 is not None:
+            node.meta[INT8] = int8
+            taken.update(int8.covers)
+            written = int8.defines
+            if int8.kind == "Dequantize":
+                lazy.add(node)
+        else:
+            ep = _epilogue(node, computed)
+            if ep is not None:
+                node.meta[EPILOGUE] = ep
+                taken.update(ep.nodes)
+            written = ep.last if ep is not None else node
+        if written is not None:
+            computed.add(written)
+
+
+def _epilogue(node: Any, computed: set[Any]) -> Epilogue | None:
+    """What a head node takes in (choose_epilogues), None if node is no head."""
+    name = name_of(node)
+    parts, views = ("activation",), False
+    if name == "aten::convolution":
+        x, transposed, groups = node.args[0], node.args[6], node.args[8]
+        depthwise = groups > 1 and groups == shape(x)[1] == shape(node)[1]
+        if not transposed and (groups == 1 or depthwise):
+            parts = ("residual", "activation")
+    elif name in ("aten::addmm", "aten::mm") or (name == "aten::bmm" and expanded_weight(node.args[1]) is not None):
+        parts, views = ("bias", "residual", "activation"), True
+    elif name not in BINARY and affine_of(node) is None:
+        return None
+    ep = Epilogue([node])
+    if "bias" in parts:
+        _take_bias(ep, shape(node)[-1])
+    if "residual" in parts:
+        _take_residual(ep, computed, views)
+    _take_activation(ep, views)
+    return ep
+
+
 def is_view(node: Any) -> bool:
     """A reshape, or a permute that keeps the elements in order (of size-1 dims)."""
     name = name_of(node)
@@ -66,19 +152,6 @@ def past_views(node: Any, views: bool) -> tuple[Any, list[Any]]:
     return u, passed
 
 
-def fuse_activation(last: Any, fused: list[Any], decisions: dict[str, Any],
-               views: bool = False) -> tuple[Any, tuple[str, float, float]]:
-    """(new last node, activation) if last's only user (past reshapes, with
-    `views`) is an activation; else (last, no activation)."""
-    u, passed = past_views(last, views)
-    act = activation_of(u) if u is not None else None
-    if act is None:
-        return last, NO_ACTIVATION
-    fused.extend(passed + [u])
-    decisions["activation"] = u.name
-    return u, act
-
-
 def _added(node: Any, views: bool) -> tuple[Any, list[Any], Any, Any]:
     """(the add, reshapes passed, node's last reshape or node, the add's
     other operand) if node's only user (past reshapes) is an add.Tensor
@@ -90,35 +163,40 @@ def _added(node: Any, views: bool) -> tuple[Any, list[Any], Any, Any]:
     return u, passed, mine, (u.args[1] if u.args[0] is mine else u.args[0])
 
 
-def fuse_bias_add(c: Builder, node: Any, fused: list[Any], n: int,
-             decisions: dict[str, Any]) -> tuple[Any, np.ndarray | None]:
-    """(new last node, bias [n]) if node's only user, past reshapes, adds a
-    constant of n values over the last dim; else (node, None)."""
-    u, passed, mine, other = _added(node, True)
-    if u is None or getattr(other, "op", None) != "get_attr" or shape(u) != shape(mine):
-        return node, None
+def _take_bias(ep: Epilogue, n: int) -> None:
+    """Takes in the last node's only user, past reshapes, if it adds a
+    constant of n values over the last dim."""
+    u, passed, mine, other = _added(ep.last, True)
+    if u is None or not is_const(other) or shape(u) != shape(mine):
+        return
     size = shape(other)
     if size[-1:] != (n,) or math.prod(size) != n:
-        return node, None
-    fused.extend(passed + [u])
-    decisions["bias"] = u.name
-    return u, c.const(other).reshape(n)
+        return
+    ep.nodes.extend(passed + [u])
+    ep.bias, ep.bias_value = u, other
 
 
-def fuse_residual(c: Builder, node: Any, fused: list[Any], decisions: dict[str, Any],
-             views: bool = False) -> tuple[Any, Any]:
-    """(the node whose value becomes the residual, the new last node) if
-    node's only user (past reshapes, with `views`) adds it to a value
-    already computed; else (None, node)."""
-    u, passed, mine, other = _added(node, views)
+def _take_residual(ep: Epilogue, computed: set[Any], views: bool) -> None:
+    """Takes in the last node's only user (past reshapes, with `views`) if
+    it adds the last node's value to one computed already, of its shape."""
+    u, passed, mine, other = _added(ep.last, views)
     if u is None:
-        return None, node
-    known = c.has_value(other) or getattr(other, "op", None) == "get_attr"
-    if other is mine or not known or shape(other) != shape(mine):
-        return None, node
-    fused.extend(passed + [u])
-    decisions["residual"] = u.name
-    return other, u
+        return
+    if other is mine or not (other in computed or is_const(other)) or shape(other) != shape(mine):
+        return
+    ep.nodes.extend(passed + [u])
+    ep.residual, ep.residual_value = u, other
+
+
+def _take_activation(ep: Epilogue, views: bool) -> None:
+    """Takes in the last node's only user (past reshapes, with `views`) if
+    it is an activation."""
+    u, passed = past_views(ep.last, views)
+    act = activation_of(u) if u is not None else None
+    if act is None:
+        return
+    ep.nodes.extend(passed + [u])
+    ep.activation, ep.act = u, act
 
 
 def mark_row_chains(p: Program, options: CpuOptions) -> None:

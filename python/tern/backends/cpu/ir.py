@@ -11,11 +11,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tern.errors import ExportError
 from tern.ops import op_name
 
 NHWC, PLAIN = "nhwc", "plain"
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 INF = float("inf")
+NO_ACTIVATION = ("None", -INF, INF)  # an op's activation fields (cpu.fbs Activation, min, max) when it has none
 VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape")
 ELEMENT_BYTES = {"Float32": 4, "Int8": 1}
 
@@ -48,6 +50,43 @@ class Op:
     decisions: dict[str, Any] = field(default_factory=dict)
 
 
+EPILOGUE = "tern_cpu_epilogue"  # node.meta key of a head node: its Epilogue
+
+
+@dataclass
+class Epilogue:
+    """What a head op (a float convolution, linear layer, binary op or x op
+    number) takes in after its own node, as fusion.choose_epilogues decided
+    it (node.meta[EPILOGUE]); the family's lowering only reads it."""
+    nodes: list[Any]  # the head, then each node taken in (reshapes passed included), in order
+    bias: Any = None  # the add of a constant over the last dim (linear layers) ...
+    bias_value: Any = None  # ... and that constant (a get_attr)
+    residual: Any = None  # the add of a value computed before the head's op ...
+    residual_value: Any = None  # ... and the node of that value
+    activation: Any = None  # the activation node taken in
+    act: tuple[str, float, float] = NO_ACTIVATION  # its (Activation, min, max)
+
+    @property
+    def last(self) -> Any:
+        """The node whose value the op writes."""
+        return self.nodes[-1]
+
+    def decisions(self) -> dict[str, Any]:
+        """For Op.decisions: {"bias" | "residual" | "activation": the node's name}."""
+        taken = (("bias", self.bias), ("residual", self.residual), ("activation", self.activation))
+        return {key: n.name for key, n in taken if n is not None}
+
+
+def epilogue_of(node: Any) -> Epilogue:
+    """The Epilogue recorded on a head node (fusion.choose_epilogues runs
+    before lowering and records one on every head)."""
+    ep = node.meta.get(EPILOGUE)
+    if ep is None:
+        raise ExportError(f"cpu backend: node {node.name} was lowered without its epilogue decision "
+                          "(fusion.choose_epilogues)")
+    return ep
+
+
 @dataclass
 class Program:
     values: list[Value] = field(default_factory=list)
@@ -77,7 +116,6 @@ class Builder(Protocol):
     def const_bool(self, node: Any) -> np.ndarray: ...
     def op(self, kind: str, fields: dict[str, Any], nodes: list[Any], reads: list[int], writes: list[int],
            decisions: dict[str, Any] | None = None) -> None: ...
-    def has_value(self, node: Any) -> bool: ...
     def get(self, node: Any) -> tuple[int, str]: ...
     def nhwc(self, node: Any) -> int: ...
     def plain(self, node: Any) -> int: ...

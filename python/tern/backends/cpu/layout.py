@@ -9,7 +9,10 @@ import operator
 from typing import Any
 
 from tern.backends.cpu.ir import NHWC, PLAIN, VIEWS, Builder, Op, is_const, name_of, rank, shape, val
+from tern.ops import op_name
 
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Transpose", "Slice", "Concat")
 RESHAPES = VIEWS + ("aten::clone", "aten::alias", "aten::unsqueeze", "aten::squeeze", "aten::squeeze.dim",
                     "aten::squeeze.dims")
 SPLITS = ("aten::split.Tensor", "aten::split_with_sizes")
@@ -138,6 +141,17 @@ def supports_split(node: Any) -> str | None:
 
 def supports_slice(node: Any) -> str | None:
     return None if slice_of(node) is not None else "a slice with a step other than 1, or of a 0-d tensor"
+
+
+def supports_getitem(node: Any) -> str | None:
+    """A getitem of max pool's values or layer norm's output (their other
+    results go unused), or of a split's piece."""
+    src = node.args[0]
+    if name_of(src) in ("aten::max_pool2d_with_indices", "aten::native_layer_norm") and node.args[1] == 0:
+        return None
+    if split_of(src) is not None:
+        return None
+    return f"an item of {op_name(getattr(src, 'target', src))} that is not its first result or a split's piece"
 
 
 def supports_cat(node: Any) -> str | None:

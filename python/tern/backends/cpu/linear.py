@@ -9,11 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from tern.backends.cpu.fusion import fuse_activation, fuse_bias_add, fuse_residual
-from tern.backends.cpu.pack import pack_linear
 from tern.backends.cpu.activations import epilogue
-from tern.backends.cpu.ir import PLAIN, Builder, is_const, name_of, rank, shape
+from tern.backends.cpu.ir import PLAIN, Builder, epilogue_of, is_const, name_of, rank, shape
+from tern.backends.cpu.pack import pack_linear
 from tern.backends.cpu.layout import expanded_weight
+
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Conv", "MatMul")
 
 
 def supports_linear(node: Any) -> str | None:
@@ -49,17 +51,16 @@ def lower_linear(c: Builder, node: Any) -> None:
 
 
 def _gemm(c: Builder, node: Any, x: Any, w_kn: np.ndarray, bias: np.ndarray | None, m: int) -> None:
-    """y [m, n] = x [m, k] . w_kn + bias as a 1x1 Conv, with what follows
-    fused (plain layout, so past reshapes): a constant bias over the last
-    dim, a residual add, an activation."""
+    """y [m, n] = x [m, k] . w_kn + bias as a 1x1 Conv, with what its
+    epilogue takes in (plain layout, so past reshapes): a constant bias
+    over the last dim, a residual add, an activation."""
     k, n = w_kn.shape
     xv = c.alias(c.plain(x), (m, 1, 1, k))
-    fused, decisions = [node], {}
-    last, extra = fuse_bias_add(c, node, fused, n, decisions)
-    if extra is not None:
+    ep = epilogue_of(node)
+    fused, decisions, res, last, act = ep.nodes, ep.decisions(), ep.residual_value, ep.last, ep.act
+    if ep.bias_value is not None:
+        extra = c.const(ep.bias_value).reshape(n)
         bias = extra if bias is None else bias + extra
-    res, last = fuse_residual(c, last, fused, decisions, views=True)
-    last, act = fuse_activation(last, fused, decisions, views=True)
     y = c.workspace((m, 1, 1, n))
     rv = c.alias(c.plain(res), (m, 1, 1, n)) if res is not None else -1
     wv = c.weights(pack_linear(w_kn, bias))

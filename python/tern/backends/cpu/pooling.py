@@ -7,6 +7,8 @@ from typing import Any
 
 from tern.backends.cpu.ir import NHWC, PLAIN, Builder, name_of, only_values_used, pair, rank, shape
 
+# the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
+EMITS = ("Pool",)
 POOLS = ("aten::mean.dim", "aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::max_pool2d_with_indices")
 
 
