@@ -307,6 +307,7 @@ int main(int argc, char** argv) {
   }
   Image img;
   if (!decode(args.image, &img)) return 1;
+  if (img.width <= 0 || img.height <= 0) return fail("empty image", args.image), 1;
 
   if (tern::register_portable_kernels() != tern::Error::Ok || tern::register_cpu_backend() != tern::Error::Ok) {
     fprintf(stderr, "scene: %s\n", tern::last_error_message());
