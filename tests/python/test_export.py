@@ -436,6 +436,27 @@ def test_fold_pad_into_conv_asymmetric_pad_kept() -> None:
     assert_close(gm(x)[0], model(x), rtol=1e-5, atol=1e-6)
 
 
+def test_fold_pad_into_conv_quantized_pad_and_its_pair_folded_and_output_equal() -> None:
+    class ConvPadConv(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.pad, self.conv = nn.Conv2d(3, 4, 1), nn.ZeroPad2d(1), nn.Conv2d(4, 4, 3, groups=4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.conv(self.pad(torch.relu(self.first(x))))
+
+    x = torch.randn(1, 3, 8, 8)
+    qmodel = tern.quantize(ConvPadConv().eval(), (x,), calibration=[(x,)], progress=False)
+    before = to_graph_module(torch.export.export(qmodel, (x,)).run_decompositions())  # no .eval() on it
+    want = before(x)[0]
+    assert _targets(before).count("quantized_decomposed::quantize_per_tensor") == 4
+    gm = eliminate_dead_code(fold_pad_into_conv(before))
+    gm.recompile()
+    assert "aten::constant_pad_nd" not in _targets(gm)
+    assert _targets(gm).count("quantized_decomposed::quantize_per_tensor") == 3  # the pad's pair is gone
+    assert_close(gm(x)[0], want, rtol=0, atol=1e-6)
+
+
 def test_fold_pad_into_conv_pad_with_other_users_kept() -> None:
     class PadUsedTwice(_PadConv):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
