@@ -58,6 +58,11 @@ def preprocess_text() -> str:
             "output=logits\n")
 
 
+def scene_metadata() -> dict[str, bytes]:
+    """The file's metadata: the class names and the preprocessing."""
+    return {"scene.labels": "\n".join(labels()).encode(), "scene.preprocess": preprocess_text().encode()}
+
+
 def resized_size(h: int, w: int) -> tuple[int, int]:
     """The size step 2 resizes an h x w image to."""
     if h <= w:
@@ -146,7 +151,7 @@ def convert(out: str) -> None:
         assert err < 1e-4, f"{name}: torch.export'd graph differs from the package's model by {err}"
         print(f"convert: {name:10s} {names[top5(ref)[0][0]]!r} p={top5(ref)[0][1]:.4f} (export diff {err:.1e})")
 
-    metadata = {"scene.labels": "\n".join(names).encode(), "scene.preprocess": preprocess_text().encode()}
+    metadata = scene_metadata()
     os.makedirs(out, exist_ok=True)
     fp32 = os.path.join(out, "scene.tern")
     tern.export(model, (example,), metadata=metadata).save(fp32)

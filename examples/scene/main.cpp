@@ -62,9 +62,12 @@ bool read_file(const char* path, std::vector<uint8_t>* bytes) {
   return true;
 }
 
+// Everything decode_png changes after setjmp lives here, in memory, so a
+// longjmp back (png_fail) finds it as it was left.
 struct PngReader {
   const std::vector<uint8_t>* bytes;
   size_t pos;
+  std::vector<png_bytep> rows;
 };
 
 void png_read_bytes(png_structp png, png_bytep out, png_size_t n) {
@@ -86,8 +89,7 @@ bool decode_png(const std::vector<uint8_t>& bytes, const char* path, Image* img)
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, png_fail, png_warn);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (info == nullptr) return fail("out of memory", path);
-  PngReader reader{&bytes, 0};
-  std::vector<png_bytep> rows;
+  PngReader reader{&bytes, 0, {}};
   if (setjmp(png_jmpbuf(png))) {
     png_destroy_read_struct(&png, &info, nullptr);
     return fail("not a valid PNG image", path);
@@ -104,8 +106,8 @@ bool decode_png(const std::vector<uint8_t>& bytes, const char* path, Image* img)
   img->height = static_cast<int>(png_get_image_height(png, info));
   if (png_get_rowbytes(png, info) != size_t(img->width) * 3) png_error(png, "unexpected row layout");
   img->rgb.resize(size_t(img->width) * img->height * 3);
-  for (int y = 0; y < img->height; ++y) rows.push_back(img->rgb.data() + size_t(y) * img->width * 3);
-  png_read_image(png, rows.data());
+  for (int y = 0; y < img->height; ++y) reader.rows.push_back(img->rgb.data() + size_t(y) * img->width * 3);
+  png_read_image(png, reader.rows.data());
   png_read_end(png, nullptr);
   png_destroy_read_struct(&png, &info, nullptr);
   return true;

@@ -1,8 +1,9 @@
 """The scene app (issue 25, examples/scene): the C++ program against PyTorch eager.
 
-Needs build/examples/scene (libpng, libjpeg), out/scene.tern (make app-scene,
-or examples/scene/convert.py), and the packages of requirements.txt's scene
-group; each test skips with the reason when one is absent.
+Needs build/examples/scene (libpng, libjpeg) and the packages of
+requirements.txt's scene group; skips with the reason when one is absent.
+Uses out/scene.tern when make app-scene wrote it, else exports the fp32
+model once for the module (about 20 s).
 """
 
 from __future__ import annotations
@@ -27,14 +28,8 @@ pytest.importorskip("skimage", reason="scikit-image not installed (requirements.
 if not os.path.exists(SCENE):
     pytest.skip("build/examples/scene not built (libpng-dev, libjpeg62-turbo-dev; make app-scene)",
                 allow_module_level=True)
-if not os.path.exists(MODEL):
-    pytest.skip("out/scene.tern missing (make app-scene)", allow_module_level=True)
 
 import convert  # noqa: E402  examples/scene/convert.py
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SCENE, *args, "--model", MODEL], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +37,28 @@ def model():
     return convert.build_model()
 
 
+@pytest.fixture(scope="module")
+def model_file(model, tmp_path_factory) -> str:
+    if os.path.exists(MODEL):
+        return MODEL
+    import tern
+
+    path = str(tmp_path_factory.mktemp("scene") / "scene.tern")
+    x = torch.zeros(1, 3, convert.INPUT_SIZE, convert.INPUT_SIZE)
+    tern.export(model, (x,), metadata=convert.scene_metadata()).save(path)
+    return path
+
+
+@pytest.fixture
+def run(model_file):
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([SCENE, *args, "--model", model_file], capture_output=True, text=True, timeout=120)
+
+    return run
+
+
 @pytest.mark.parametrize("name,ext", [("chelsea", "png"), ("coffee", "jpg")])
-def test_top5_on_sample_photo_equals_eager(tmp_path, model, name, ext):
+def test_top5_on_sample_photo_equals_eager(tmp_path, run, model, name, ext):
     import skimage.data
 
     path = str(tmp_path / f"{name}.{ext}")
@@ -60,7 +75,7 @@ def test_top5_on_sample_photo_equals_eager(tmp_path, model, name, ext):
 
 
 @pytest.mark.parametrize("h,w", [(23, 37), (300, 451)])
-def test_resize_and_crop_equal_torch(tmp_path, h, w):
+def test_resize_and_crop_equal_torch(tmp_path, run, h, w):
     rgb = np.random.default_rng(h).integers(0, 256, (h, w, 3), dtype=np.uint8)
     path, dump = str(tmp_path / "small.png"), str(tmp_path / "input.f32")
     PIL.fromarray(rgb).save(path)
@@ -73,7 +88,7 @@ def test_resize_and_crop_equal_torch(tmp_path, h, w):
 
 
 @pytest.mark.parametrize("content", [b"", b"\x89PNG\r\n\x1a\n" + b"\0" * 40, b"\xff\xd8\xff\xe0garbage", b"GIF89a"])
-def test_corrupt_image_fails_with_message(tmp_path, content):
+def test_corrupt_image_fails_with_message(tmp_path, run, content):
     path = str(tmp_path / "bad.img")
     with open(path, "wb") as f:
         f.write(content)
@@ -83,6 +98,6 @@ def test_corrupt_image_fails_with_message(tmp_path, content):
     assert f"scene: {path}: not a" in r.stderr, r.stderr  # "not a valid PNG image", "not a PNG or JPEG file"
 
 
-def test_missing_image_fails_with_message(tmp_path):
+def test_missing_image_fails_with_message(tmp_path, run):
     r = run(str(tmp_path / "none.png"))
     assert r.returncode == 1 and "No such file" in r.stderr, r.stderr
