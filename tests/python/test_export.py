@@ -21,7 +21,7 @@ from tern.graph import to_graph_module
 from tern.inspect import read_program
 from tern.memory_plan import Interval, PlanError, check_plan, lifetimes, lower_bound, plan
 from tern.ops import op_name, parse_ops_def, supported_ops
-from tern.passes import eliminate_dead_code, fold_batch_norm, remove_noops
+from tern.passes import eliminate_dead_code, fold_batch_norm, fold_pad_into_conv, remove_noops
 
 from compare import assert_close, assert_outputs_close
 
@@ -405,6 +405,67 @@ def test_fold_batch_norm_skips_conv_with_other_users() -> None:
     gm = fold_batch_norm(_graph(model, (x,)))
     assert "aten::_native_batch_norm_legit_no_training" in _targets(gm)
     assert_close(gm(x)[0], model(x), rtol=1e-5)
+
+
+class _PadConv(nn.Module):
+    """A zero pad, then a conv (TF "same" padding as PyTorch ports write it)."""
+
+    def __init__(self, pad: tuple[int, ...], stride: int = 1, padding: int = 0, groups: int = 1) -> None:
+        super().__init__()
+        self.pad = nn.ZeroPad2d(pad)
+        self.conv = nn.Conv2d(4, 4, 3, stride=stride, padding=padding, groups=groups)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(self.pad(x))
+
+
+@pytest.mark.parametrize("pad,padding,groups", [((1, 1, 1, 1), 0, 1), ((2, 2, 1, 1), 1, 4), ((0, 0, 3, 3), 0, 1)])
+def test_fold_pad_into_conv_symmetric_pad_folded_and_output_equal(pad, padding, groups) -> None:
+    model, x = _PadConv(pad, padding=padding, groups=groups).eval(), torch.randn(1, 4, 9, 10)
+    gm = fold_pad_into_conv(_graph(model, (x,)))
+    gm.recompile()
+    assert "aten::constant_pad_nd" not in _targets(gm)
+    assert_close(gm(x)[0], model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_fold_pad_into_conv_asymmetric_pad_kept() -> None:
+    model, x = _PadConv((0, 1, 0, 1), stride=2).eval(), torch.randn(1, 4, 8, 8)
+    gm = fold_pad_into_conv(_graph(model, (x,)))
+    gm.recompile()
+    assert "aten::constant_pad_nd" in _targets(gm)
+    assert_close(gm(x)[0], model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_fold_pad_into_conv_quantized_pad_and_its_pair_folded_and_output_equal() -> None:
+    class ConvPadConv(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.pad, self.conv = nn.Conv2d(3, 4, 1), nn.ZeroPad2d(1), nn.Conv2d(4, 4, 3, groups=4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.conv(self.pad(torch.relu(self.first(x))))
+
+    x = torch.randn(1, 3, 8, 8)
+    qmodel = tern.quantize(ConvPadConv().eval(), (x,), calibration=[(x,)], progress=False)
+    before = to_graph_module(torch.export.export(qmodel, (x,)).run_decompositions())  # no .eval() on it
+    want = before(x)[0]
+    assert _targets(before).count("quantized_decomposed::quantize_per_tensor") == 4
+    gm = eliminate_dead_code(fold_pad_into_conv(before))
+    gm.recompile()
+    assert "aten::constant_pad_nd" not in _targets(gm)
+    assert _targets(gm).count("quantized_decomposed::quantize_per_tensor") == 3  # the pad's pair is gone
+    assert_close(gm(x)[0], want, rtol=0, atol=1e-6)
+
+
+def test_fold_pad_into_conv_pad_with_other_users_kept() -> None:
+    class PadUsedTwice(_PadConv):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.pad(x)
+            return self.conv(y).sum() + y.sum()
+
+    model, x = PadUsedTwice((1, 1, 1, 1)).eval(), torch.randn(1, 4, 6, 6)
+    gm = fold_pad_into_conv(_graph(model, (x,)))
+    assert "aten::constant_pad_nd" in _targets(gm)
 
 
 def test_remove_noops_drops_inner_copies_and_keeps_output_copies() -> None:

@@ -567,3 +567,30 @@ def test_an_embedding_bag_of_a_dynamic_number_of_ids_is_gathered_too(scheme: str
     for size in (1, 7, 64):
         x = (torch.randint(0, 40, (size,)), torch.rand(size))
         assert_close(m(*x)[0], _eager(qmodel, x)[0], rtol=1e-5)
+
+
+def test_int8_zero_pad_shares_input_params_and_folds_into_conv(tmp_path: Path) -> None:
+    # EfficientNet-Lite's "same" padding: ReLU6, a zero pad, a depthwise conv. The pad keeps its
+    # input's quantization parameters, so it folds into the conv (passes/fold_pad_into_conv.py)
+    # and the graph is not cut there (the scene app, issue 25).
+    class SamePad(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.pad = nn.Conv2d(3, 8, 1), nn.ZeroPad2d(2)
+            self.dw = nn.Conv2d(8, 8, 5, groups=8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.dw(self.pad(nn.functional.relu6(self.first(x))))
+
+    torch.manual_seed(0)
+    model, xs = SamePad().eval(), [torch.randn(1, 3, 12, 12) for _ in range(4)]
+    qmodel = tern.quantize(model, (xs[0],), calibration=[(x,) for x in xs], progress=False)
+    from tern.inspect import read_program
+
+    program = tern.export(qmodel, (xs[0],))
+    assert "aten::constant_pad_nd" not in read_program(program.data)["methods"][0]["operators"]
+    program.save(tmp_path / "samepad.tern")
+    got = torch.from_numpy(tern.load(str(tmp_path / "samepad.tern"))(xs[1].numpy())[0])
+    want = qmodel(xs[1])
+    step = float(want.abs().max()) / 127  # about one step of the output's int8 grid
+    assert_close(got, want, rtol=0, atol=step)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable
 from tern.passes.eliminate_dead_code import eliminate_dead_code
 from tern.passes.fold_batch_norm import fold_batch_norm
 from tern.passes.fold_constants import fold_constants
+from tern.passes.fold_pad_into_conv import fold_pad_into_conv
 from tern.passes.gather_quantized_embeddings import gather_quantized_embeddings
 from tern.passes.lower_clamp import lower_clamp
 from tern.passes.lower_fft import lower_fft
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 Pass = Callable[["torch.fx.GraphModule"], "torch.fx.GraphModule"]
 
 # In order: drop what has no effect, pack int4 weights, gather quantized embedding rows before
-# dequantizing them, fold batch norm, lower to ops the runtime
+# dequantizing them, fold batch norm and symmetric zero pads into convolutions, lower to ops the runtime
 # has, compute what depends only on constants, drop what is left unused.
 DEFAULT_PASSES: tuple[Pass, ...] = (
     remove_asserts,
@@ -36,6 +37,7 @@ DEFAULT_PASSES: tuple[Pass, ...] = (
     pack_int4_weights,
     gather_quantized_embeddings,
     fold_batch_norm,
+    fold_pad_into_conv,
     lower_clamp,
     lower_full_reductions,
     lower_scalar_operands,
@@ -60,6 +62,7 @@ __all__ = [
     "eliminate_dead_code",
     "fold_batch_norm",
     "fold_constants",
+    "fold_pad_into_conv",
     "gather_quantized_embeddings",
     "lower_clamp",
     "lower_fft",
