@@ -250,19 +250,12 @@ size: setup
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-aarch64 build-fuzz build-size-*
 
-# Scene recognition (examples/scene, README.md "Applications: scene"). libpng
-# and libjpeg-turbo's headers from Debian (apt-get, when missing, as root, as
-# scripts/setup_env.sh does); the Python packages are pinned in requirements.txt
-# (in .venv by make setup); ONNX Runtime runs in .venv-bench
-# (scripts/setup_bench_env.sh, as make bench).
-SCENE_APT := libpng-dev libjpeg62-turbo-dev
-app-scene: python
-	@missing=$$(for p in $(SCENE_APT); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" -ne 0 ]; then echo "app-scene: need root to apt-get install $$missing" >&2; exit 1; fi; \
-	  echo "app-scene: installing system packages: $$missing"; apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
-	$(MAKE) build
+# Scene recognition (examples/scene, README.md "Applications"). libpng and
+# libjpeg-turbo's headers come from Debian with the other system packages
+# (scripts/setup_env.sh, run by make build); the Python packages are pinned in
+# requirements.txt; ONNX Runtime runs in .venv-bench (scripts/setup_bench_env.sh,
+# as make bench).
+app-scene: build python
 	@bash scripts/setup_bench_env.sh
 	$(PY) examples/scene/convert.py --out out --samples
 	$(PY) examples/scene/compare.py --out out --scene $(BUILD)/examples/scene
