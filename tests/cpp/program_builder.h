@@ -488,7 +488,14 @@ class ProgramBuilder {
     std::vector<flatbuffers::Offset<fb::Method>> ms;
     for (const MethodBuilder& m : methods_) ms.push_back(m.serialize(b));
     std::vector<flatbuffers::Offset<fb::Metadata>> md;
-    for (const auto& [key, value] : metadata) md.push_back(fb::CreateMetadata(b, b.CreateString(key), b.CreateVector(value)));
+    for (const auto& [key, value] : metadata) {
+      // Value, then key, one statement each: arguments are evaluated in an
+      // unspecified order (GCC: right to left on x86-64, not on aarch64), and
+      // the committed malformed files must be the same bytes on every target.
+      const auto v = b.CreateVector(value);
+      const auto k = b.CreateString(key);
+      md.push_back(fb::CreateMetadata(b, k, v));
+    }
     b.Finish(fb::CreateProgramDirect(b, &ms, producer.c_str(), metadata.empty() ? nullptr : &md));
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }
