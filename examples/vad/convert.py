@@ -60,10 +60,11 @@ TIMESTAMPS = {
 }
 
 
-def settings_text() -> str:
-    """vad.settings: what main.cpp reads (one key=value a line)."""
+def settings_text(**overrides: float) -> str:
+    """vad.settings: what main.cpp reads (one key=value a line); overrides:
+    other values of TIMESTAMPS' keys (the tests)."""
     lines = [f"sample_rate={SAMPLE_RATE}", f"chunk={CHUNK}", f"context={CONTEXT}"]
-    lines += [f"{k}={v:g}" for k, v in TIMESTAMPS.items()]
+    lines += [f"{k}={v:g}" for k, v in {**TIMESTAMPS, **overrides}.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -191,13 +192,14 @@ def tern_probs(method, audio: np.ndarray) -> np.ndarray:
 
 
 def export(out: str, weights: str = "jit"):
+    """Writes `out`; returns the PyTorch module and the tern.Program."""
     import tern
     model = build_model(weights)
     example = (torch.zeros(1, CHUNK),)
     program = tern.export(model, example, metadata={"vad.settings": settings_text().encode()})
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     program.save(out)
-    return model
+    return model, program
 
 
 def main() -> int:
@@ -207,7 +209,7 @@ def main() -> int:
                     help="the package's TorchScript model's weights (default) or silero_vad_16k.safetensors")
     ap.add_argument("--check", nargs="*", default=[], help="WAV files (16 kHz) to compare on")
     args = ap.parse_args()
-    model = export(args.out, args.weights)
+    model, _ = export(args.out, args.weights)
     print(f"wrote {args.out} ({os.path.getsize(args.out):,} bytes)")
     if args.check:
         import tern

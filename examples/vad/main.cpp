@@ -1,6 +1,6 @@
 // Voice activity detection (issue 25): Silero VAD v6 on a 16 kHz WAV file.
 //
-//   build/examples/vad WAV [--model PATH] [--time] [--probs]
+//   build/examples/vad WAV [--model PATH] [--time] [--probs] [--probs-in FILE]
 //
 // Reads WAV (16 kHz, mono, 16-bit PCM; another rate or format is refused
 // with what it is), runs the model as a stream of 32 ms chunks of 512
@@ -14,7 +14,9 @@
 //
 // The sizes and thresholds come from the file's "vad.settings" metadata
 // (examples/vad/convert.py). --model defaults to out/vad.tern. --probs
-// prints each chunk's probability instead (for the tests). --time prints to
+// prints each chunk's probability instead; --probs-in takes the chunks'
+// probabilities from FILE (one a line) instead of the model, the WAV giving
+// only the length (both for the tests). --time prints to
 // stderr the microseconds of one chunk (model call only; the median of 5
 // runs over the file) and the real-time factor (that time / 32 ms). Errors go
 // to stderr, exit status 1.
@@ -202,8 +204,18 @@ std::vector<Segment> speech_segments(const std::vector<float>& probs, const Sett
 struct Options {
   const char* wav = nullptr;
   const char* model = "out/vad.tern";
+  const char* probs_in = nullptr;
   bool time = false, probs = false;
 };
+
+bool read_probs(const char* path, std::vector<float>* probs) {
+  FILE* f = fopen(path, "r");
+  if (f == nullptr) return fail(std::string(path) + ": " + strerror(errno));
+  float p;
+  while (fscanf(f, "%f", &p) == 1) probs->push_back(p);
+  fclose(f);
+  return true;
+}
 
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
@@ -211,6 +223,7 @@ bool parse(int argc, char** argv, Options* o) {
     if (a == "--model" && i + 1 < argc) o->model = argv[++i];
     else if (a == "--time") o->time = true;
     else if (a == "--probs") o->probs = true;
+    else if (a == "--probs-in" && i + 1 < argc) o->probs_in = argv[++i];
     else if (a[0] != '-' && o->wav == nullptr) o->wav = argv[i];
     else return false;
   }
@@ -222,7 +235,7 @@ bool parse(int argc, char** argv, Options* o) {
 int main(int argc, char** argv) {
   Options opt;
   if (!parse(argc, argv, &opt)) {
-    fprintf(stderr, "usage: %s WAV [--model out/vad.tern] [--time] [--probs]\n", argv[0]);
+    fprintf(stderr, "usage: %s WAV [--model out/vad.tern] [--time] [--probs] [--probs-in FILE]\n", argv[0]);
     return 1;
   }
   if (tern::register_portable_kernels() != tern::Error::Ok || tern::register_cpu_backend() != tern::Error::Ok) {
@@ -237,9 +250,8 @@ int main(int argc, char** argv) {
   Settings s;
   std::vector<float> audio, probs;
   double us = 0;
-  if (!read_settings(module, &s) || !read_wav(opt.wav, s.sample_rate, &audio) ||
-      !run_model(module, s, audio, &probs, &us))
-    return 1;
+  if (!read_settings(module, &s) || !read_wav(opt.wav, s.sample_rate, &audio)) return 1;
+  if (opt.probs_in ? !read_probs(opt.probs_in, &probs) : !run_model(module, s, audio, &probs, &us)) return 1;
   if (opt.probs) {
     for (float p : probs) printf("%.7f\n", p);
   } else {

@@ -33,10 +33,15 @@ import make_audio  # noqa: E402  examples/vad/make_audio.py
 
 
 @pytest.fixture(scope="module")
-def model_file(tmp_path_factory) -> str:
+def exported(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("vad") / "vad.tern")
-    convert.export(path)
-    return path
+    _, program = convert.export(path)
+    return path, program
+
+
+@pytest.fixture(scope="module")
+def model_file(exported) -> str:
+    return exported[0]
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +94,45 @@ def test_wav_at_44100_hz_refused_with_its_rate(model_file, tmp_path):
     assert r.returncode == 1
     assert r.stdout == ""
     assert "44100 Hz" in r.stderr and "16000 Hz" in r.stderr, r.stderr
+
+
+def synthetic_probs(rng: np.random.Generator) -> np.ndarray:
+    """Runs of 1 to 16 chunks, each above the threshold, between the two
+    thresholds or below the lower one (never on them), so that every branch
+    of the segment logic is taken: short and long speech, short and long
+    silences, gaps shorter and longer than twice the padding (the first
+    runs: speech with silences of 2 and 3 chunks)."""
+    levels = [0.93, 0.62, 0.51, 0.49, 0.42, 0.36, 0.34, 0.2, 0.01]
+    runs = [np.full(n, p) for n, p in [(10, 0.93), (2, 0.01), (10, 0.93), (3, 0.2), (10, 0.93), (40, 0.01)]]
+    runs += [np.full(rng.integers(1, 17), rng.choice(levels)) for _ in range(150)]
+    return np.concatenate(runs).astype(np.float32)
+
+
+# get_speech_timestamps' defaults, and settings under which a gap between two
+# segments can be shorter than twice the padding (it is split in half; with
+# the defaults, a segment ends only after 100 ms of silence, more than 2 x 30 ms).
+SETTINGS = [{}, {"min_silence_duration_ms": 20, "speech_pad_ms": 50, "min_speech_duration_ms": 60,
+                "threshold": 0.6, "neg_threshold": 0.3}]
+
+
+@pytest.mark.skipif(not os.path.exists(VAD), reason="build/examples/vad not built (make build)")
+@pytest.mark.parametrize("settings", SETTINGS, ids=["defaults", "short_silences"])
+@pytest.mark.parametrize("seed", range(3))
+def test_segments_from_probabilities_equal_package_logic_exactly(exported, tmp_path, seed, settings):
+    from silero_vad import get_speech_timestamps_from_probs
+
+    model_file = str(tmp_path / "vad.tern")
+    exported[1].with_metadata({"vad.settings": convert.settings_text(**settings).encode()}).save(model_file)
+    probs = synthetic_probs(np.random.default_rng(seed))
+    length = len(probs) * convert.CHUNK - 100  # the last chunk partial, as in a real file
+    wav, txt = str(tmp_path / "len.wav"), str(tmp_path / "probs.txt")
+    make_audio.write_wav(wav, np.zeros(length))
+    with open(txt, "w") as f:
+        f.write("".join(f"{p:.9g}\n" for p in probs))
+    r = subprocess.run([VAD, wav, "--model", model_file, "--probs-in", txt],
+                       capture_output=True, text=True, timeout=60, check=True)
+    ref = get_speech_timestamps_from_probs([float(p) for p in probs], sampling_rate=convert.SAMPLE_RATE,
+                                           audio_length_samples=length, **settings)
+    assert len(ref) >= 5
+    sec = lambda n: f"{n / convert.SAMPLE_RATE:.3f}"  # noqa: E731  the program's format
+    assert r.stdout.splitlines() == [f"{sec(t['start'])}\t{sec(t['end'])}" for t in ref]
