@@ -35,6 +35,7 @@
 #                 out/vad.tern, makes espeak-ng speech with noise at 0, 5, 20 dB SNR (sox), runs
 #                 build/examples/vad and the package's get_speech_timestamps on each file: segments
 #                 side by side, agreement within one chunk, us per chunk and real-time factor
+#                 against the package's PyTorch model and ONNX Runtime (.venv-bench)
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -266,9 +267,12 @@ app-scene: build python
 
 # Voice activity (examples/vad, README.md "Applications"). espeak-ng and sox
 # come from Debian with the other system packages (scripts/setup_env.sh, run by
-# make build); silero-vad is pinned in requirements.txt. convert.py checks the
+# make build); silero-vad is pinned in requirements.txt; ONNX Runtime runs in
+# .venv-bench (scripts/setup_bench_env.sh, as make bench). convert.py checks the
 # exported file's probabilities against the package's model on the test audio.
 app-vad: build python
+	@bash scripts/setup_bench_env.sh
 	$(PY) examples/vad/make_audio.py --out out/vad-audio
 	$(PY) examples/vad/convert.py --out out/vad.tern --check out/vad-audio/*.wav
-	$(PY) examples/vad/compare.py --vad $(BUILD)/examples/vad --model out/vad.tern out/vad-audio/*.wav
+	$(PY) examples/vad/compare.py --vad $(BUILD)/examples/vad --model out/vad.tern \
+	  --ort-python .venv-bench/bin/python out/vad-audio/*.wav

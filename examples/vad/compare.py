@@ -9,7 +9,10 @@ one thread each: Tern's microseconds per chunk (the program's --time: model
 calls only, the median of 5 passes over the file) against the package's
 TorchScript model called the way get_speech_timestamps calls it (one chunk
 per call; the median of 5 passes), and each one's real-time factor (time per
-chunk / 32 ms). Exit status 1 if a file disagrees.
+chunk / 32 ms). With --ort-python (.venv-bench's python, which has
+onnxruntime), ONNX Runtime too, on the wheel's own silero_vad.onnx
+(examples/vad/ort_time.py: one chunk a call from Python, as the package's
+OnnxWrapper). Exit status 1 if a file disagrees.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -65,23 +69,42 @@ def package_us_per_chunk(model, audio: np.ndarray, rounds: int = 5) -> float:
     return statistics.median(per)
 
 
+def ort_us_per_chunk(python: str, model, audio_path: str, audio: np.ndarray) -> tuple[float, float]:
+    """ONNX Runtime's us per chunk on the wheel's silero_vad.onnx, and its
+    largest probability difference from the package's TorchScript model."""
+    import silero_vad
+    onnx = os.path.join(os.path.dirname(silero_vad.__file__), "data", "silero_vad.onnx")
+    with tempfile.TemporaryDirectory() as tmp:
+        probs = os.path.join(tmp, "probs.npy")
+        np.save(probs, convert.package_probs(model, audio))
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ort_time.py")
+        r = subprocess.run([python, script, onnx, audio_path, probs], capture_output=True, text=True, check=True)
+    us, diff = r.stdout.split()
+    return float(us), float(diff)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vad", default="build/examples/vad")
     ap.add_argument("--model", default="out/vad.tern")
+    ap.add_argument("--ort-python", help="a python with onnxruntime (.venv-bench/bin/python)")
     ap.add_argument("wavs", nargs="+")
     args = ap.parse_args()
     torch.set_num_threads(1)
     model = convert.package_model()
     torch.set_num_threads(1)
     sec = lambda s: f"{s / convert.SAMPLE_RATE:.3f}"  # noqa: E731
-    ok_files, tern_us, pkg_us = 0, [], []
+    ok_files, tern_us, pkg_us, ort_us, ort_diff = 0, [], [], [], 0.0
     for wav in args.wavs:
         audio = convert.read_wav(wav)
         ours, us = program_segments(args.vad, args.model, wav, timed=True)
         ref = package_segments(model, audio)
         tern_us.append(us)
         pkg_us.append(package_us_per_chunk(model, audio))
+        if args.ort_python:
+            us_o, d = ort_us_per_chunk(args.ort_python, model, wav, audio)
+            ort_us.append(us_o)
+            ort_diff = max(ort_diff, d)
         ok = agree(ours, ref)
         ok_files += ok
         print(f"{os.path.basename(wav)}: {'agree' if ok else 'DISAGREE'} within one chunk "
@@ -97,6 +120,11 @@ def main() -> int:
     print(f"us per chunk (median over files, 1 thread): Tern {t:.1f}, PyTorch (TorchScript) {p:.1f}; "
           f"Tern / PyTorch {t / p:.2f}x")
     print(f"real-time factor (time per chunk / 32 ms): Tern {t / chunk_us:.5f}, PyTorch {p / chunk_us:.5f}")
+    if ort_us:
+        o = statistics.median(ort_us)
+        print(f"ONNX Runtime (silero_vad.onnx, 1 thread): {o:.1f} us per chunk, real-time factor "
+              f"{o / chunk_us:.5f}; Tern / ONNX Runtime {t / o:.2f}x; its probabilities within "
+              f"{ort_diff:.1e} of the TorchScript model's")
     return 0 if ok_files == len(args.wavs) else 1
 
 
