@@ -8,6 +8,7 @@ the model itself (a few seconds) and makes its own audio (espeak-ng).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -19,7 +20,6 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VAD = os.path.join(ROOT, "build", "examples", "vad")
-sys.path.insert(0, os.path.join(ROOT, "examples", "vad"))
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("silero_vad", reason="silero-vad not installed (requirements.txt)")
@@ -27,9 +27,21 @@ for tool in ("espeak-ng", "sox"):
     if shutil.which(tool) is None:
         pytest.skip(f"{tool} not installed (apt-get install {tool}; scripts/setup_env.sh)", allow_module_level=True)
 
-import compare  # noqa: E402  examples/vad/compare.py
-import convert  # noqa: E402  examples/vad/convert.py
-import make_audio  # noqa: E402  examples/vad/make_audio.py
+
+
+def _example(name: str):
+    """examples/vad/<name>.py as the module vad_<name>: the other apps' tests
+    import their own convert.py as `convert` in the same pytest process."""
+    if f"vad_{name}" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(f"vad_{name}", os.path.join(ROOT, "examples", "vad", f"{name}.py"))
+        sys.modules[f"vad_{name}"] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[f"vad_{name}"]
+
+
+convert = _example("convert")
+compare = _example("compare")
+make_audio = _example("make_audio")
 
 
 @pytest.fixture(scope="module")
