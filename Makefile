@@ -31,6 +31,11 @@
 #                 probability error, microseconds per message, file sizes
 #   make app-scene   scene recognition (examples/scene): converts EfficientNet-Lite0, builds
 #                 build/examples/scene, runs it on the sample photos against PyTorch eager, latency
+#   make app-vad     voice activity (examples/vad): converts Silero VAD v6 (silero-vad wheel) to
+#                 out/vad.tern, makes espeak-ng speech with noise at 0, 5, 20 dB SNR (sox), runs
+#                 build/examples/vad and the package's get_speech_timestamps on each file: segments
+#                 side by side, agreement within one chunk, us per chunk and real-time factor
+#                 against the package's PyTorch model and ONNX Runtime (.venv-bench)
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -43,7 +48,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: apps app-langid app-scene setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
+.PHONY: apps app-langid app-scene app-vad setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -62,7 +67,7 @@ python: setup
 demo: build python
 	$(PY) examples/demo.py --tern-run $(BUILD)/tern-run
 
-apps: app-langid app-scene
+apps: app-langid app-scene app-vad
 
 app-langid: build python
 	$(PY) examples/langid/convert.py --out out/langid.tern
@@ -259,3 +264,15 @@ app-scene: build python
 	@bash scripts/setup_bench_env.sh
 	$(PY) examples/scene/convert.py --out out --samples
 	$(PY) examples/scene/compare.py --out out --scene $(BUILD)/examples/scene
+
+# Voice activity (examples/vad, README.md "Applications"). espeak-ng and sox
+# come from Debian with the other system packages (scripts/setup_env.sh, run by
+# make build); silero-vad is pinned in requirements.txt; ONNX Runtime runs in
+# .venv-bench (scripts/setup_bench_env.sh, as make bench). convert.py checks the
+# exported file's probabilities against the package's model on the test audio.
+app-vad: build python
+	@bash scripts/setup_bench_env.sh
+	$(PY) examples/vad/make_audio.py --out out/vad-audio
+	$(PY) examples/vad/convert.py --out out/vad.tern --check out/vad-audio/*.wav
+	$(PY) examples/vad/compare.py --vad $(BUILD)/examples/vad --model out/vad.tern \
+	  --ort-python .venv-bench/bin/python out/vad-audio/*.wav

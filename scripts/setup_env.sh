@@ -11,8 +11,9 @@ cd "$root"
 # g++-aarch64-linux-gnu and qemu-user (aarch64-linux-gnu-g++, qemu-aarch64):
 # `make test-aarch64` cross-compiles the architecture-dependent tests and runs them under qemu.
 # libpng-dev, libjpeg62-turbo-dev: the scene app decodes PNG and JPEG (examples/scene).
+# espeak-ng, sox: the vad app's test audio, speech mixed with noise (examples/vad/make_audio.py).
 apt_pkgs=(g++ make libgtest-dev ccache g++-aarch64-linux-gnu qemu-user clang-14 libclang-rt-14-dev
-          libpng-dev libjpeg62-turbo-dev)
+          libpng-dev libjpeg62-turbo-dev espeak-ng sox)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

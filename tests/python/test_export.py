@@ -21,7 +21,7 @@ from tern.graph import to_graph_module
 from tern.inspect import read_program
 from tern.memory_plan import Interval, PlanError, check_plan, lifetimes, lower_bound, plan
 from tern.ops import op_name, parse_ops_def, supported_ops
-from tern.passes import eliminate_dead_code, fold_batch_norm, fold_pad_into_conv, remove_noops
+from tern.passes import conv1d_as_conv2d, eliminate_dead_code, fold_batch_norm, fold_pad_into_conv, remove_noops
 
 from compare import assert_close, assert_outputs_close
 
@@ -426,6 +426,30 @@ def test_fold_pad_into_conv_symmetric_pad_folded_and_output_equal(pad, padding, 
     gm.recompile()
     assert "aten::constant_pad_nd" not in _targets(gm)
     assert_close(gm(x)[0], model(x), rtol=1e-5, atol=1e-6)
+
+
+CONV1D_CASES = [dict(), dict(stride=2, padding=1), dict(dilation=2, padding=2, bias=False),
+                dict(groups=4, padding=1), dict(stride=3)]
+
+
+@pytest.mark.parametrize("kwargs", CONV1D_CASES, ids=lambda k: ",".join(f"{a}={v}" for a, v in k.items()) or "plain")
+def test_conv1d_as_conv2d_every_conv1d_rewritten_and_output_equal(kwargs) -> None:
+    model, x = nn.Sequential(nn.Conv1d(8, 12, 3, **kwargs), nn.ReLU()).eval(), torch.randn(2, 8, 19)
+    gm = conv1d_as_conv2d(_graph(model, (x,)))
+    gm.graph.lint()
+    gm.recompile()
+    convs = [n for n in gm.graph.nodes if n.op == "call_function" and op_name(n.target) == "aten::convolution"]
+    assert len(convs) == 1 and convs[0].meta["val"].dim() == 4
+    assert_close(gm(x)[0], model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_conv1d_as_conv2d_exported_conv1d_runs_on_the_cpu_backend_equal_to_eager(tmp_path: Path) -> None:
+    model = nn.Sequential(nn.Conv1d(4, 16, 5, padding=2), nn.ReLU(), nn.Conv1d(16, 8, 3, stride=2)).eval()
+    x = torch.randn(1, 4, 64)
+    prog = tern.export(model, (x,))
+    assert "aten::convolution" not in dict(prog.op_counts)  # claimed by the cpu backend
+    prog.save(tmp_path / "m.tern")
+    assert_close(torch.from_numpy(tern.load(str(tmp_path / "m.tern"))(x.numpy())[0]), model(x), rtol=1e-5, atol=1e-5)
 
 
 def test_fold_pad_into_conv_asymmetric_pad_kept() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+from tern.passes.conv1d_as_conv2d import conv1d_as_conv2d
 from tern.passes.eliminate_dead_code import eliminate_dead_code
 from tern.passes.fold_batch_norm import fold_batch_norm
 from tern.passes.fold_constants import fold_constants
@@ -29,8 +30,9 @@ if TYPE_CHECKING:
 Pass = Callable[["torch.fx.GraphModule"], "torch.fx.GraphModule"]
 
 # In order: drop what has no effect, pack int4 weights, gather quantized embedding rows before
-# dequantizing them, fold batch norm and symmetric zero pads into convolutions, lower to ops the runtime
-# has, compute what depends only on constants, drop what is left unused.
+# dequantizing them, fold batch norm and symmetric zero pads into convolutions, write 1-d convolutions
+# as 2-d ones (which the cpu backend runs), lower to ops the runtime has, compute what depends only on
+# constants, drop what is left unused.
 DEFAULT_PASSES: tuple[Pass, ...] = (
     remove_asserts,
     remove_noops,
@@ -38,6 +40,7 @@ DEFAULT_PASSES: tuple[Pass, ...] = (
     gather_quantized_embeddings,
     fold_batch_norm,
     fold_pad_into_conv,
+    conv1d_as_conv2d,
     lower_clamp,
     lower_full_reductions,
     lower_scalar_operands,
@@ -59,6 +62,7 @@ def run_passes(gm: "torch.fx.GraphModule", passes: tuple[Pass, ...] = DEFAULT_PA
 
 __all__ = [
     "DEFAULT_PASSES",
+    "conv1d_as_conv2d",
     "eliminate_dead_code",
     "fold_batch_norm",
     "fold_constants",
