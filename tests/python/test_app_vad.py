@@ -8,7 +8,6 @@ the model itself (a few seconds) and makes its own audio (espeak-ng).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -27,21 +26,12 @@ for tool in ("espeak-ng", "sox"):
     if shutil.which(tool) is None:
         pytest.skip(f"{tool} not installed (apt-get install {tool}; scripts/setup_env.sh)", allow_module_level=True)
 
+from app_modules import app_module  # noqa: E402
+from compare import assert_close  # noqa: E402  tests/python/compare.py
 
-
-def _example(name: str):
-    """examples/vad/<name>.py as the module vad_<name>: the other apps' tests
-    import their own convert.py as `convert` in the same pytest process."""
-    if f"vad_{name}" not in sys.modules:
-        spec = importlib.util.spec_from_file_location(f"vad_{name}", os.path.join(ROOT, "examples", "vad", f"{name}.py"))
-        sys.modules[f"vad_{name}"] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules[f"vad_{name}"]
-
-
-convert = _example("convert")
-compare = _example("compare")
-make_audio = _example("make_audio")
+convert = app_module("vad", "convert")  # examples/vad/convert.py
+compare = app_module("vad", "compare")  # examples/vad/compare.py: the package's segments beside Tern's
+make_audio = app_module("vad", "make_audio")
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +72,7 @@ def test_probabilities_with_state_carried_equal_package(model_file, audio_dir, p
     ref = convert.package_probs(package_model, audio)
     assert len(ours) == len(ref) == 125
     assert ref.max() > 0.9 and ref.min() < 0.1  # speech and silence both in the excerpt
-    np.testing.assert_allclose(ours, ref, atol=1e-4, rtol=0)
+    assert_close(ours, ref, rtol=0, atol=1e-4, what="speech probabilities, chunk by chunk")
 
 
 @pytest.mark.skipif(not os.path.exists(VAD), reason="build/examples/vad not built (make build)")
