@@ -17,6 +17,7 @@
 #                 (docs/security.md); HARNESS='fuzz_execute' or 'fuzz_execute@scalar' runs one
 #   make bench    Tern side by side with PyTorch, ONNX Runtime, ExecuTorch, float and quantized (bench/README.md);
 #                 BENCH_ARGS=--quick for a smoke test
+#   make bench-ab BASE=<commit>  the current Tern against Tern at <commit>, same rounds (bench/run.py --baseline)
 #   make size     stripped sizes: full and selective (mobilenet_v2) tern-run, the core alone
 #   make test-ops-full   every OpInfo sample of every op and dtype (slow); records
 #                 docs/opinfo_status.json and regenerates docs/ops.md; K='mm or conv'
