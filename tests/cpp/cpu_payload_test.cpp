@@ -22,7 +22,7 @@
 #include "extension/module.h"
 #include "backends/cpu/program.h"
 #include "kernels/portable/register.h"
-#include "malformed_files.h"
+#include "malformed_programs.h"
 #include "runtime/core/log.h"
 #include "runtime/executor/memory_manager.h"
 #include "runtime_test_util.h"

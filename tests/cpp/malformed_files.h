@@ -8,8 +8,13 @@
 //   malformed_test.cpp     checks the committed files are byte for byte what
 //                          the recipes build, then loads and runs each one
 //
-// Adding a file: a function here, a line in kRecipes, a line in MANIFEST.txt,
-// then `build/tests/cpp/make_malformed tests/data/malformed`
+// The valid programs they start from and the byte helpers are in
+// malformed_programs.h; the cpu backend's payload recipes in
+// malformed_cpu_files.h.
+//
+// Adding a file: a function here (or in malformed_cpu_files.h), a line in
+// kRecipes, a line in MANIFEST.txt, then
+// `build/tests/cpp/make_malformed tests/data/malformed`
 // (tests/data/malformed/README.md).
 //
 // Header-only (see program_builder.h).
@@ -17,132 +22,14 @@
 
 #include <cstdint>
 #include <cstring>
-#include <utility>
 #include <vector>
 
-#include "backends/cpu/schema/cpu_generated.h"
-#include "program_builder.h"
+#include "malformed_cpu_files.h"
+#include "malformed_programs.h"
 
 namespace tern {
 namespace test {
 namespace malformed {
-
-namespace hp = header_pos;
-namespace cpufb = ::tern::backends::cpu::fb;
-
-constexpr ScalarType kF32 = ScalarType::Float32;
-
-// ---------------------------------------------------------------------------
-// Valid programs the recipes break.
-
-// y = x + c * alpha (aten::add.Tensor):
-//   value 0 x      input, planned [4] float32 at 0 of arena 0 (128 bytes)
-//   value 1 c      constant [4] float32, segment 0
-//   value 2 alpha  Int 1
-//   value 3 y      output, planned [4] float32 at 64
-enum : uint32_t { kX = 0, kC = 1, kAlpha = 2, kY = 3 };
-
-inline MethodBuilder& add_program(ProgramBuilder& pb) {
-  MethodBuilder& m = pb.method("forward");
-  const uint32_t arena = m.arena(128);
-  m.planned(kF32, {4}, 0, arena);
-  m.constant<float>({4}, {1.f, 2.f, 3.f, 4.f});
-  m.int_value(1);
-  m.planned(kF32, {4}, 64, arena);
-  m.call("aten::add", "Tensor", {kX, kC, kAlpha, kY});
-  m.inputs = {kX};
-  m.outputs = {kY};
-  return m;
-}
-
-inline AlignedBytes add_file() {
-  ProgramBuilder pb;
-  add_program(pb);
-  return pb.build();
-}
-
-// A cpu backend payload (backends/cpu/schema/cpu.fbs):
-//   "TCPU" | u32 version | u64 flatbuffer size | flatbuffer
-// whose program copies its input 0 (value 0, [4]) to its output 0 (value 1).
-struct CpuPayloadSpec {
-  uint32_t version = 2;
-  std::vector<int64_t> sizes = {4};  // value 0's sizes
-  uint32_t input_index = 0;  // value 0's index among the delegate's inputs
-  uint32_t copy_from = 0;    // the Copy op's x
-  uint64_t declared_size = 0;  // the header's flatbuffer size; 0: the real one
-};
-
-inline std::vector<uint8_t> cpu_payload(const CpuPayloadSpec& spec = {}) {
-  flatbuffers::FlatBufferBuilder b;
-  const std::vector<int64_t> sizes = {4};
-  std::vector<flatbuffers::Offset<cpufb::Value>> values = {
-      cpufb::CreateValueDirect(b, &spec.sizes, cpufb::Storage::Input, spec.input_index, 0),
-      cpufb::CreateValueDirect(b, &sizes, cpufb::Storage::Output, 0, 0)};
-  const auto copy = cpufb::CreateCopy(b, spec.copy_from, 1);
-  std::vector<flatbuffers::Offset<cpufb::Op>> ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, copy.Union(), "copy")};
-  b.Finish(cpufb::CreateProgramDirect(b, &values, &ops, /*num_inputs=*/1, /*num_outputs=*/1, /*workspace_bytes=*/0));
-  std::vector<uint8_t> p(16 + b.GetSize());
-  memcpy(p.data(), "TCPU", 4);
-  write_le(p.data(), 4, spec.version, 4);
-  write_le(p.data(), 8, spec.declared_size ? spec.declared_size : b.GetSize(), 8);
-  memcpy(p.data() + 16, b.GetBufferPointer(), b.GetSize());
-  return p;
-}
-
-// y = x through the cpu backend (delegate 0, payload in segment 0):
-//   value 0 x   input, planned [4] float32 at 0 of arena 0 (128 bytes)
-//   value 1 y   output, planned [4] float32 at 64
-//   value 2 ws  the delegate's workspace: an empty uint8 tensor
-inline MethodBuilder& cpu_program(ProgramBuilder& pb, std::vector<uint8_t> payload = cpu_payload()) {
-  MethodBuilder& m = pb.method("forward");
-  const uint32_t arena = m.arena(128);
-  const uint32_t x = m.planned(kF32, {4}, 0, arena);
-  const uint32_t y = m.planned(kF32, {4}, 64, arena);
-  const uint32_t ws = m.empty_tensor(ScalarType::UInt8, {0});
-  m.backend_call("cpu", std::move(payload), {x}, {y, ws});
-  m.inputs = {x};
-  m.outputs = {y};
-  return m;
-}
-
-inline AlignedBytes cpu_file(std::vector<uint8_t> payload = cpu_payload()) {
-  ProgramBuilder pb;
-  cpu_program(pb, std::move(payload));
-  return pb.build();
-}
-
-// ---------------------------------------------------------------------------
-// Byte-level helpers.
-
-inline uint64_t fb_offset(const AlignedBytes& f) { return read_le(f, hp::kFlatbufferOffset, 8); }
-inline uint64_t fb_size(const AlignedBytes& f) { return read_le(f, hp::kFlatbufferSize, 8); }
-
-inline const fb::Method& method0(const AlignedBytes& f) {
-  return *fb::GetProgram(f.data() + fb_offset(f))->methods()->Get(0);
-}
-
-// Position in the file of something inside its flatbuffer.
-inline size_t pos_of(const AlignedBytes& f, const void* p) {
-  return static_cast<size_t>(static_cast<const uint8_t*>(p) - f.data());
-}
-
-// Position of field `vt` (a generated VT_ constant) of `table`: through the
-// table's vtable, as FlatBuffers lays it out (the generated tables hide
-// flatbuffers::Table::GetAddressOf). Aborts if the field is not stored.
-inline size_t field_pos(const AlignedBytes& f, const void* table, flatbuffers::voffset_t vt) {
-  const size_t t = pos_of(f, table);
-  const size_t vtable = t - static_cast<int32_t>(read_le(f, t, 4));
-  if (vt >= read_le(f, vtable, 2)) abort();
-  const uint64_t off = read_le(f, vtable + vt, 2);
-  if (off == 0) abort();
-  return t + off;
-}
-
-// The first n bytes (the header's file_size still says the whole file).
-inline AlignedBytes cut(const AlignedBytes& f, size_t n) { return AlignedBytes(f.data(), n); }
-
-inline size_t segment_offset(const AlignedBytes& f, size_t i) { return read_le(f, segment_entry_pos(f, i), 8); }
-inline size_t segment_size(const AlignedBytes& f, size_t i) { return read_le(f, segment_entry_pos(f, i) + 8, 8); }
 
 // ---------------------------------------------------------------------------
 // The header (runtime/format/header.h).
@@ -560,176 +447,6 @@ inline AlignedBytes size_expr_odd_length() {
 
 inline AlignedBytes size_expr_index_out_of_range() {
   return dynamic_file([](MethodBuilder& m) { m.values[kX].dyn_sizes = {5}; });
-}
-
-// ---------------------------------------------------------------------------
-// cpu backend payloads (backends/cpu/loader.cpp and backends/cpu/ops/).
-
-inline AlignedBytes cpu_payload_garbage() { return cpu_file(std::vector<uint8_t>(80, 0xA5)); }
-
-inline AlignedBytes cpu_payload_wrong_version() {
-  CpuPayloadSpec spec;
-  spec.version = 99;
-  return cpu_file(cpu_payload(spec));
-}
-
-// The header says the flatbuffer has 2^40 bytes.
-inline AlignedBytes cpu_payload_flatbuffer_overruns() {
-  CpuPayloadSpec spec;
-  spec.declared_size = uint64_t(1) << 40;
-  return cpu_file(cpu_payload(spec));
-}
-
-inline AlignedBytes cpu_payload_op_value_out_of_range() {
-  CpuPayloadSpec spec;
-  spec.copy_from = 7;
-  return cpu_file(cpu_payload(spec));
-}
-
-inline AlignedBytes cpu_payload_input_index_out_of_range() {
-  CpuPayloadSpec spec;
-  spec.input_index = 3;
-  return cpu_file(cpu_payload(spec));
-}
-
-// Value 0 of the payload is [0, 2^30, 2^30]: empty, and its other sizes
-// overflow a product.
-inline AlignedBytes cpu_payload_zero_dim_then_huge() {
-  CpuPayloadSpec spec;
-  spec.sizes = {0, int64_t(1) << 30, int64_t(1) << 30};
-  return cpu_file(cpu_payload(spec));
-}
-
-// The delegate's inputs are x and a constant, its only output the
-// workspace; the payload (1 input, 1 output and the workspace) would take
-// the constant for its output and write into the program's bytes.
-inline AlignedBytes cpu_payload_output_is_delegate_input() {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.method("forward");
-  const uint32_t arena = m.arena(128);
-  const uint32_t x = m.planned(kF32, {4}, 0, arena);
-  const uint32_t c = m.constant<float>({4}, {1.f, 2.f, 3.f, 4.f});
-  const uint32_t ws = m.empty_tensor(ScalarType::UInt8, {0});
-  m.backend_call("cpu", cpu_payload(), {x, c}, {ws});
-  m.inputs = {x};
-  m.outputs = {x};
-  return pb.build();
-}
-
-// ---------------------------------------------------------------------------
-// cpu payloads of other ops (issue 22): a program built by `ops` on a
-// FlatBufferBuilder, then its weights blob (the Weights values' bytes, at
-// 64-byte offsets after the flatbuffer), in a method whose delegate reads
-// x and writes y and a workspace of `workspace` bytes (all planned).
-
-using CpuOps = std::vector<flatbuffers::Offset<cpufb::Op>>;
-using CpuValues = std::vector<flatbuffers::Offset<cpufb::Value>>;
-
-inline flatbuffers::Offset<cpufb::Value> cpu_value(flatbuffers::FlatBufferBuilder& b, std::vector<int64_t> sizes,
-                                                   cpufb::Storage storage, uint64_t offset = 0,
-                                                   cpufb::DType dtype = cpufb::DType::Float32) {
-  return cpufb::CreateValueDirect(b, &sizes, storage, 0, offset, dtype);
-}
-
-inline std::vector<uint8_t> cpu_payload_of(flatbuffers::FlatBufferBuilder& b, const CpuValues& values,
-                                           const CpuOps& ops, uint64_t workspace, const std::vector<uint8_t>& blob) {
-  b.Finish(cpufb::CreateProgramDirect(b, &values, &ops, /*num_inputs=*/1, /*num_outputs=*/1, workspace));
-  const size_t blob_at = (16 + b.GetSize() + 63) / 64 * 64;
-  std::vector<uint8_t> p(blob_at + blob.size());
-  memcpy(p.data(), "TCPU", 4);
-  write_le(p.data(), 4, 3, 4);  // version 3: int8 values and ops
-  write_le(p.data(), 8, b.GetSize(), 8);
-  memcpy(p.data() + 16, b.GetBufferPointer(), b.GetSize());
-  if (!blob.empty()) memcpy(p.data() + blob_at, blob.data(), blob.size());
-  return p;
-}
-
-inline AlignedBytes cpu_delegate_file(std::vector<uint8_t> payload, ScalarType x_dtype, std::vector<int64_t> x_sizes,
-                                      ScalarType y_dtype, std::vector<int64_t> y_sizes, uint64_t workspace) {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.method("forward");
-  const uint32_t arena = m.arena(4096);
-  const uint32_t x = m.planned(x_dtype, std::move(x_sizes), 0, arena);
-  const uint32_t y = m.planned(y_dtype, std::move(y_sizes), 1024, arena);
-  const uint32_t ws = workspace ? m.planned(ScalarType::UInt8, {int64_t(workspace)}, 2048, arena)
-                                : m.empty_tensor(ScalarType::UInt8, {0});
-  m.backend_call("cpu", std::move(payload), {x}, {y, ws});
-  m.inputs = {x};
-  m.outputs = {y};
-  return pb.build();
-}
-
-inline flatbuffers::Offset<cpufb::Op> cpu_pool_op(flatbuffers::FlatBufferBuilder& b, uint32_t x, uint32_t y,
-                                                  std::vector<int32_t> kernel, std::vector<int32_t> padding) {
-  const std::vector<int32_t> stride = {1, 1};
-  const auto pool = cpufb::CreatePoolDirect(b, x, y, cpufb::PoolKind::Max, &kernel, &stride, &padding);
-  return cpufb::CreateOpDirect(b, cpufb::OpKind::Pool, pool.Union(), "max_pool");
-}
-
-// Max pooling (kernel 2, padding 1) over an input of height 0: its one row of
-// windows has no tap inside the input.
-inline AlignedBytes cpu_pool_max_empty_height() {
-  flatbuffers::FlatBufferBuilder b;
-  const CpuValues values = {cpu_value(b, {1, 0, 4, 2}, cpufb::Storage::Input),
-                            cpu_value(b, {1, 1, 5, 2}, cpufb::Storage::Output)};
-  const CpuOps ops = {cpu_pool_op(b, 0, 1, {2, 2}, {1, 1})};
-  return cpu_delegate_file(cpu_payload_of(b, values, ops, 0, {}), kF32, {1, 0, 4, 2}, kF32, {1, 1, 5, 2}, 0);
-}
-
-// Max pooling whose output (workspace bytes [32, 48)) lies over its input
-// ([0, 64)); the float pool kernel declares its pointers __restrict.
-inline AlignedBytes cpu_pool_output_overlaps_input() {
-  flatbuffers::FlatBufferBuilder b;
-  const CpuValues values = {cpu_value(b, {1, 2, 2, 4}, cpufb::Storage::Input),
-                            cpu_value(b, {1, 1, 1, 4}, cpufb::Storage::Output),
-                            cpu_value(b, {1, 2, 2, 4}, cpufb::Storage::Workspace, 0),
-                            cpu_value(b, {1, 1, 1, 4}, cpufb::Storage::Workspace, 32)};
-  const CpuOps ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, cpufb::CreateCopy(b, 0, 2).Union(), "in"),
-                      cpu_pool_op(b, 2, 3, {2, 2}, {0, 0}),
-                      cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, cpufb::CreateCopy(b, 3, 1).Union(), "out")};
-  return cpu_delegate_file(cpu_payload_of(b, values, ops, 64, {}), kF32, {1, 2, 2, 4}, kF32, {1, 1, 1, 4}, 64);
-}
-
-// A 1x1 int8 convolution, 4 -> 1 channels: x int8 [1, 1, 1, 4] (input),
-// y int8 [1, 1, 1, 1] (output), 64 bytes of packed weights (one panel of
-// 16 columns), one w_scale; weights_at: their storage (Weights at 0, or the
-// workspace's 64 bytes).
-inline AlignedBytes cpu_qconv(float x_scale, float w_scale, float y_scale, cpufb::Storage weights_at) {
-  flatbuffers::FlatBufferBuilder b;
-  const auto i8 = cpufb::DType::Int8;
-  const CpuValues values = {cpu_value(b, {1, 1, 1, 4}, cpufb::Storage::Input, 0, i8),
-                            cpu_value(b, {1, 1, 1, 1}, cpufb::Storage::Output, 0, i8),
-                            cpu_value(b, {64}, weights_at, 0, i8),
-                            cpu_value(b, {1}, cpufb::Storage::Weights, 64)};
-  const std::vector<int32_t> ones = {1, 1}, zeros = {0, 0};
-  const auto qconv = cpufb::CreateQConvDirect(b, 0, 2, 3, -1, 1, &ones, &ones, &zeros, &ones, false, x_scale, 0,
-                                              y_scale, 0);
-  const CpuOps ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::QConv, qconv.Union(), "qconv")};
-  std::vector<uint8_t> blob(128, 1);
-  memcpy(blob.data() + 64, &w_scale, 4);
-  const uint64_t workspace = weights_at == cpufb::Storage::Workspace ? 64 : 0;
-  return cpu_delegate_file(cpu_payload_of(b, values, ops, workspace, blob), ScalarType::Int8, {1, 1, 1, 4},
-                           ScalarType::Int8, {1, 1, 1, 1}, workspace);
-}
-
-// Every scale finite, but x_scale * w_scale / y_scale = 1e90: a NaN reached
-// the conversion to int8 (a zero accumulator times inf).
-inline AlignedBytes cpu_qconv_requant_overflows() { return cpu_qconv(1e30f, 1e30f, 1e-30f, cpufb::Storage::Weights); }
-
-// The packed weights in the workspace: load would sum bytes nobody has written.
-inline AlignedBytes cpu_qconv_weights_in_workspace() {
-  return cpu_qconv(0.5f, 0.25f, 1.0f, cpufb::Storage::Workspace);
-}
-
-// An int8 add whose operands dequantize past float's range (255 * 3e38).
-inline AlignedBytes cpu_qbinary_scales_overflow() {
-  flatbuffers::FlatBufferBuilder b;
-  const auto i8 = cpufb::DType::Int8;
-  const CpuValues values = {cpu_value(b, {4}, cpufb::Storage::Input, 0, i8),
-                            cpu_value(b, {4}, cpufb::Storage::Output, 0, i8)};
-  const auto add = cpufb::CreateQBinary(b, 0, 0, 1, cpufb::BinaryKind::Add, 3e38f, 0, 3e38f, 0, 1.0f, 0);
-  const CpuOps ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::QBinary, add.Union(), "qadd")};
-  return cpu_delegate_file(cpu_payload_of(b, values, ops, 0, {}), ScalarType::Int8, {4}, ScalarType::Int8, {4}, 0);
 }
 
 // ---------------------------------------------------------------------------
