@@ -27,8 +27,8 @@ int64_t elements(std::initializer_list<int64_t> sizes) {
   return int64_t(n);
 }
 
-int64_t window_out(int64_t in, int32_t k, int32_t s, int32_t p, int32_t d) {
-  const int64_t span = in + 2 * int64_t(p) - int64_t(d) * (k - 1) - 1;
+int64_t window_out(int64_t in, int32_t k, int32_t s, int32_t p0, int32_t p1, int32_t d) {
+  const int64_t span = in + int64_t(p0) + p1 - int64_t(d) * (k - 1) - 1;
   return span < 0 ? -1 : span / s + 1;
 }
 

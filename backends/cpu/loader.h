@@ -43,8 +43,9 @@ constexpr int kMaxRank = 8;
 // with a value's element count, -1 never matches.
 int64_t elements(std::initializer_list<int64_t> sizes);
 
-// Outputs of a window of k taps (dilation d) at stride s over in + 2p, or -1.
-int64_t window_out(int64_t in, int32_t k, int32_t s, int32_t p, int32_t d);
+// Outputs of a window of k taps (dilation d) at stride s over in with p0
+// padding before and p1 after, or -1.
+int64_t window_out(int64_t in, int32_t k, int32_t s, int32_t p0, int32_t p1, int32_t d);
 
 // An int8 quantization parameter pair: a positive finite scale and a zero
 // point in int8's range.

@@ -8,10 +8,13 @@
    (convert.preprocess on Pillow's decoding of the same file), the int8
    top-1 against fp32's.
 2. Latency of one forward at --threads threads, in one run, side by side:
-   Tern fp32 and int8 (the program's --time), PyTorch eager, and ONNX Runtime
-   (in .venv-bench, made by scripts/setup_bench_env.sh; torch.onnx.export of
-   the same torch.export graph). Each round measures every runtime --runs
-   times and keeps the median; the table shows the median of the rounds.
+   Tern fp32 and int8 (the program's --time), PyTorch eager, ONNX Runtime
+   (in .venv-bench; torch.onnx.export of the same torch.export graph) and
+   ExecuTorch with XNNPACK (in .venv-executorch; the same graph lowered by
+   bench/et_lower.py); both environments are made by
+   scripts/setup_bench_env.sh, as for make bench. Each round measures every
+   runtime --runs times and keeps the median; the table shows the median of
+   the rounds.
 Exit status 1 if a quality goal is missed.
 """
 
@@ -65,15 +68,16 @@ def quality(a: argparse.Namespace, photos: list[str]) -> bool:
     return ok
 
 
-class OrtWorker:
-    """ONNX Runtime in .venv-bench, one process for the whole run."""
+class PeerWorker:
+    """A peer runtime in its own environment (peer_worker below), one
+    process for the whole run, timing one input on request."""
 
-    def __init__(self, python: str, pt2: str, onnx: str, threads: int):
-        self.p = subprocess.Popen([python, __file__, "--ort-worker", pt2, onnx, str(threads)],
+    def __init__(self, python: str, *args: str):
+        self.p = subprocess.Popen([python, __file__, "--peer-worker", *args],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         reply = self.p.stdout.readline()
         if not reply.startswith("ready"):
-            raise RuntimeError(f"ONNX Runtime worker: {reply!r}")
+            raise RuntimeError(f"{args[0]} worker: {reply!r}")
 
     def median_ms(self, runs: int) -> float:
         self.p.stdin.write(f"{runs}\n")
@@ -85,29 +89,57 @@ class OrtWorker:
         self.p.wait()
 
 
-def ort_worker(pt2: str, onnx: str, threads: int) -> None:
-    """The worker's side: torch.export graph -> ONNX -> a timed session."""
+def peer_worker(kind: str, pt2: str, model: str, threads: int) -> None:
+    """The worker's side. kind "ort": the torch.export graph pt2 -> ONNX
+    (written to model) -> a session; kind "executorch": model is the .pte
+    bench/et_lower.py wrote from pt2. Checks the peer's output against the
+    graph's before timing."""
     import numpy as np
-    import onnxruntime as ort
     import torch
 
     ep = torch.export.load(pt2)
     x = ep.example_inputs[0][0]
-    torch.onnx.export(ep, (x,), onnx, dynamo=True, verbose=False)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-    session = ort.InferenceSession(onnx, options, providers=["CPUExecutionProvider"])
-    feed = {session.get_inputs()[0].name: x.numpy()}
+    if kind == "ort":
+        import onnxruntime as ort
+
+        torch.onnx.export(ep, (x,), model, dynamo=True, verbose=False)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        feed = {session.get_inputs()[0].name: x.numpy()}
+        run = lambda: session.run(None, feed)[0]  # noqa: E731
+    else:
+        from executorch.extension.pybindings.portable_lib import _load_for_executorch, _unsafe_reset_threadpool
+
+        _unsafe_reset_threadpool(threads)  # XNNPACK's pool
+        module = _load_for_executorch(model)
+        run = lambda: module.forward((x,))[0].numpy()  # noqa: E731
     ref = ep.module()(x).detach().numpy()
-    assert np.abs(session.run(None, feed)[0] - ref).max() < 1e-3, "ONNX Runtime differs from the graph"
+    assert np.abs(run() - ref).max() < 1e-3, f"{kind} differs from the graph"
     print("ready", flush=True)
     for line in sys.stdin:
         ms = []
         for _ in range(int(line)):
             t0 = time.perf_counter()
-            session.run(None, feed)
+            run()
             ms.append((time.perf_counter() - t0) * 1e3)
         print(statistics.median(ms), flush=True)
+
+
+def executorch_worker(a: argparse.Namespace, pt2: str) -> PeerWorker | None:
+    """ExecuTorch (XNNPACK) on the graph pt2, lowered in its environment; None
+    (saying why) where it has none or the graph does not lower."""
+    if not os.path.exists(a.executorch_python):
+        print("compare: ExecuTorch not measured: no .venv-executorch (scripts/setup_bench_env.sh makes it)")
+        return None
+    pte = os.path.join(a.out, "scene-xnnpack.pte")
+    r = subprocess.run([a.executorch_python, os.path.join(ROOT, "bench", "et_lower.py"), pt2, "--xnnpack", pte],
+                       capture_output=True, text=True)
+    status = json.loads(r.stdout.strip().splitlines()[-1])["et_xnnpack"]["status"] if r.returncode == 0 else r.stderr
+    if status != "ok":
+        print(f"compare: ExecuTorch not measured: lowering failed: {status[-400:]}")
+        return None
+    return PeerWorker(a.executorch_python, "executorch", pt2, pte, str(a.threads))
 
 
 def latency(a: argparse.Namespace, photo: str) -> None:
@@ -120,11 +152,15 @@ def latency(a: argparse.Namespace, photo: str) -> None:
     x = convert.preprocess(convert.read_image(photo))
     pt2 = os.path.join(a.out, "scene.pt2")
     torch.export.save(torch.export.export(model, (x,)), pt2)
-    ort = None
+    peers = {}
     if os.path.exists(a.bench_python):
-        ort = OrtWorker(a.bench_python, pt2, os.path.join(a.out, "scene.onnx"), a.threads)
+        peers["ONNX Runtime"] = PeerWorker(a.bench_python, "ort", pt2, os.path.join(a.out, "scene.onnx"),
+                                           str(a.threads))
     else:
         print("compare: ONNX Runtime not measured: no .venv-bench (scripts/setup_bench_env.sh makes it)")
+    et = executorch_worker(a, pt2)
+    if et is not None:
+        peers["ExecuTorch XNNPACK"] = et
 
     def eager(runs: int) -> float:
         ms = []
@@ -142,14 +178,14 @@ def latency(a: argparse.Namespace, photo: str) -> None:
     rows = {"Tern fp32": lambda: tern(os.path.join(a.out, "scene.tern")),
             "Tern int8": lambda: tern(os.path.join(a.out, "scene-int8.tern")),
             "PyTorch eager": lambda: eager(a.runs)}
-    if ort is not None:
-        rows["ONNX Runtime"] = lambda: ort.median_ms(a.runs)
+    for name, worker in peers.items():
+        rows[name] = lambda worker=worker: worker.median_ms(a.runs)
     got = {name: [] for name in rows}
     for _ in range(a.rounds):
         for name, measure in rows.items():
             got[name].append(measure())
-    if ort is not None:
-        ort.close()
+    for worker in peers.values():
+        worker.close()
     base = statistics.median(got["Tern fp32"])
     print(f"\nLatency of one forward (1x3x224x224), {a.threads} thread(s), median of {a.rounds} rounds "
           f"of {a.runs} runs each, one process per runtime, in one run:\n")
@@ -162,8 +198,8 @@ def latency(a: argparse.Namespace, photo: str) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) == 5 and sys.argv[1] == "--ort-worker":
-        ort_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    if len(sys.argv) == 6 and sys.argv[1] == "--peer-worker":
+        peer_worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
         return 0
     sys.path.insert(0, HERE)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -174,6 +210,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--bench-python", default=os.path.join(ROOT, ".venv-bench", "bin", "python"),
                     help="the Python of the environment with onnxruntime (scripts/setup_bench_env.sh)")
+    ap.add_argument("--executorch-python", default=os.path.join(ROOT, ".venv-executorch", "bin", "python"),
+                    help="the Python of the environment with executorch (scripts/setup_bench_env.sh)")
     a = ap.parse_args()
     import convert
 

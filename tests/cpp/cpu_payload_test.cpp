@@ -337,6 +337,32 @@ TEST_F(CpuCrafted, test_a_convolution_of_batch_0_is_refused) {
   EXPECT_EQ(load_and_run(ok), Error::Ok) << last_error_message();
 }
 
+// A depthwise Conv's output size is the one its window gives over the
+// padding before and padding_end after (absent: the same as before); its row
+// kernel relies on it. x and y [1, 2, 2, 1], a 3x3 window at stride 1.
+TEST_F(CpuCrafted, test_a_depthwise_convolution_is_refused_unless_its_padding_end_gives_its_output_size) {
+  const std::vector<int32_t> one = {1, 1}, three = {3, 3}, pad = {1, 1};
+  auto file = [&](const std::vector<int32_t>* padding_end) {
+    return cpu_file_of(one_op_payload(
+        {{{1, 2, 2, 1}, cpufb::Storage::Input}, {{1, 2, 2, 1}, cpufb::Storage::Output}, {{160}, cpufb::Storage::Weights}},
+        160, [&](flatbuffers::FlatBufferBuilder& b) {
+          const auto conv = cpufb::CreateConvDirect(b, 2, 4, -1, 3, &three, &one, &pad, &one, true,
+                                                    cpufb::Activation::None, -INFINITY, INFINITY, 0, 0, 0, 0, false,
+                                                    padding_end);
+          return cpufb::CreateOpDirect(b, cpufb::OpKind::Conv, conv.Union(), "dwconv");
+        }));
+  };
+  const std::vector<int32_t> same = {1, 1}, short_bottom = {0, 1}, short_right = {1, 0};
+  EXPECT_EQ(load_and_run(file(nullptr)), Error::Ok) << last_error_message();
+  EXPECT_EQ(load_and_run(file(&same)), Error::Ok) << last_error_message();
+  for (const auto* end : {&short_bottom, &short_right}) {
+    clear_last_error();
+    EXPECT_EQ(load_and_run(file(end)), Error::InvalidProgram);
+    EXPECT_NE(std::string(last_error_message()).find(end == &short_bottom ? "g.oh == window_out" : "g.ow == window_out"),
+              std::string::npos) << last_error_message();
+  }
+}
+
 // An int8 value where an op takes float32 (a Unary over int8 bytes would
 // read 4 bytes an element of a 1-byte one): refused, naming the value.
 TEST_F(CpuCrafted, test_an_int8_value_where_an_op_takes_float32_is_refused) {

@@ -68,6 +68,8 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   TERN_CHECK_OK(ld.pair(oi, c.kernel(), "kernel", 1, &g.kh, &g.kw));
   TERN_CHECK_OK(ld.pair(oi, c.stride(), "stride", 1, &g.sh, &g.sw));
   TERN_CHECK_OK(ld.pair(oi, c.padding(), "padding", -(1 << 16), &g.ph, &g.pw));
+  int32_t pb = g.ph, pr = g.pw;  // after: bottom, right
+  if (c.padding_end() != nullptr) TERN_CHECK_OK(ld.pair(oi, c.padding_end(), "padding_end", -(1 << 16), &pb, &pr));
   TERN_CHECK_OK(ld.pair(oi, c.dilation(), "dilation", 1, &g.dh, &g.dw));
   g.n = x->sizes[0], g.h = x->sizes[1], g.w = x->sizes[2], g.x_stride = x->sizes[3];
   g.oh = y->sizes[1], g.ow = y->sizes[2], g.y_stride = y->sizes[3];
@@ -100,10 +102,12 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   TERN_CPU_NEED(failed, g.w >= 1);
   TERN_CPU_NEED(failed, g.oh >= 1);
   TERN_CPU_NEED(failed, g.ow >= 1);
-  TERN_CPU_NEED(failed, !g.depthwise || g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.dh));
-  TERN_CPU_NEED(failed, !g.depthwise || g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.dw));
+  TERN_CPU_NEED(failed, !g.depthwise || g.oh == window_out(g.h, g.kh, g.sh, g.ph, pb, g.dh));
+  TERN_CPU_NEED(failed, !g.depthwise || g.ow == window_out(g.w, g.kw, g.sw, g.pw, pr, g.dw));
   TERN_CPU_NEED(failed, !g.depthwise || g.ph >= 0);
   TERN_CPU_NEED(failed, !g.depthwise || g.pw >= 0);
+  TERN_CPU_NEED(failed, !g.depthwise || pb >= 0);
+  TERN_CPU_NEED(failed, !g.depthwise || pr >= 0);
   TERN_CPU_NEED(failed, !g.depthwise || g.oc == g.c);
   TERN_CPU_NEED(failed, g.c <= (1 << 24));
   TERN_CPU_NEED(failed, int64_t(g.kh) * g.kw <= 1024);

@@ -172,8 +172,8 @@ Error pool_window(Loader& ld, uint32_t oi, const Table& p, const ValueInfo& x, c
   TERN_CPU_NEED(failed, p.kind() <= fb::PoolKind::Average);
   TERN_CPU_NEED(failed, y.sizes[0] == g.n);
   TERN_CPU_NEED(failed, y.sizes[3] == g.c);
-  TERN_CPU_NEED(failed, g.oh == window_out(g.h, g.kh, g.sh, g.ph, 1));
-  TERN_CPU_NEED(failed, g.ow == window_out(g.w, g.kw, g.sw, g.pw, 1));
+  TERN_CPU_NEED(failed, g.oh == window_out(g.h, g.kh, g.sh, g.ph, g.ph, 1));
+  TERN_CPU_NEED(failed, g.ow == window_out(g.w, g.kw, g.sw, g.pw, g.pw, 1));
   TERN_CPU_NEED(failed, 2 * g.ph <= g.kh);
   TERN_CPU_NEED(failed, 2 * g.pw <= g.kw);
   if (failed) {

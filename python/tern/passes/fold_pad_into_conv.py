@@ -14,7 +14,9 @@ padding:
 Folded only when all hold: value 0, every amount >= 0 and equal on both
 sides, only spatial dims padded, a 1d or 2d convolution (not transposed) as
 the pad's only user, reading it as its input, and the pad not a graph output.
-Other pads (the stride-2 "same" convs pad 0 before and 1 after) are left.
+Other pads (the stride-2 "same" convs pad 0 before and 1 after) are left;
+the cpu backend takes those into its Conv's padding and padding_end
+(tern.backends.cpu.fusion.choose_pads).
 
 In a quantized graph (PT2E) the pad sits between quantize/dequantize pairs
 that share its input's parameters:

@@ -10,7 +10,8 @@ tern.export uses CpuPartitioner() by default. It claims, one module per op
 family (FAMILIES: each with supports(node) -> None, or why not; its
 lowering; and EMITS, the cpu.fbs ops that lowering emits):
   convolution.py   float32 convolutions: 2-d, general, grouped, depthwise or
-                   transposed; Winograd for wide 3x3 ones
+                   transposed; Winograd for wide 3x3 ones; a zero pad before
+                   one taken into its padding
   linear.py        linear layers (addmm, mm of a constant weight), batched matmul
   attention.py     scaled dot-product attention as one op (float or constant
                    bool mask, causal, grouped-query; no dropout)
@@ -71,6 +72,7 @@ FAMILIES: tuple[ModuleType, ...] = (convolution, linear, attention, elementwise,
 # op name -> the family's supports(node): None if the backend runs it, else why not
 SUPPORTS: dict[str, Callable[[Any], str | None]] = {
     "aten::convolution": convolution.supports,
+    "aten::constant_pad_nd": convolution.supports_pad,
     "aten::addmm": linear.supports_linear,
     "aten::mm": linear.supports_linear,
     "aten::bmm": linear.supports_bmm,

@@ -7,8 +7,8 @@ Decided here, ahead of time:
     delegate's inputs and outputs keep the graph's NCHW, converted by
     Transpose ops at the edges (none where the two orders coincide, e.g. a
     [n, c, 1, 1] tensor);
-  - fusion: the passes of fusion.py, in its order: Winograd and the
-    epilogues (what each head op takes in: bias, residual, activation; the
+  - fusion: the passes of fusion.py, in its order: the zero pads a
+    convolution's padding takes in, Winograd and the epilogues (what each head op takes in: bias, residual, activation; the
     int8 operators) chosen before lowering and recorded on the nodes, row
     chains marked on the ops after;
   - lowering: each node by its op family's `lower` (LOWER below; int8
@@ -33,7 +33,7 @@ import tern.backends.cpu.linear as linear
 import tern.backends.cpu.pooling as pooling
 import tern.backends.cpu.quantized_ops as quantized_ops
 from tern.backends.cpu.activations import ACTIVATIONS, AFFINE
-from tern.backends.cpu.fusion import choose_epilogues, choose_winograd, mark_row_chains
+from tern.backends.cpu.fusion import choose_epilogues, choose_pads, choose_winograd, mark_row_chains
 from tern.backends.cpu.ir import (ELEMENT_BYTES, NHWC, PLAIN, TO_NCHW, TO_NHWC, Op, Program, Value, before,
                                   dtype_of, name_of, shape)
 from tern.backends.cpu.options import CpuOptions
@@ -96,6 +96,7 @@ class Compiler:
         self.dynamic: dict[Any, tuple[int, int]] = {}
 
     def run(self) -> Program:
+        self.done.update(choose_pads(self.gm))  # lowered with their convolutions
         choose_winograd(self.gm, self.options)
         choose_epilogues(self.gm)
         for node in self.gm.graph.nodes:  # quantized operators cover reshapes before them, run with them

@@ -1,7 +1,9 @@
 """Convolutions: 2-d, general, grouped (one Conv per group), depthwise, or
 transposed (one Conv per output phase, then an Interleave), and 3x3
 stride-1 ones as Winograd F(2x2, 3x3) where fusion.choose_winograd says so.
-NHWC inside; a residual add and an activation fused into the epilogue.
+NHWC inside; a residual add and an activation fused into the epilogue; a
+zero pad before it (TensorFlow's "same" rule: 0 before, 1 after at stride 2)
+taken into its padding where fusion.choose_pads says so.
 """
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from tern.backends.cpu.activations import epilogue
-from tern.backends.cpu.fusion import WINOGRAD
-from tern.backends.cpu.ir import NHWC, NO_ACTIVATION, Builder, epilogue_of, is_const, rank, shape, val
+from tern.backends.cpu.fusion import PAD, WINOGRAD, conv_taking_pad
+from tern.backends.cpu.ir import NHWC, NO_ACTIVATION, Builder, epilogue_of, is_const, pad_amounts, rank, shape, val
 from tern.backends.cpu.pack import pack_conv, pack_depthwise
 
 # the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
@@ -34,6 +36,17 @@ def supports(node: Any) -> str | None:
     return None  # groups == 1, depthwise, or one Conv per group
 
 
+def supports_pad(node: Any) -> str | None:
+    """A zero pad of the spatial dims whose only user is a convolution the
+    backend runs: it becomes that Conv's padding (fusion.choose_pads)."""
+    if pad_amounts(node) is None:
+        return "a pad other than zeros added to the last two dims of a 4-d tensor"
+    conv = conv_taking_pad(node)
+    if conv is None:
+        return "a zero pad whose only user is not an untransposed convolution reading it as its input"
+    return supports(conv)
+
+
 def winograd_weights(weight: np.ndarray) -> np.ndarray:
     """G g G^T of each [oc, c] 3x3 kernel (in double, then float32): [16, oc, c]."""
     g = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
@@ -50,15 +63,26 @@ def lower(c: Builder, node: Any) -> None:
     n, oc, oh, ow = shape(node)
     ch = shape(x)[1]
     depthwise = groups > 1 and groups == ch == oc
+    before = after = tuple(padding)  # (top, left), (bottom, right)
+    taken = node.meta.get(PAD)  # a zero pad taken in (fusion.choose_pads): x is what the pad reads
+    if taken is not None:
+        pad_node, (top, left, bottom, right) = taken
+        x = pad_node.args[0]
+        before, after = (before[0] + top, before[1] + left), (after[0] + bottom, after[1] + right)
     xv = c.nhwc(x)
     ep = epilogue_of(node)  # a residual add (ungrouped or depthwise), an activation
     fused, decisions, res, last, act = ep.nodes, ep.decisions(), ep.residual_value, ep.last, ep.act
     y = c.workspace((n, oh, ow, oc))
     rv = c.nhwc(res) if res is not None else -1
     common = {"x": xv, "residual": rv, "y": y, "kernel": tuple(weight.shape[2:]), "stride": tuple(stride),
-              "padding": tuple(padding), "dilation": tuple(dilation), "depthwise": depthwise, **epilogue(act)}
-    if groups == 1 and node.meta.get(WINOGRAD):
-        _lower_winograd(c, xv, weight, bias, tuple(padding), rv, y, act, fused, {**decisions, "winograd": True})
+              "padding": before, "dilation": tuple(dilation), "depthwise": depthwise, **epilogue(act)}
+    if after != before:
+        common["padding_end"] = after
+    if taken is not None:  # the pad is part of the op (its label, Op.decisions)
+        fused = [pad_node] + fused
+        decisions["pad"] = pad_node.name
+    if groups == 1 and node.meta.get(WINOGRAD):  # taps are bounds-checked: the bottom and right padding come free
+        _lower_winograd(c, xv, weight, bias, before, rv, y, act, fused, {**decisions, "winograd": True})
     elif groups == 1 or depthwise:
         wv = c.weights(pack_depthwise(weight, bias) if depthwise else pack_conv(weight, bias))
         c.op("Conv", {**common, "weights": wv}, fused, [xv, wv] + ([rv] if rv >= 0 else []), [y], decisions)

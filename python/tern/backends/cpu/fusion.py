@@ -6,7 +6,9 @@ readers and tests: {"bias" | "residual" | "activation": node name,
 
 Run by the compiler (compile.py) in this order:
   1. before lowering, over the claimed graph, recorded on the node:
-     choose_winograd (meta[WINOGRAD]: whether a 3x3 convolution runs as
+     choose_pads (meta[PAD] on a convolution: the zero pad before it that
+     its padding takes in, `decisions["pad"]`); choose_winograd
+     (meta[WINOGRAD]: whether a 3x3 convolution runs as
      Winograd F(2x2, 3x3)); choose_epilogues (meta[EPILOGUE], an
      ir.Epilogue: the bias add, residual add and activation a head op takes
      in; and meta[INT8], a quantized_ops.Int8Op: the int8 operator a node
@@ -26,7 +28,7 @@ import tern.backends.cpu.quantized_ops as quantized_ops
 from tern.backends.cpu.activations import activation_of, affine_of
 from tern.backends.cpu.elementwise import BINARY
 from tern.backends.cpu.ir import (EPILOGUE, VIEWS, Epilogue, Op, Program, before, is_const, name_of, only_user,
-                                  shape)
+                                  pad_amounts, shape)
 from tern.backends.cpu.layout import expanded_weight, simplify_permute
 from tern.backends.cpu.options import CpuOptions
 from tern.backends.cpu.quantized_ops import INT8
@@ -35,6 +37,38 @@ if TYPE_CHECKING:
     import torch.fx
 
 WINOGRAD = "tern_cpu_winograd"  # node.meta key: True if the convolution runs as Winograd
+PAD = "tern_cpu_pad"  # node.meta key of a convolution: (the pad node it takes in, (top, left, bottom, right))
+
+
+def choose_pads(gm: "torch.fx.GraphModule") -> list[Any]:
+    """Records on each float convolution whose input is a zero pad of the
+    spatial dims (pad_amounts), used by it alone, that pad: the Conv reads
+    the pad's input and adds the amounts to its padding before (top, left)
+    and after (padding_end: bottom, right). Returns the pads taken in (the
+    compiler lowers them with their convolution, never on their own).
+    TensorFlow's "same" convolutions of stride 2 pad 0 before and 1 after,
+    which aten.convolution's symmetric padding cannot say
+    (tern.passes.fold_pad_into_conv folds the symmetric ones before)."""
+    taken = []
+    for node in gm.graph.nodes:
+        node.meta.pop(PAD, None)
+    for node in gm.graph.nodes:
+        conv = conv_taking_pad(node)
+        if conv is not None:
+            conv.meta[PAD] = (node, pad_amounts(node))
+            taken.append(node)
+    return taken
+
+
+def conv_taking_pad(node: Any) -> Any:
+    """The convolution whose padding takes in the zero pad `node`
+    (pad_amounts) if the pad's only user is an untransposed convolution
+    reading it as its input alone; else None."""
+    conv = only_user(node)
+    if (pad_amounts(node) is None or conv is None or name_of(conv) != "aten::convolution" or conv.args[6]
+            or conv.args[0] is not node or node in conv.args[1:]):
+        return None
+    return conv
 
 
 def winograd_fits(wshape: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...], oh: int, ow: int,
@@ -240,5 +274,6 @@ def mark_row_chains(p: Program, options: CpuOptions) -> None:
 def _pointwise(op: Op) -> bool:
     f = op.fields
     return (op.kind == "Conv" and not f["depthwise"] and f["kernel"] == (1, 1) and f["stride"] == (1, 1)
-            and f["padding"] == (0, 0) and f["dilation"] == (1, 1) and not f.get("in_channels")
+            and f["padding"] == (0, 0) and "padding_end" not in f and f["dilation"] == (1, 1)
+            and not f.get("in_channels")
             and not f.get("out_channels"))

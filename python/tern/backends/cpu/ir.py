@@ -192,3 +192,20 @@ def before(a: Any, b: Any) -> bool:
 def pair(v: Any) -> tuple[int, int]:
     v = tuple(int(x) for x in v)
     return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
+
+
+def pad_amounts(node: Any) -> tuple[int, int, int, int] | None:
+    """(top, left, bottom, right) of an aten.constant_pad_nd that adds zeros
+    to the last two dims of a 4-d tensor and nothing to the others; None
+    for any other pad (another value, a crop, other dims) or node."""
+    if name_of(node) != "aten::constant_pad_nd" or len(shape(node)) != 4:
+        return None
+    pad = list(node.args[1])
+    value = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0)
+    if value != 0 or len(pad) not in (2, 4, 6, 8) or any(not isinstance(p, int) or p < 0 for p in pad):
+        return None
+    if any(pad[4:]):
+        return None  # pads of the batch or channel dims
+    left, right = pad[0], pad[1]
+    top, bottom = (pad[2], pad[3]) if len(pad) > 2 else (0, 0)
+    return top, left, bottom, right

@@ -81,7 +81,7 @@ def _op_table(b: Any, op: Op) -> tuple[int, int]:
     module = importlib.import_module(f"tern.backends.cpu.fb.{op.kind}")
     prepend = {"xs": b.PrependUint32, "offsets": b.PrependInt64}  # the rest are [int]
     lists = {k: _ints(b, getattr(module, f"Start{_camel(k)}Vector"), prepend.get(k, b.PrependInt32), f[k])
-             for k in ("kernel", "stride", "padding", "dilation", "perm", "xs", "offsets") if k in f}
+             for k in ("kernel", "stride", "padding", "padding_end", "dilation", "perm", "xs", "offsets") if k in f}
     module.Start(b)
     for key, value in f.items():
         add = getattr(module, f"Add{_camel(key)}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tern.backends.cpu.activations import activation_of
-from tern.backends.cpu.ir import VIEWS, only_user, pair, shape
+from tern.backends.cpu.ir import VIEWS, only_user, pad_amounts, pair, shape
 from tern.backends.cpu.pooling import POOLS
 from tern.backends.cpu.pooling import supports as pool_refusal
 from tern.ops import op_name
@@ -73,6 +73,11 @@ class QConvPattern:
     y: QParams  # of the quantize, its range narrowed by the activation
     q: Any  # the quantize
     covered: list[Any] = field(default_factory=list)  # nodes besides the dequantize of x
+    # the nodes between x's dequantize and the op, run with it (_x_input:
+    # reshapes, or a zero pad with its quantize and dequantize), and that
+    # pad's (top, left, bottom, right)
+    passed: list[Any] = field(default_factory=list)
+    pad: tuple[int, int, int, int] | None = None
 
 
 def qconv_of(node: Any) -> QConvPattern | None:
@@ -114,9 +119,16 @@ def _const(node: Any) -> Any:
     return getattr(gm, node.target, None)
 
 
-def _x_input(x: Any) -> tuple[Any, QParams, list[Any]] | None:
-    """(int8 node, its parameters, views passed) if x is a dequantize, or
-    reshapes of one each used once."""
+def _x_input(x: Any) -> tuple[Any, QParams, list[Any], tuple[int, int, int, int] | None] | None:
+    """(int8 node, its parameters, nodes passed, pad) if x is a dequantize,
+    or reshapes of one, each used once. A zero pad of the spatial dims
+    between two pairs of the same parameters, as PT2E writes TensorFlow's
+    "same" padding of a quantized convolution,
+
+        dequantize(a) -> pad -> quantize -> dequantize -> x
+
+    is passed too: its zeros quantize to the zero point, what the kernels
+    read outside x (the pad's amounts, fusion.pad_amounts, are the last item)."""
     views = []
     while getattr(x, "op", None) == "call_function" and op_name(x.target) in VIEWS and len(x.users) == 1:
         views.append(x)
@@ -124,7 +136,26 @@ def _x_input(x: Any) -> tuple[Any, QParams, list[Any]] | None:
     p = qparams(x)
     if p is None or op_name(x.target) != DQ:
         return None
-    return x.args[0], p, views
+    pad = _padded(x, p)
+    if pad is not None:
+        q, pad_node = x.args[0], x.args[0].args[0]
+        return pad_node.args[0].args[0], p, views + [x, q, pad_node], pad_amounts(pad_node)
+    return x.args[0], p, views, None
+
+
+def _padded(dq: Any, p: QParams) -> Any:
+    """The dequantize before a zero pad that dq's quantize reads, each of
+    the three used once and of dq's parameters; else None."""
+    q = dq.args[0]
+    if len(dq.users) != 1 or qparams(q) != p or op_name(q.target) != Q or len(q.users) != 1:
+        return None
+    pad_node = q.args[0]
+    if getattr(pad_node, "op", None) != "call_function" or pad_amounts(pad_node) is None or len(pad_node.users) != 1:
+        return None
+    dq1 = pad_node.args[0]
+    if qparams(dq1) != p or op_name(dq1.target) != DQ:
+        return None
+    return dq1
 
 
 def _output(node: Any, views: bool = False) -> tuple[Any, QParams, list[Any]] | None:
@@ -185,7 +216,7 @@ def _conv(node: Any) -> QConvPattern | None:
     if kh * kw > 1024 or kh * kw * (1 if depthwise else (c + 3) // 4 * 4) > MAX_PRODUCTS:
         return None
     q, yp, between = out
-    return QConvPattern("conv", node, xi[0], xi[1], wi[0], wi[1], b, yp, q, [w, *between, q, *xi[2]])
+    return QConvPattern("conv", node, xi[0], xi[1], wi[0], wi[1], b, yp, q, [w, *between, q, *xi[2]], xi[2], xi[3])
 
 
 def _linear_operands(node: Any) -> tuple[Any, Any, Any] | None:
@@ -215,13 +246,14 @@ def _linear(node: Any) -> QConvPattern | None:
         return None
     x, wt, b = parts
     xi, wi, out = _x_input(x), weight_of(wt.args[0]), _output(node, views=True)
-    if xi is None or wi is None or out is None:
+    if xi is None or wi is None or out is None or xi[3] is not None:
         return None
     n, k = shape(wi[0])
     if (k + 3) // 4 * 4 > MAX_PRODUCTS:
         return None
     q, yp, between = out
-    return QConvPattern("linear", node, xi[0], xi[1], wi[0], wi[1], b, yp, q, [wt, wt.args[0], *between, q, *xi[2]])
+    return QConvPattern("linear", node, xi[0], xi[1], wi[0], wi[1], b, yp, q, [wt, wt.args[0], *between, q, *xi[2]],
+                        xi[2])
 
 
 @dataclass
@@ -462,6 +494,8 @@ def claims(node: Any) -> bool | None:
         return claims(node.args[0])
     if name in ("aten::convolution", "aten::addmm", "aten::mm") and qconv_of(node) is not None:
         return True
+    if name == "aten::constant_pad_nd" and _qconv_taking_pad(node) is not None:
+        return True  # else a float pad: not this module's to decide
     if name in ("aten::add.Tensor", "aten::mul.Tensor") and qbinary_of(node) is not None:
         return True
     if qpool_of(node) is not None:
@@ -473,6 +507,16 @@ def claims(node: Any) -> bool | None:
     if name == "aten::permute" and op_name(getattr(node.args[0], "target", None)) == INT4:
         return claims(node.args[0])
     return None
+
+
+def _qconv_taking_pad(node: Any) -> QConvPattern | None:
+    """The int8 convolution whose padding takes in the zero pad node
+    (quantize, dequantize, then the convolution: _x_input), else None."""
+    q = only_user(node)
+    dq = only_user(q) if q is not None else None
+    conv = only_user(dq) if dq is not None else None
+    pattern = qconv_of(conv) if conv is not None else None
+    return pattern if pattern is not None and node in pattern.passed else None
 
 
 def _dynamic_claimed(node: Any) -> bool:

@@ -104,8 +104,13 @@ def lower(c: Builder, node: Any) -> bool:
 
 
 def covered_views(node: Any) -> list[Any]:
-    """The reshapes before node that its int8 operator covers (run with it)."""
-    pattern = qconv_of(node) or qlinear_dynamic_of(node)
+    """The nodes before node that its int8 operator covers (run with it):
+    reshapes, and a zero pad a QConv takes in with its quantize and
+    dequantize."""
+    qconv = qconv_of(node)
+    if qconv is not None:
+        return qconv.passed
+    pattern = qlinear_dynamic_of(node)
     return [n for n in pattern.covered if name_of(n) in VIEWS] if pattern is not None else []
 
 
@@ -142,6 +147,10 @@ def _qconv(c: Builder, op: Int8Op) -> None:
         packed = pack_qs8_depthwise(weight) if depthwise else pack_qs8_conv(weight)
         fields.update({"stride": pair(stride), "padding": pair(padding), "dilation": pair(dilation),
                        "depthwise": depthwise, "kernel": tuple(weight.shape[2:])})
+        if pat.pad is not None:  # a zero pad taken in (quantized._x_input): x is what it reads
+            top, left, bottom, right = pat.pad
+            ph, pw = fields["padding"]
+            fields.update({"padding": (ph + top, pw + left), "padding_end": (ph + bottom, pw + right)})
         out = (y, NHWC)
     else:
         m, k = shape(node.args[1] if name_of(node) == "aten::addmm" else node.args[0])
