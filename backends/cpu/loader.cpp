@@ -14,8 +14,9 @@ namespace {
 
 constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
 // Version 2 added Attention, version 3 int8 values and QConv, Quantize,
-// Dequantize; an older payload is a newer one without them.
-constexpr uint32_t kVersion = 3;
+// Dequantize, version 4 bool values (an Attention's mask); an older payload
+// is a newer one without them.
+constexpr uint32_t kVersion = 4;
 
 }  // namespace
 
@@ -82,10 +83,11 @@ Error Loader::check_args() {
   for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
     const bool input = i < inputs.size(), workspace = i + 1 == inputs.size() + outputs.size();
     const EValue& v = input ? *inputs[i] : *outputs[i - inputs.size()];
-    const bool dtype_ok = v.tensor.dtype == ScalarType::Float32 || v.tensor.dtype == ScalarType::Int8;
+    const bool dtype_ok = v.tensor.dtype == ScalarType::Float32 || v.tensor.dtype == ScalarType::Int8 ||
+                          (input && v.tensor.dtype == ScalarType::Bool);
     TERN_CPU_CHECK(*this, v.tag == Tag::Tensor, "delegate %s %zu must be a tensor", input ? "input" : "output",
                    input ? i : i - inputs.size());
-    TERN_CPU_CHECK(*this, workspace || dtype_ok, "delegate %s %zu must be a float32 or int8 tensor",
+    TERN_CPU_CHECK(*this, workspace || dtype_ok, "delegate %s %zu must be a float32 or int8 tensor (or a bool input)",
                    input ? "input" : "output", input ? i : i - inputs.size());
   }
   TERN_CPU_CHECK(*this, workspace().nbytes() >= prog->workspace_bytes(),
@@ -111,7 +113,7 @@ Error Loader::read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64
   TERN_CPU_CHECK(*this, bad < 0, "value %u: bad or too large size in dim %d", vi, bad);
   for (int d = 0; d < out->rank; ++d) out->sizes[d] = sizes->Get(uint32_t(d));
   out->numel = int64_t(numel);
-  *nbytes = numel * (out->int8 ? 1 : sizeof(float));
+  *nbytes = numel * (out->int8 || out->boolean ? 1 : sizeof(float));
   return Error::Ok;
 }
 
@@ -120,9 +122,11 @@ Error Loader::resolve_value(uint32_t vi) {
   ValueInfo& out = values[vi];
   out = ValueInfo{};
   uint64_t nbytes = 0, end = 0;
-  TERN_CPU_CHECK(*this, v.dtype() == fb::DType::Float32 || v.dtype() == fb::DType::Int8, "value %u: unknown dtype %d",
-                 vi, int(v.dtype()));
+  TERN_CPU_CHECK(*this, v.dtype() == fb::DType::Float32 || v.dtype() == fb::DType::Int8 || v.dtype() == fb::DType::Bool,
+                 "value %u: unknown dtype %d", vi, int(v.dtype()));
   out.int8 = v.dtype() == fb::DType::Int8;
+  out.boolean = v.dtype() == fb::DType::Bool;
+  const ScalarType dtype = out.int8 ? ScalarType::Int8 : out.boolean ? ScalarType::Bool : ScalarType::Float32;
   TERN_CHECK_OK(read_shape(vi, v, &out, &nbytes));
   const uint32_t ni = prog->num_inputs(), no = prog->num_outputs();
   switch (v.storage()) {
@@ -135,15 +139,14 @@ Error Loader::resolve_value(uint32_t vi) {
       // the same elements, possibly seen with other sizes (a [m, k] input read as [m, 1, 1, k])
       TERN_CPU_CHECK(*this, out.numel == t.numel, "value %u: %lld elements, delegate %s %u has %lld", vi,
                      (long long)out.numel, input ? "input" : "output", v.index(), (long long)t.numel);
-      TERN_CPU_CHECK(*this, t.dtype == (out.int8 ? ScalarType::Int8 : ScalarType::Float32),
-                     "value %u: %s, delegate %s %u is %s", vi, out.int8 ? "int8" : "float32",
+      TERN_CPU_CHECK(*this, t.dtype == dtype, "value %u: %s, delegate %s %u is %s", vi, scalar_type_name(dtype),
                      input ? "input" : "output", v.index(), scalar_type_name(t.dtype));
       out.data = t.data_as<float>();
       out.writable = !input;
       return Error::Ok;
     }
     case fb::Storage::Workspace:
-      TERN_CPU_CHECK(*this, v.offset() % (out.int8 ? 1 : alignof(float)) == 0, "value %u: workspace offset %llu", vi,
+      TERN_CPU_CHECK(*this, v.offset() % (out.int8 || out.boolean ? 1 : alignof(float)) == 0, "value %u: workspace offset %llu", vi,
                      (unsigned long long)v.offset());
       TERN_CPU_CHECK(*this, checked_add(v.offset(), nbytes, &end), "value %u: workspace range [%llu, +%llu)", vi,
                      (unsigned long long)v.offset(), (unsigned long long)nbytes);
@@ -178,10 +181,19 @@ Error Loader::value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, c
   TERN_CPU_CHECK(*this, vi >= 0, "op %u: value %lld out of range", oi, (long long)vi);
   TERN_CPU_CHECK(*this, uint64_t(vi) < prog->values()->size(), "op %u: value %lld out of range", oi, (long long)vi);
   *v = &values[vi];
-  TERN_CPU_CHECK(*this, (*v)->int8 == int8, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi,
-                 (*v)->int8 ? "int8" : "float32", int8 ? "int8" : "float32");
+  TERN_CPU_CHECK(*this, (*v)->int8 == int8 && !(*v)->boolean, "op %u: value %lld is %s, the op takes %s there", oi,
+                 (long long)vi, (*v)->int8 ? "int8" : (*v)->boolean ? "bool" : "float32", int8 ? "int8" : "float32");
   TERN_CPU_CHECK(*this, rank == 0 || (*v)->rank == rank, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
   TERN_CPU_CHECK(*this, !out || (*v)->writable, "op %u: writes value %lld, which is read-only", oi, (long long)vi);
+  return Error::Ok;
+}
+
+Error Loader::mask_value(uint32_t oi, int64_t vi, const ValueInfo** v) {
+  TERN_CPU_CHECK(*this, vi >= 0, "op %u: value %lld out of range", oi, (long long)vi);
+  TERN_CPU_CHECK(*this, uint64_t(vi) < prog->values()->size(), "op %u: value %lld out of range", oi, (long long)vi);
+  *v = &values[vi];
+  TERN_CPU_CHECK(*this, !(*v)->int8, "op %u: value %lld is int8, the op takes bool or float32 there", oi,
+                 (long long)vi);
   return Error::Ok;
 }
 

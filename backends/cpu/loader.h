@@ -54,8 +54,9 @@ bool qparams_ok(float scale, int32_t zero_point);
 inline bool qrange_ok(int32_t qmin, int32_t qmax) { return qmin >= -128 && qmax <= 127 && qmin <= qmax; }
 
 struct ValueInfo {
-  float* data;  // int8 values: their bytes, through this pointer's type
-  bool int8;    // cpu.fbs DType Int8, else Float32
+  float* data;   // int8 and bool values: their bytes, through this pointer's type
+  bool int8;     // cpu.fbs DType Int8
+  bool boolean;  // cpu.fbs DType Bool (one byte an element); neither: Float32
   int rank;
   int64_t sizes[kMaxRank];
   int64_t numel;
@@ -93,6 +94,8 @@ struct Loader {
   }
   // The same, for a value of dtype int8 (`int8`) or float32.
   Error value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, const ValueInfo** v);
+  // Value vi, read-only, of dtype bool (an attention's mask) or float32.
+  Error mask_value(uint32_t oi, int64_t vi, const ValueInfo** v);
   // Whether value vi (unchecked: false when out of range) is int8, for ops
   // that take either dtype.
   bool is_int8(int64_t vi) const { return vi >= 0 && uint64_t(vi) < prog->values()->size() && values[vi].int8; }

@@ -36,7 +36,8 @@ struct AttentionGeometry {
   int64_t batch, heads, kv_heads, l, s, e, ev;
   const float* k;
   const float* v;
-  const float* mask;          // or nullptr
+  const float* mask;          // or nullptr: added to the scores
+  const uint8_t* mask_bool;   // or nullptr: 0 drops the key (-inf), any other byte keeps it
   int64_t mask_strides[4];    // over [batch, heads, l, s]; 0 where the mask broadcasts
   float* packed;              // k and v packed at run time (workspace)
   float scale;

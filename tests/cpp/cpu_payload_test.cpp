@@ -363,6 +363,21 @@ TEST_F(CpuCrafted, test_a_depthwise_convolution_is_refused_unless_its_padding_en
   }
 }
 
+// A bool value (one byte an element) is an Attention's mask and nothing
+// else: a Copy reading one as float32 would read four times its bytes.
+TEST_F(CpuCrafted, test_a_bool_value_is_refused_anywhere_but_an_attention_mask) {
+  const AlignedBytes file = cpu_file_with_workspace(one_op_payload(
+      {{{4}, cpufb::Storage::Workspace, cpufb::DType::Bool}}, 0,
+      [&](flatbuffers::FlatBufferBuilder& b) {
+        return cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, cpufb::CreateCopy(b, 2, 1).Union(), "copy");
+      },
+      512));
+  clear_last_error();
+  EXPECT_EQ(load_and_run(file), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("value 2 is bool, the op takes float32 there"), std::string::npos)
+      << last_error_message();
+}
+
 // An int8 value where an op takes float32 (a Unary over int8 bytes would
 // read 4 bytes an element of a 1-byte one): refused, naming the value.
 TEST_F(CpuCrafted, test_an_int8_value_where_an_op_takes_float32_is_refused) {

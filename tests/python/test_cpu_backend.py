@@ -478,17 +478,23 @@ def test_transformer_layers_run_attention_as_one_op(tmp_path: Path) -> None:
     assert "Attention" in [k for ops in _payload_ops(path) for k, _ in ops]
 
 
-def test_attention_with_a_bool_mask_computed_at_run_time_runs_on_kernels(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mask_shape", [(6, 10), (2, 1, 1, 10), (2, 3, 6, 10)])
+def test_attention_with_a_bool_mask_computed_at_run_time_runs_as_one_op(mask_shape: tuple[int, ...],
+                                                                        tmp_path: Path) -> None:
+    # A tokenizer's padding mask becomes a bool mask at run time (Hugging Face
+    # models): the delegate takes it as a Bool input, false masking the key out.
     class RuntimeMask(nn.Module):
         def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
             return nn.functional.scaled_dot_product_attention(q, k, v, w > 0)
 
     torch.manual_seed(0)
-    qkv = _qkv((1, 2), 6, 10, 8, 8)
-    path = _check(RuntimeMask(), qkv + (torch.randn(6, 10),), tmp_path)
-    assert "Attention" not in [k for ops in _payload_ops(path) for k, _ in ops]
-    m = read_program(str(path))["methods"][0]
-    assert "aten::scaled_dot_product_attention" in m["operators"]
+    w = torch.randn(*mask_shape)
+    w[..., -3:] = -1.0  # padding: the last 3 keys masked for every query
+    w[..., 0, :] = -1.0  # and query 0 of every head sees no key: eager gives zeros
+    path = _check(RuntimeMask(), _qkv((2, 3), 6, 10, 8, 8) + (w,), tmp_path)
+    ops = [k for ops in _payload_ops(path) for k, _ in ops]
+    assert ops.count("Attention") == 1, ops
+    assert "aten::scaled_dot_product_attention" not in read_program(str(path))["methods"][0]["operators"]
 
 
 @pytest.mark.parametrize("isa", ISAS)

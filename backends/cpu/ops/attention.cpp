@@ -42,10 +42,13 @@ void softmax_rows(const AttentionGeometry& a, const Isa& isa, int64_t b, int64_t
     const int64_t qi = q0 + i;
     const int64_t seen = a.causal ? (qi + 1 < keys ? qi + 1 : keys) : keys;
     for (int64_t j = 0; j < seen; ++j) row[j] *= a.scale;
+    const int64_t mo = b * a.mask_strides[0] + h * a.mask_strides[1] + qi * a.mask_strides[2], ms = a.mask_strides[3];
     if (a.mask != nullptr) {
-      const float* m = a.mask + b * a.mask_strides[0] + h * a.mask_strides[1] + qi * a.mask_strides[2];
-      const int64_t ms = a.mask_strides[3];
+      const float* m = a.mask + mo;
       for (int64_t j = 0; j < seen; ++j) row[j] += m[j * ms];
+    } else if (a.mask_bool != nullptr) {
+      const uint8_t* m = a.mask_bool + mo;
+      for (int64_t j = 0; j < seen; ++j) row[j] = m[j * ms] ? row[j] : -__builtin_inff();
     }
     float mx = -__builtin_inff();
     for (int64_t j = 0; j < seen; ++j) mx = row[j] > mx ? row[j] : mx;
@@ -140,7 +143,7 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   TERN_CHECK_OK(ld.value(oi, at.v(), 0, false, &v));
   TERN_CHECK_OK(ld.value(oi, at.y(), 0, true, &y));
   TERN_CHECK_OK(ld.value(oi, at.packed(), 0, true, &p));
-  if (at.mask() >= 0) TERN_CHECK_OK(ld.value(oi, at.mask(), 0, false, &m));
+  if (at.mask() >= 0) TERN_CHECK_OK(ld.mask_value(oi, at.mask(), &m));
   AttentionGeometry& a = par->attention;
   a.batch = at.batch(), a.heads = at.heads(), a.kv_heads = at.kv_heads();
   a.l = at.l(), a.s = at.s(), a.e = at.e(), a.ev = at.ev();
@@ -174,7 +177,9 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
       stride *= m->sizes[d];
     }
   }
-  a.k = k->data, a.v = v->data, a.mask = m ? m->data : nullptr, a.packed = p->data;
+  a.k = k->data, a.v = v->data, a.packed = p->data;
+  a.mask = m && !m->boolean ? m->data : nullptr;
+  a.mask_bool = m && m->boolean ? reinterpret_cast<const uint8_t*>(m->data) : nullptr;
   a.scale = at.scale(), a.causal = at.causal();
   par->x = q->data, par->y = y->data, par->numel = y->numel;
   const size_t s = attention_scratch_bytes(a, ld.isa);

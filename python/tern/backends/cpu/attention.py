@@ -1,5 +1,5 @@
 """Scaled dot-product attention as one Attention op: float32 q, k, v, a
-float or constant bool mask or causal, grouped-query heads, no dropout.
+float or bool mask or causal, grouped-query heads, no dropout.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class Attention:
     q: Any
     k: Any
     v: Any
-    mask: Any  # None, or a node: a float32 tensor, or a constant bool one
+    mask: Any  # None, or a node: a float32 or bool tensor
     causal: bool
     scale: float
     batch: int
@@ -37,8 +37,8 @@ def attention_of(node: Any) -> Attention | str:
     """What the cpu backend's Attention op needs of an SDPA node, or why it
     cannot run it: it takes float32 q, k, v of rank 3 or 4 with the same
     leading dims (heads may be fewer in k and v than in q when grouped), no
-    dropout, a mask that is a float32 tensor or a constant bool one
-    broadcasting to the scores, or causal, not both."""
+    dropout, a mask that is a float32 or bool tensor broadcasting to the
+    scores, or causal, not both."""
     import torch
 
     if name_of(node) != "aten::scaled_dot_product_attention":
@@ -83,8 +83,6 @@ def _mask_refusal(mask: Any, causal: bool, full: tuple[int, int, int, int]) -> s
         return "attention with both a mask and is_causal"
     if not isinstance(m, torch.Tensor) or m.dim() > 4:
         return "attention with a mask that is not a tensor of at most 4 dims"
-    if m.dtype == torch.bool and getattr(mask, "op", None) != "get_attr":
-        return "attention with a bool mask computed at run time"
     if m.dtype not in (torch.float32, torch.bool):
         return f"attention with a {str(m.dtype).replace('torch.', '')} mask (float32 or bool run)"
     ms = (1,) * (4 - m.dim()) + tuple(int(d) for d in m.shape)
@@ -108,11 +106,11 @@ def lower(c: Builder, node: Any) -> None:
     reads = [qv, kv, vv]
     mv = -1
     if at.mask is not None:
-        if not at.mask.meta["val"].is_floating_point():  # bool (attention_of allows float32 and bool)
+        if not at.mask.meta["val"].is_floating_point() and at.mask.op == "get_attr":  # a constant bool mask
             allowed = c.const_bool(at.mask)
             mv = c.alias(c.weights(np.where(allowed, 0.0, -np.inf).astype(np.float32).reshape(-1)),
                          tuple(allowed.shape) or (1,))
-        else:
+        else:  # float32, or bool computed at run time (a Bool value: false masks out)
             mv = c.plain(at.mask)
         reads.append(mv)
     kpanels, vpanels = (s + 15) // 16, (ev + 15) // 16

@@ -19,7 +19,7 @@ TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 INF = float("inf")
 NO_ACTIVATION = ("None", -INF, INF)  # an op's activation fields (cpu.fbs Activation, min, max) when it has none
 VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape")
-ELEMENT_BYTES = {"Float32": 4, "Int8": 1}
+ELEMENT_BYTES = {"Float32": 4, "Int8": 1, "Bool": 1}
 
 
 @dataclass
@@ -149,7 +149,8 @@ def is_const(node: Any) -> bool:
 def dtype_of(node: Any) -> str:
     import torch
 
-    return "Int8" if node.meta["val"].dtype == torch.int8 else "Float32"
+    dtype = node.meta["val"].dtype
+    return "Int8" if dtype == torch.int8 else "Bool" if dtype == torch.bool else "Float32"
 
 
 def not_float32(node: Any) -> str | None:

@@ -16,6 +16,7 @@ from tern.serialize import offsets_vector
 
 VERSION = 2  # 2: Attention (a runtime reads 1 and 2)
 VERSION_INT8 = 3  # 3: int8 values and the ops on them (QConv, QPool, ...); written only by programs that use them
+VERSION_BOOL = 4  # 4: bool values (an Attention's mask computed at run time); written only by programs that have one
 HEADER = struct.Struct("<4sIQ")
 
 
@@ -56,7 +57,8 @@ def serialize(p: Program) -> bytes:
     FbProgram.AddWorkspaceBytes(b, p.workspace_bytes)
     b.Finish(FbProgram.End(b))
     fb = bytes(b.Output())
-    version = VERSION_INT8 if any(v.dtype != "Float32" for v in p.values) else VERSION
+    dtypes = {v.dtype for v in p.values}
+    version = VERSION_BOOL if "Bool" in dtypes else VERSION_INT8 if "Int8" in dtypes else VERSION
     head = HEADER.pack(b"TCPU", version, len(fb)) + fb
     return head + b"\0" * (align(len(head)) - len(head)) + p.weights
 
