@@ -47,12 +47,31 @@ def inspect_file(path: str) -> str:
             size = info["segments"][d["payload_segment"]]["size"] if d["payload_segment"] < len(info["segments"]) else 0
             lines.append(f"    delegate {k}: backend {d['backend']}, {len(d['inputs'])} inputs, "
                          f"{len(d['outputs'])} outputs, payload {size:,} bytes")
+    lines += _refusals(dict(info["metadata"]).get("tern.refused"))  # tern.export.REFUSALS_KEY
     if info["metadata"]:
         total = sum(len(v) for _, v in info["metadata"])
         lines.append(f"  metadata: {len(info['metadata'])} entries, {total:,} bytes")
         width = min(40, max(len(k) for k, _ in info["metadata"]))  # a long key takes its own width
         lines += [f"    {k:<{width}}  {len(v):>12,} bytes" for k, v in info["metadata"]]
     return "\n".join(lines)
+
+
+def _refusals(text: bytes | None) -> list[str]:
+    """What the backends left to the portable kernels at export, and why
+    (the "tern.refused" metadata): one line per backend, op and reason, with
+    the nodes; attention first (a portable attention is slow)."""
+    if not text:
+        return []
+    groups: dict[tuple[str, str, str], list[str]] = collections.defaultdict(list)
+    for line in text.decode("utf-8", "replace").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 4:
+            groups[(parts[0], parts[2], parts[3])].append(parts[1])
+    lines = ["  left on the portable kernels at export (the backend, the op, why, the nodes):"]
+    for (backend, op, why), nodes in sorted(groups.items(), key=lambda g: ("attention" not in g[0][1], g[0])):
+        shown = ", ".join(nodes[:4]) + (f", ... ({len(nodes)})" if len(nodes) > 4 else "")
+        lines.append(f"    {backend}: {op}: {why} [{shown}]")
+    return lines
 
 
 def _runtime_verdict(path: str) -> str | None:

@@ -62,7 +62,9 @@ def export(
     `metadata` ({"name": bytes}) is stored in the file beside the model for
     the application (a vocabulary, settings): tern.load(path).metadata(),
     Module::metadata(key) in C++. Keys are str of 1 to 256 UTF-8 bytes;
-    ValueError for one the format does not take.
+    ValueError for one the format does not take. The nodes a backend left to
+    the portable kernels, and why, are stored too (REFUSALS_KEY, where
+    there are any): `tern inspect` lists them.
     """
     import tern.ops as _ops
     from tern.program import check_metadata
@@ -74,13 +76,24 @@ def export(
 
         partitioners = [CpuPartitioner()]
     gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported, dynamic_shapes)
+    seen = [(p, len(getattr(p, "refused", ()))) for p in partitioners]  # a partitioner may serve several exports
     gm = _delegate_all(gm, partitioners)
     check_supported(gm, supported, _ops.supported_dtypes() if supported_ops is None else None)
     program = build_program(gm)
-    if entries:
-        program = program.with_metadata(dict(metadata or {}))
+    refusals = dict.fromkeys(f"{p.backend}\t{node}\t{op}\t{why}" for p, n in seen
+                             for node, op, why in list(getattr(p, "refused", ()))[n:])
+    if entries or refusals:
+        stored = dict(metadata or {})
+        if refusals and REFUSALS_KEY not in stored:
+            stored[REFUSALS_KEY] = "\n".join(refusals).encode()
+        program = program.with_metadata(stored)
     check_loads(program, gm)
     return program
+
+
+# The metadata key of the nodes the backends refused: UTF-8 lines
+# "backend<TAB>node<TAB>op<TAB>why" (CpuPartitioner.refused).
+REFUSALS_KEY = "tern.refused"
 
 
 def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str],

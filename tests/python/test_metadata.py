@@ -88,6 +88,26 @@ def test_inspect_lists_metadata_keys_and_sizes(tmp_path: Path) -> None:
     assert "langid.vocab" in text and f"{len(ENTRIES['blob']):,} bytes" in text
 
 
+def test_what_the_backend_left_to_the_portable_kernels_is_stored_and_inspect_says_why(tmp_path: Path) -> None:
+    from tern.backends.cpu import CpuPartitioner
+    from tern.export import REFUSALS_KEY
+
+    grouped = torch.nn.Sequential(torch.nn.ConvTranspose2d(4, 4, 3, stride=2, groups=2), torch.nn.ReLU()).eval()
+    cpu = CpuPartitioner()
+    cpu.refused.append(("earlier", "aten::x", "an earlier export's refusal"))  # a partitioner used before
+    tern.export(grouped, (torch.randn(1, 4, 6, 6),), partitioners=[cpu]).save(tmp_path / "g.tern")
+    stored = tern.load(str(tmp_path / "g.tern")).metadata()[REFUSALS_KEY].decode()
+    assert stored == "cpu\tconvolution\taten::convolution\ta grouped transposed convolution"
+    text = inspect_file(str(tmp_path / "g.tern"))
+    assert "cpu: aten::convolution: a grouped transposed convolution [convolution]" in text
+    # all claimed: no entry; the application's own entry of that key is kept
+    plain = torch.nn.Sequential(torch.nn.Conv2d(4, 4, 3), torch.nn.ReLU()).eval()
+    tern.export(plain, (torch.randn(1, 4, 6, 6),)).save(tmp_path / "p.tern")
+    assert REFUSALS_KEY not in tern.load(str(tmp_path / "p.tern")).metadata()
+    tern.export(grouped, (torch.randn(1, 4, 6, 6),), metadata={REFUSALS_KEY: b"mine"}).save(tmp_path / "m.tern")
+    assert tern.load(str(tmp_path / "m.tern")).metadata()[REFUSALS_KEY] == b"mine"
+
+
 @pytest.mark.parametrize("entries, message", [
     ({"": b""}, "keys take 1 to 256 UTF-8 bytes"),
     ({"k" * 257: b""}, "257 bytes; keys take 1 to 256"),
