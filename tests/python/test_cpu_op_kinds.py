@@ -58,7 +58,8 @@ class _KeepPrograms(CpuPartitioner):
 class _FloatOps(nn.Module):
     """An op of every float family: Winograd and transposed convolutions, a
     linear layer and a product of two computed matrices, attention, layer
-    norm, softmax, x op number, an add, a pool, a concat, a slice, a permute."""
+    norm, RMSNorm, softmax, x op number, an add, a pool, a concat, a slice, a
+    permute."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,10 +67,11 @@ class _FloatOps(nn.Module):
         self.up = nn.ConvTranspose2d(128, 8, 2, stride=2)  # 4 phases, interleaved
         self.fc = nn.Linear(16, 16)
         self.norm = nn.LayerNorm(16)
+        self.rms = nn.RMSNorm(16)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         y = nn.functional.max_pool2d(self.up(torch.relu(self.wide(x))), 2)  # [1, 8, 8, 8]
-        t = self.norm(self.fc(y.reshape(1, 8, 64)[..., :16] * 2.0))  # [1, 8, 16]
+        t = self.rms(self.norm(self.fc(y.reshape(1, 8, 64)[..., :16] * 2.0)))  # [1, 8, 16]
         a = nn.functional.scaled_dot_product_attention(t, t, t)
         s = torch.softmax(t @ t.transpose(1, 2), -1)  # bmm of two computed matrices
         return torch.cat([a + t, t], 1), s, y.permute(0, 2, 3, 1)

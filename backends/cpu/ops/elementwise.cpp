@@ -1,4 +1,4 @@
-// The elementwise and row-wise ops (cpu.fbs Binary, Unary, LayerNorm,
+// The elementwise and row-wise ops (cpu.fbs Binary, Unary, LayerNorm, RmsNorm,
 // Softmax, QBinary): plain loops over contiguous values, which the compiler
 // vectorizes; each splits over the threads.
 #include <cmath>
@@ -208,6 +208,36 @@ void run_LayerNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
         const float v = (x[i] - mean) * rstd;
         y[i] = (o.weights ? v * o.weights[i] : v) + (o.bias ? o.bias[i] : 0.f);
       }
+    }
+  });
+}
+
+Error prepare_RmsNorm(Loader& ld, uint32_t oi, const fb::RmsNorm& n, CpuOp* op) {
+  ElementwiseOp* par = ld.params<ElementwiseOp>(op);
+  if (par == nullptr) return Error::OutOfMemory;
+  TERN_CHECK_OK(rows(ld, oi, n.x(), n.y(), n.inner(), *op, par));
+  const ValueInfo* w = nullptr;
+  if (n.weight() >= 0) TERN_CHECK_OK(ld.value(oi, n.weight(), 0, false, &w));
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, !w || w->numel == par->inner);
+  TERN_CPU_NEED(failed, n.eps() >= 0.f);
+  TERN_CPU_NEED(failed, std::isfinite(n.eps()));
+  if (failed) return ld.refuse(failed, "op %u: rms norm weight or eps do not fit", oi);
+  par->eps = n.eps();
+  par->weights = w ? w->data : nullptr, par->bias = nullptr;
+  return Error::Ok;
+}
+
+void run_RmsNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  const ElementwiseOp& o = params_of<ElementwiseOp>(cpu_op);
+  const int64_t rows = o.numel / o.inner, d = o.inner;
+  ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {d}), [&](RunContext&, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* x = o.x + r * d;
+      float* y = o.y + r * d;
+      const float ms = row_sum(x, d, [](float v) { return v * v; }) / float(d);
+      const float rstd = 1.f / __builtin_sqrtf(ms + o.eps);
+      for (int64_t i = 0; i < d; ++i) y[i] = o.weights ? x[i] * rstd * o.weights[i] : x[i] * rstd;
     }
   });
 }

@@ -33,7 +33,7 @@ void row_panels(size_t nc, size_t kc, size_t ks, const float* const* a, const fl
       const size_t first = p * kPanel + h * 8, n = nc > first ? nc - first : 0;
       __m256 v = acc[p][h];
       if (res != nullptr && n > 0) v = _mm256_add_ps(v, load_lanes(res + first, n));
-      store_lanes(c + first, _mm256_min_ps(_mm256_max_ps(v, lo), hi), n);
+      store_lanes(c + first, _mm256_min_ps(hi, _mm256_max_ps(lo, v)), n);
     }
   }
 }

@@ -16,7 +16,9 @@ namespace {
 
 constexpr size_t kMr = 6;
 
-inline __m256 clamp(__m256 v, __m256 lo, __m256 hi) { return _mm256_min_ps(_mm256_max_ps(v, lo), hi); }
+// lo and hi first: maxps and minps return their second operand when either
+// is NaN, so a NaN passes as PyTorch's clamp lets it.
+inline __m256 clamp(__m256 v, __m256 lo, __m256 hi) { return _mm256_min_ps(hi, _mm256_max_ps(lo, v)); }
 
 void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
                 float* c, size_t c_stride, const float* res, MinMax mm) {

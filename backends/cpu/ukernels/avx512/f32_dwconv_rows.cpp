@@ -37,7 +37,7 @@ inline void pixels(size_t p, size_t kw_rt, size_t ki0, size_t ki1, const float* 
   }
 #pragma GCC unroll 8
   for (size_t i = 0; i < kP; ++i) {
-    _mm512_mask_storeu_ps(out + (p + i) * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(acc[i], lo), hi));
+    _mm512_mask_storeu_ps(out + (p + i) * out_stride + c0, m, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[i])));
   }
 }
 

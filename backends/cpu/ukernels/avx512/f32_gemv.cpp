@@ -42,7 +42,7 @@ void row_panels(size_t nc, size_t kc, size_t ks, const float* const* a, const fl
     const size_t n = nc > p * kPanel ? nc - p * kPanel : 0;
     __m512 v = _mm512_add_ps(even[p], odd[p]);
     if (res != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(tail_mask(n), res + p * kPanel));
-    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
     _mm512_mask_storeu_ps(c + p * kPanel, tail_mask(n), v);
   }
 }

@@ -56,9 +56,9 @@ void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, co
       acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_maskz_loadu_ps(m0, res + i * c_stride));
       if constexpr (kPanels == 2) acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_maskz_loadu_ps(m1, res + i * c_stride + 16));
     }
-    _mm512_mask_storeu_ps(c + i * c_stride, m0, _mm512_min_ps(_mm512_max_ps(acc[i][0], lo), hi));
+    _mm512_mask_storeu_ps(c + i * c_stride, m0, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[i][0])));
     if constexpr (kPanels == 2) {
-      _mm512_mask_storeu_ps(c + i * c_stride + 16, m1, _mm512_min_ps(_mm512_max_ps(acc[i][1], lo), hi));
+      _mm512_mask_storeu_ps(c + i * c_stride + 16, m1, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[i][1])));
     }
   }
 }
@@ -101,8 +101,8 @@ void dwconv_block(size_t c0, __mmask16 m, size_t pixels, size_t ks, const float*
       a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, t0[t] + c0), wr[t], a0);
       a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, t1[t] + c0), wr[t], a1);
     }
-    _mm512_mask_storeu_ps(out + p * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(a0, lo), hi));
-    _mm512_mask_storeu_ps(out + (p + 1) * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(a1, lo), hi));
+    _mm512_mask_storeu_ps(out + p * out_stride + c0, m, _mm512_min_ps(hi, _mm512_max_ps(lo, a0)));
+    _mm512_mask_storeu_ps(out + (p + 1) * out_stride + c0, m, _mm512_min_ps(hi, _mm512_max_ps(lo, a1)));
   }
   for (; p < pixels; ++p) {
     __m512 acc = bias;
@@ -111,7 +111,7 @@ void dwconv_block(size_t c0, __mmask16 m, size_t pixels, size_t ks, const float*
       const __m512 wt = kKs > 0 ? wr[t < kMaxKs ? t : 0] : _mm512_loadu_ps(w + kPanel * (1 + t));
       acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, taps[t] + c0), wt, acc);
     }
-    _mm512_mask_storeu_ps(out + p * out_stride + c0, m, _mm512_min_ps(_mm512_max_ps(acc, lo), hi));
+    _mm512_mask_storeu_ps(out + p * out_stride + c0, m, _mm512_min_ps(hi, _mm512_max_ps(lo, acc)));
   }
 }
 

@@ -18,8 +18,8 @@ lowering; and EMITS, the cpu.fbs ops that lowering emits):
   elementwise.py   add/sub/mul of tensors (same shape, a number, a per-channel
                    gate, a bias over the last dims), activations (relu,
                    relu6/hardtanh/clamp, hardswish, sigmoid, tanh, gelu, silu)
-                   and x op number (activations.py), layer norm and softmax
-                   over the last dims
+                   and x op number (activations.py), layer norm, RMSNorm
+                   and softmax over the last dims
   pooling.py       max, average and global average pools
   layout.py        reshapes, expand, permute, select, slice (step 1), split, concat
   quantized_ops.py of quantized models (tern.quantize): int8 convolutions and
@@ -116,9 +116,12 @@ def runtime_op_kinds() -> dict[str, str]:
 
 def family_of(node: "torch.fx.Node") -> ModuleType | None:
     """The family that would lower node: quantized_ops for a node of an int8
-    operator, else the module of its SUPPORTS entry; None if it has none."""
+    operator, elementwise for a node of an RMSNorm, else the module of its
+    SUPPORTS entry; None if it has none."""
     if quantized_ops.supports(node) is not False:
         return quantized_ops
+    if elementwise.rms_norm_containing(node) is not None:
+        return elementwise
     supports = SUPPORTS.get(name_of(node))
     return sys.modules[supports.__module__] if supports is not None else None
 
@@ -144,6 +147,8 @@ class CpuPartitioner(Partitioner):
         int8 = quantized_ops.supports(node)  # int8 convolutions, linear layers, add, mul, pools; (de)quantize
         if int8 is not False:
             return int8 if int8 is not None else _lacking(quantized_ops)
+        if elementwise.rms_norm_containing(node) is not None:  # its nodes lowered as one RmsNorm
+            return _lacking(elementwise) or not_float32(node)
         name = name_of(node)
         supports = SUPPORTS.get(name)
         if supports is None:

@@ -59,6 +59,7 @@ LOWER: dict[str, Callable[["Compiler", Any], None]] = {
     **{name: elementwise.lower_binary for name in elementwise.BINARY},
     **{name: elementwise.lower_unary for name in ACTIVATIONS + AFFINE},
     "aten::native_layer_norm": elementwise.lower_layer_norm,
+    "aten::pow.Tensor_Scalar": elementwise.lower_rms_norm,  # the first node of an RMSNorm (the partitioner claims no other pow)
     "aten::_softmax": elementwise.lower_softmax,
     **{name: pooling.lower for name in pooling.POOLS},
     **{name: layout.lower_reshape for name in layout.RESHAPES + ("aten::expand",)},
@@ -97,8 +98,9 @@ class Compiler:
 
     def run(self) -> Program:
         self.done.update(choose_pads(self.gm))  # lowered with their convolutions
+        rms = [n for head in self.gm.graph.nodes if (norm := elementwise.rms_norm_at(head)) for n in norm.nodes[1:]]
         choose_winograd(self.gm, self.options)
-        choose_epilogues(self.gm)
+        choose_epilogues(self.gm, skip=set(rms))  # an RMSNorm's own mul and add are no heads
         for node in self.gm.graph.nodes:  # quantized operators cover reshapes before them, run with them
             if node.op == "call_function":
                 self.done.update(n for n in quantized_ops.covered_views(node)

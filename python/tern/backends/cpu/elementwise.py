@@ -1,20 +1,22 @@
 """Elementwise ops and row-wise normalizations: add / sub / mul of tensors
 (Binary: same shape, a scalar, a per-channel gate, a bias over the last
 dims), an activation or x op number (Unary), each taking in a following
-activation; softmax and layer norm over the last dims.
+activation; softmax, layer norm and RMSNorm (a pattern of five or six
+nodes, rms_norm_at) over the last dims.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from tern.backends.cpu.activations import activation_of, affine_of, epilogue
-from tern.backends.cpu.ir import (NHWC, PLAIN, Builder, epilogue_of, is_const, name_of, only_values_used, rank,
-                                  shape, val)
+from tern.backends.cpu.ir import (NHWC, PLAIN, Builder, epilogue_of, is_const, name_of, only_user,
+                                  only_values_used, rank, shape, val)
 from tern.errors import ExportError
 
 # the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
-EMITS = ("Binary", "Unary", "LayerNorm", "Softmax")
+EMITS = ("Binary", "Unary", "LayerNorm", "Softmax", "RmsNorm")
 BINARY = {"aten::add.Tensor": "Add", "aten::sub.Tensor": "Sub", "aten::mul.Tensor": "Mul"}
 
 
@@ -139,3 +141,84 @@ def lower_softmax(c: Builder, node: Any) -> None:
     y = c.workspace(shape(node))
     c.op("Softmax", {"x": x, "y": y, "inner": shape(node)[-1]}, [node], [x], [y])
     c.env[node] = (y, PLAIN)
+
+
+@dataclass
+class RmsNorm:
+    """x / sqrt(mean(x^2, last dim) + eps) [* weight], as models write it
+    (Llama's LlamaRMSNorm, torch.nn.RMSNorm after decomposition):
+    pow(x, 2) -> mean.dim(-1, keepdim) -> add.Scalar(eps) -> rsqrt ->
+    mul(x, .) [-> mul by a constant weight of the last dim's size]."""
+    x: Any
+    eps: float
+    weight: Any  # a get_attr node, or None
+    nodes: list[Any]  # the pow first, the last node (what the norm's value is) last
+
+
+def rms_norm_at(head: Any) -> RmsNorm | None:
+    """The RMSNorm whose first node (the pow) is head, else None."""
+    if name_of(head) != "aten::pow.Tensor_Scalar" or len(head.args) != 2 or head.args[1] != 2:
+        return None
+    x = head.args[0]
+    if not hasattr(x, "meta") or rank(x) < 1:
+        return None
+    d = shape(x)[-1]
+    mean = only_user(head)
+    if (mean is None or name_of(mean) != "aten::mean.dim" or len(mean.args) < 3 or mean.args[2] is not True
+            or [int(a) % rank(x) for a in mean.args[1]] != [rank(x) - 1] or mean.kwargs.get("dtype") is not None):
+        return None
+    add = only_user(mean)
+    if add is None or name_of(add) != "aten::add.Scalar" or add.args[0] is not mean or len(add.args) != 2:
+        return None
+    eps = add.args[1]
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < math.inf:
+        return None
+    rsqrt = only_user(add)
+    mul = only_user(rsqrt) if rsqrt is not None and name_of(rsqrt) == "aten::rsqrt" else None
+    if mul is None or name_of(mul) != "aten::mul.Tensor" or set(mul.args) != {x, rsqrt} or len(mul.args) != 2:
+        return None
+    nodes, weight = [head, mean, add, rsqrt, mul], None
+    scaled = only_user(mul)
+    if scaled is not None and name_of(scaled) == "aten::mul.Tensor" and len(scaled.args) == 2 and mul in scaled.args:
+        w = scaled.args[1] if scaled.args[0] is mul else scaled.args[0]
+        if is_const(w) and w is not mul and shape(w)[-1:] == (d,) and math.prod(shape(w)) == d:
+            nodes.append(scaled)
+            weight = w
+    return RmsNorm(x, float(eps), weight, nodes)
+
+
+def rms_norm_containing(node: Any) -> RmsNorm | None:
+    """The RMSNorm node is part of (found from its pow, at most 5 calls
+    before it), else None."""
+    if name_of(node) not in RMS_NORM_OPS:
+        return None
+    seen, frontier = set(), [node]
+    for _ in range(6):
+        nxt = []
+        for n in frontier:
+            if n in seen or getattr(n, "op", None) != "call_function":
+                continue
+            seen.add(n)
+            norm = rms_norm_at(n)
+            if norm is not None and node in norm.nodes:
+                return norm
+            nxt.extend(n.all_input_nodes)
+        frontier = nxt
+    return None
+
+
+RMS_NORM_OPS = ("aten::pow.Tensor_Scalar", "aten::mean.dim", "aten::add.Scalar", "aten::rsqrt",
+                "aten::mul.Tensor")
+
+
+def lower_rms_norm(c: Builder, node: Any) -> None:
+    norm = rms_norm_at(node)
+    if norm is None:
+        raise ExportError(f"cpu backend: node {node.name} is not the start of an RMSNorm")
+    xv = c.plain(norm.x)
+    wv = c.weights(c.const(norm.weight).reshape(-1)) if norm.weight is not None else -1
+    y = c.workspace(shape(norm.x))
+    fields = {"x": xv, "y": y, "weight": wv, "inner": shape(norm.x)[-1], "eps": norm.eps}
+    c.op("RmsNorm", fields, norm.nodes, [v for v in (xv, wv) if v >= 0], [y])
+    c.done.update(norm.nodes)
+    c.env[norm.nodes[-1]] = (y, PLAIN)

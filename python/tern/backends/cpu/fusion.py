@@ -89,7 +89,7 @@ def choose_winograd(gm: "torch.fx.GraphModule", options: CpuOptions) -> None:
                                             options)
 
 
-def choose_epilogues(gm: "torch.fx.GraphModule") -> None:
+def choose_epilogues(gm: "torch.fx.GraphModule", skip: set[Any] | None = None) -> None:
     """Records on each head node what its op takes in after it
     (meta[EPILOGUE], an ir.Epilogue), and on each node of an int8 operator
     the operator (meta[INT8], quantized_ops.match: its requantize and clamp
@@ -111,7 +111,7 @@ def choose_epilogues(gm: "torch.fx.GraphModule") -> None:
     covers); a value is computed once an op before writes it, a dequantize
     once an op before reads it (Compiler.get makes its Dequantize then)."""
     graph = gm.graph
-    taken: set[Any] = set()  # nodes an op took in: never lowered on their own
+    taken: set[Any] = set(skip or ())  # nodes an op took in (skip: by a pass before): never lowered on their own
     for node in graph.nodes:
         node.meta.pop(EPILOGUE, None)
         node.meta.pop(INT8, None)
