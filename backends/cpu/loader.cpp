@@ -181,8 +181,11 @@ Error Loader::value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, c
   TERN_CPU_CHECK(*this, vi >= 0, "op %u: value %lld out of range", oi, (long long)vi);
   TERN_CPU_CHECK(*this, uint64_t(vi) < prog->values()->size(), "op %u: value %lld out of range", oi, (long long)vi);
   *v = &values[vi];
-  TERN_CPU_CHECK(*this, (*v)->int8 == int8 && !(*v)->boolean, "op %u: value %lld is %s, the op takes %s there", oi,
-                 (long long)vi, (*v)->int8 ? "int8" : (*v)->boolean ? "bool" : "float32", int8 ? "int8" : "float32");
+  const char* is = (*v)->int8 ? "int8" : (*v)->boolean ? "bool" : "float32";
+  TERN_CPU_CHECK(*this, (*v)->int8 == int8, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi, is,
+                 int8 ? "int8" : "float32");
+  TERN_CPU_CHECK(*this, !(*v)->boolean, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi, is,
+                 int8 ? "int8" : "float32");
   TERN_CPU_CHECK(*this, rank == 0 || (*v)->rank == rank, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
   TERN_CPU_CHECK(*this, !out || (*v)->writable, "op %u: writes value %lld, which is read-only", oi, (long long)vi);
   return Error::Ok;
