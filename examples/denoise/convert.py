@@ -440,7 +440,9 @@ class Dsp:
 
 
 def module_step(model: DeepFilterNet3):
-    """model as Dsp.process wants it (numpy in and out)."""
+    """model as Dsp.process wants it (numpy in and out), its state reset."""
+    model.reset()
+
     def step(feat_erb, feat_spec):
         with torch.no_grad():
             g, c, l = model(torch.from_numpy(feat_erb), torch.from_numpy(feat_spec))
