@@ -17,7 +17,8 @@ updates in place, so it stays in the loaded method between calls (README
 
     erb_hist   [1, 1, 2, 32]    the 2 previous frames of ERB features (erb_conv0's 3-frame kernel)
     spec_hist  [1, 2, 2, 96]    the 2 previous frames of complex features (df_conv0's 3-frame kernel)
-    c0_hist    [1, 64, 4, 96]   the 4 previous frames of c0 (df_convp's 5-frame kernel)
+    c0_hist    [1, 96, 4, 64]   the 4 previous frames of c0 (df_convp's 5-frame kernel),
+                                frequency-major: df_convp runs as one matmul per bin
     h_enc      [1, 256]         the encoder's GRU
     h_erb      [2, 256]         the ERB decoder's two GRU layers
     h_df       [2, 256]         the DF decoder's two GRU layers
@@ -176,7 +177,8 @@ def onnx_weights(files: dict[str, bytes]) -> dict[str, np.ndarray]:
 
 class GroupedLinear(nn.Module):
     """DeepFilterNet's GroupedLinearEinsum: x [1, G * I] -> [1, G * H], each
-    group of I inputs through its own [I, H] matrix (as a batched matmul)."""
+    group of I inputs through its own [I, H] matrix, run as a grouped 1x1
+    convolution (in Tern 13% faster for the whole step than a batched matmul)."""
 
     def __init__(self, weight: np.ndarray) -> None:
         super().__init__()
@@ -184,7 +186,8 @@ class GroupedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         g, i, h = self.weight.shape
-        return torch.bmm(x.reshape(g, 1, i), self.weight).reshape(1, g * h)
+        w = self.weight.permute(0, 2, 1).reshape(g * h, i, 1, 1)
+        return F.conv2d(x.reshape(1, g * i, 1, 1), w, groups=g).reshape(1, g * h)
 
 
 class GRUStep(nn.Module):
@@ -220,6 +223,25 @@ def conv(w: np.ndarray, b: np.ndarray | None, groups: int = 1, stride=(1, 1), pa
     if b is not None:
         m.bias.data = torch.from_numpy(np.array(b, dtype=np.float32))
     return m.requires_grad_(False)
+
+
+class Upsample2(nn.Module):
+    """The ERB decoder's depthwise transposed convolution over frequency
+    (kernel 3, stride 2, padding 1, output padding 1: W -> 2W) as a zero
+    between each two inputs (and after the last) and a depthwise convolution
+    with the kernel reversed, padding 1: the same sums, as an ordinary
+    convolution, which the cpu backend runs (it leaves transposed ones to
+    the portable kernel)."""
+
+    def __init__(self, w: np.ndarray, b: np.ndarray | None) -> None:
+        super().__init__()
+        assert w.shape[1:] == (1, 1, 3) and b is None, w.shape
+        self.conv = conv(w[:, :, :, ::-1], None, w.shape[0], (1, 1), (0, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c, h, w = x.shape
+        up = torch.stack([x, torch.zeros_like(x)], dim=-1).reshape(n, c, h, 2 * w)
+        return self.conv(up)
 
 
 class DeepFilterNet3(nn.Module):
@@ -265,18 +287,25 @@ class DeepFilterNet3(nn.Module):
         self.convt3 = nn.Sequential(conv(*cw(D, "/convt3/Conv_output_0"), CH, (1, 1), (0, 1)),
                                     conv(*cw(D, "/convt3/Conv_1_output_0")))
         self.conv2p = conv(*cw(D, "/conv2p/Conv_output_0"), CH)
-        self.convt2 = nn.Sequential(conv(*cw(D, "/convt2/0/ConvTranspose_output_0"), CH, (1, 2), (0, 1),
-                                         transposed=True, output_padding=(0, 1)),
+        self.convt2 = nn.Sequential(Upsample2(*cw(D, "/convt2/0/ConvTranspose_output_0")),
                                     conv(*cw(D, "/convt2/1/Conv_output_0")))
         self.conv1p = conv(*cw(D, "/conv1p/Conv_output_0"), CH)
-        self.convt1 = nn.Sequential(conv(*cw(D, "/convt1/ConvTranspose_output_0"), CH, (1, 2), (0, 1),
-                                         transposed=True, output_padding=(0, 1)),
+        self.convt1 = nn.Sequential(Upsample2(*cw(D, "/convt1/ConvTranspose_output_0")),
                                     conv(*cw(D, "/convt1/Conv_output_0")))
         self.conv0p = conv(*cw(D, "/conv0p/Conv_output_0"), CH)
         self.conv0_out = conv(*cw(D, "/conv0_out/0/Conv_output_0"), 1, (1, 1), (0, 1))
         # DF decoder
-        self.df_convp = nn.Sequential(conv(*cw(P, "/df_convp/df_convp.1/Conv_output_0"), 2),
-                                      conv(*cw(P, "/df_convp/df_convp.2/Conv_output_0")))
+        # df_convp: a grouped (5, 1) convolution over c0's last 5 frames, then a 1x1 one, as one
+        # linear map per frequency bin of [5 frames x 64 channels] -> 10 (frame-major, channel-minor)
+        wt, _ = cw(P, "/df_convp/df_convp.1/Conv_output_0")                    # [10, 32, 5, 1], 2 groups
+        w1, b1 = cw(P, "/df_convp/df_convp.2/Conv_output_0")                   # [10, 10, 1, 1], [10]
+        full = np.zeros((10, CH, 5), np.float64)
+        for o in range(10):
+            g = o // (10 // 2)
+            full[o, g * (CH // 2):(g + 1) * (CH // 2)] = wt[o, :, :, 0]
+        comb = np.einsum("po,ock->pkc", w1[:, :, 0, 0].astype(np.float64), full).reshape(10, 5 * CH)
+        self.df_convp_w = nn.Parameter(torch.from_numpy(comb.astype(np.float32)), requires_grad=False)
+        self.df_convp_b = nn.Parameter(torch.from_numpy(np.array(b1, dtype=np.float32)), requires_grad=False)
         self.df_lin_in = GroupedLinear(w[P + "df_gru.linear_in.0.weight"])
         self.df_gru = nn.ModuleList([GRUStep(*self._gru(w, P, f"/df_gru/gru/GRU{s}_output_0")) for s in ("", "_1")])
         self.df_skip = GroupedLinear(w[P + "df_skip.weight"])
@@ -284,7 +313,7 @@ class DeepFilterNet3(nn.Module):
         # the state (module doc)
         self.register_buffer("erb_hist", torch.zeros(1, 1, 2, NB_ERB))
         self.register_buffer("spec_hist", torch.zeros(1, 2, 2, NB_DF))
-        self.register_buffer("c0_hist", torch.zeros(1, CH, 4, NB_DF))
+        self.register_buffer("c0_hist", torch.zeros(1, NB_DF, 4, CH))
         self.register_buffer("h_enc", torch.zeros(1, HIDDEN))
         self.register_buffer("h_erb", torch.zeros(2, HIDDEN))
         self.register_buffer("h_df", torch.zeros(2, HIDDEN))
@@ -323,16 +352,17 @@ class DeepFilterNet3(nn.Module):
         x = F.relu(self.convt1(F.relu(self.conv1p(e1)) + x))         # [1, 64, 1, 32]
         gains = torch.sigmoid(self.conv0_out(F.relu(self.conv0p(e0)) + x)).reshape(1, NB_ERB)
         # DF decoder
-        cp = F.relu(self.df_convp(torch.cat([self.c0_hist, c0], dim=2)))  # [1, 10, 1, 96]
+        c0_frames = torch.cat([self.c0_hist, c0.permute(0, 3, 2, 1)], dim=2)  # [1, 96, 5, 64]
+        cp = F.relu(F.linear(c0_frames.reshape(NB_DF, 5 * CH), self.df_convp_w, self.df_convp_b))  # [96, 10]
         x = F.relu(self.df_lin_in(emb))
         h_df0 = self.df_gru[0](x, self.h_df[0:1])
         h_df1 = self.df_gru[1](h_df0, self.h_df[1:2])
         c = h_df1 + self.df_skip(emb)
-        coefs = torch.tanh(self.df_out(c)).reshape(1, NB_DF, 2 * DF_ORDER) + cp.permute(0, 2, 3, 1).reshape(1, NB_DF, 2 * DF_ORDER)
+        coefs = torch.tanh(self.df_out(c)).reshape(1, NB_DF, 2 * DF_ORDER) + cp.reshape(1, NB_DF, 2 * DF_ORDER)
         # the state for the next frame
         self.erb_hist.copy_(erb[:, :, 1:])
         self.spec_hist.copy_(spec[:, :, 1:])
-        self.c0_hist.copy_(torch.cat([self.c0_hist[:, :, 1:], c0], dim=2))
+        self.c0_hist.copy_(c0_frames[:, :, 1:])
         self.h_enc.copy_(h_enc)
         self.h_erb.copy_(torch.cat([h_erb0, h_erb1], dim=0))
         self.h_df.copy_(torch.cat([h_df0, h_df1], dim=0))

@@ -54,6 +54,11 @@ namespace {
 using cfloat = std::complex<float>;
 constexpr double kPi = 3.14159265358979323846;
 
+// a * b without std::complex's NaN and infinity handling (a library call per product in GCC).
+inline cfloat mul(cfloat a, cfloat b) {
+  return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
+}
+
 bool fail(const std::string& what) {
   fprintf(stderr, "denoise: %s\n", what.c_str());
   return false;
@@ -190,7 +195,7 @@ bool read_settings(const tern::Module& module, Settings* s) {
 
 // ---- FFT --------------------------------------------------------------------
 
-// A complex FFT of any size whose factors are 2, 3, 4 and 5 (960 = 4^3 * 3 * 5),
+// A complex FFT of any size whose factors are 2, 3, 4 and 5 (480 = 4^2 * 2 * 3 * 5),
 // decimation in time, recursive; twiddles and factors computed once.
 class Fft {
  public:
@@ -202,6 +207,7 @@ class Fft {
       m /= p;
     }
   }
+  int size() const { return n_; }
   // out[k] = sum_j in[j] e^{-2 pi i jk / n}
   void forward(const cfloat* in, cfloat* out) const { work(in, 1, out, n_, 1, 0); }
 
@@ -213,16 +219,17 @@ class Fft {
     }
     const int p = factors_[level], m = n / p;
     for (int q = 0; q < p; ++q) work(in + q * in_stride, in_stride * p, out + q * m, m, tw_stride * p, level + 1);
-    // X[k + q1 m] = sum_q W_n^(q (k + q1 m)) Y_q[k], Y_q[k] = out[q m + k], W_n = W_N^tw_stride
+    // X[k + q1 m] = sum_q W^(q t) Y_q[k] with Y_q[k] = out[q m + k], t = tw_stride (k + q1 m)
+    // and W = e^{-2 pi i / n_}: the twiddle index q t advances by t per q, modulo n_.
     cfloat y[5];
     for (int k = 0; k < m; ++k) {
       for (int q = 0; q < p; ++q) y[q] = out[q * m + k];
       for (int q1 = 0; q1 < p; ++q1) {
-        const int idx = k + q1 * m;
+        const int step = tw_stride * (k + q1 * m);  // < n_
         cfloat sum = y[0];
-        for (int q = 1; q < p; ++q)
-          sum += y[q] * twiddles_[size_t((int64_t(tw_stride) * q * idx) % n_)];
-        out[idx] = sum;
+        for (int q = 1, t = step; q < p; ++q, t = t + step >= n_ ? t + step - n_ : t + step)
+          sum += mul(y[q], twiddles_[size_t(t)]);
+        out[k + q1 * m] = sum;
       }
     }
   }
@@ -230,6 +237,51 @@ class Fft {
   int n_;
   std::vector<cfloat> twiddles_;  // e^{-2 pi i k / n}, k < n
   std::vector<int> factors_;
+};
+
+// The FFT of n real samples (n even) through a complex FFT of n / 2: the even
+// samples as real parts, the odd ones as imaginary parts, then split.
+class RealFft {
+ public:
+  explicit RealFft(int n) : half_(n / 2), twiddles_(size_t(n / 2 + 1)), z_(size_t(n / 2)), zf_(size_t(n / 2)) {
+    for (int k = 0; k <= n / 2; ++k) twiddles_[size_t(k)] = std::polar(1.0, -2.0 * kPi * k / n);
+  }
+  // spec[k] = sum_j x[j] e^{-2 pi i jk / n}, k = 0..n/2
+  void forward(const float* x, cfloat* spec) {
+    const int h = half_.size();
+    for (int j = 0; j < h; ++j) z_[size_t(j)] = cfloat(x[2 * j], x[2 * j + 1]);
+    half_.forward(z_.data(), zf_.data());
+    // E[k] = (Z[k] + conj Z[h-k]) / 2, O[k] = (Z[k] - conj Z[h-k]) / 2i, X[k] = E[k] + W^k O[k]
+    for (int k = 0; k <= h; ++k) {
+      const cfloat a = zf_[size_t(k % h)], b = std::conj(zf_[size_t((h - k) % h)]);
+      const cfloat e = 0.5f * (a + b), d = a - b, o(0.5f * d.imag(), -0.5f * d.real());  // (a - b) / 2i
+      spec[k] = e + mul(twiddles_[size_t(k)], o);
+    }
+  }
+  // x[j] = sum_k X[k] e^{+2 pi i jk / n} over the Hermitian spectrum (unnormalized);
+  // the imaginary parts of the DC and Nyquist bins are ignored.
+  void inverse(const cfloat* spec, float* x) {
+    const int h = half_.size();
+    // Z[k] = 2 E[k] + 2i O[k] with 2 E[k] = X[k] + conj X[h-k], 2 O[k] = (X[k] - conj X[h-k]) W^-k;
+    // z = IFFT(Z) = conj(FFT(conj Z)): x[2j] = Re z[j], x[2j + 1] = Im z[j].
+    for (int k = 0; k < h; ++k) {
+      cfloat a = spec[k], b = std::conj(spec[h - k]);
+      if (k == 0) a = cfloat(a.real(), 0), b = cfloat(spec[h].real(), 0);
+      const cfloat o = mul(a - b, std::conj(twiddles_[size_t(k)]));
+      const cfloat zk = (a + b) + cfloat(-o.imag(), o.real());  // + i o
+      z_[size_t(k)] = std::conj(zk);
+    }
+    half_.forward(z_.data(), zf_.data());
+    for (int j = 0; j < h; ++j) {
+      x[2 * j] = zf_[size_t(j)].real();
+      x[2 * j + 1] = -zf_[size_t(j)].imag();
+    }
+  }
+
+ private:
+  Fft half_;
+  std::vector<cfloat> twiddles_;  // e^{-2 pi i k / n}, k <= n / 2
+  std::vector<cfloat> z_, zf_;
 };
 
 // ---- the stream -------------------------------------------------------------
@@ -253,7 +305,6 @@ class Denoiser {
     analysis_mem_.resize(size_t(n - hop));
     synthesis_mem_.resize(size_t(n - hop));
     time_.resize(size_t(n));
-    spec_.resize(size_t(n));
     out_.resize(size_t(freqs_));
     const size_t frames = size_t(s.df_order + s.lookahead) + size_t(std::max(s.df_order, s.lookahead));
     ring_.assign(frames * size_t(freqs_), cfloat());
@@ -344,23 +395,15 @@ class Denoiser {
     for (int i = 0; i < n - hop; ++i) time_[size_t(i)] = analysis_mem_[size_t(i)] * window_[size_t(i)];
     for (int i = 0; i < hop; ++i) time_[size_t(n - hop + i)] = in[i] * window_[size_t(n - hop + i)];
     std::copy(in + hop - (n - hop), in + hop, analysis_mem_.begin());
-    fft_.forward(time_.data(), spec_.data());
-    for (int f = 0; f < freqs_; ++f) spec[f] = spec_[size_t(f)] * wnorm_;
+    fft_.forward(time_.data(), spec);
+    for (int f = 0; f < freqs_; ++f) spec[f] *= wnorm_;
   }
 
   void synthesis(float* out) {
     const int n = s_.fft_size, hop = s_.hop_size;
-    // inverse real FFT (unnormalized) as conj(FFT(conj(X))) over the Hermitian spectrum;
-    // the imaginary parts of the DC and Nyquist bins are ignored.
-    time_[0] = cfloat(out_[0].real(), 0);
-    for (int f = 1; f < freqs_ - 1; ++f) {
-      time_[size_t(f)] = std::conj(out_[size_t(f)]);
-      time_[size_t(n - f)] = out_[size_t(f)];
-    }
-    time_[size_t(freqs_ - 1)] = cfloat(out_[size_t(freqs_ - 1)].real(), 0);
-    fft_.forward(time_.data(), spec_.data());
-    for (int i = 0; i < hop; ++i) out[i] = spec_[size_t(i)].real() * window_[size_t(i)] + synthesis_mem_[size_t(i)];
-    for (int i = 0; i < n - hop; ++i) synthesis_mem_[size_t(i)] = spec_[size_t(hop + i)].real() * window_[size_t(hop + i)];
+    fft_.inverse(out_.data(), time_.data());  // unnormalized: the scale is in the analysis
+    for (int i = 0; i < hop; ++i) out[i] = time_[size_t(i)] * window_[size_t(i)] + synthesis_mem_[size_t(i)];
+    for (int i = 0; i < n - hop; ++i) synthesis_mem_[size_t(i)] = time_[size_t(hop + i)] * window_[size_t(hop + i)];
   }
 
   void features(const cfloat* spec) {
@@ -391,18 +434,19 @@ class Denoiser {
       const cfloat* x = frame_x(nx() - s_.df_order + k);
       for (int f = 0; f < s_.nb_df; ++f) {
         const float* c = coefs + (f * s_.df_order + k) * 2;
-        out_[size_t(f)] += x[f] * cfloat(c[0], c[1]);
+        out_[size_t(f)] += mul(x[f], cfloat(c[0], c[1]));
       }
     }
   }
 
   Settings s_;
   tern::Method* method_;
-  Fft fft_;
+  RealFft fft_;
   int freqs_;
   std::vector<float> window_, analysis_mem_, synthesis_mem_, mean_state_, unit_state_, feat_erb_, feat_spec_;
   std::vector<int> band_;                  // bin -> ERB band
-  std::vector<cfloat> time_, spec_, out_;  // FFT buffers [fft_size], the output frame [freqs]
+  std::vector<float> time_;                // the windowed frame [fft_size]
+  std::vector<cfloat> out_;                // the output frame [freqs]
   std::vector<cfloat> ring_;               // df_order + lookahead frames y, then max(df_order, lookahead) frames x
   int head_y_ = 0, head_x_ = 0, skip_ = 0;
   float wnorm_ = 0, atten_ = -1;           // atten_ < 0: no limit
