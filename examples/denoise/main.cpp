@@ -206,30 +206,46 @@ class Fft {
       factors_.push_back(p);
       m /= p;
     }
+    for (int i = 0; i < 9; ++i) dft3_[i] = std::polar(1.0, -2.0 * kPi * ((i / 3) * (i % 3) % 3) / 3);
+    for (int i = 0; i < 25; ++i) dft5_[i] = std::polar(1.0, -2.0 * kPi * ((i / 5) * (i % 5) % 5) / 5);
   }
   int size() const { return n_; }
   // out[k] = sum_j in[j] e^{-2 pi i jk / n}
-  void forward(const cfloat* in, cfloat* out) const { work(in, 1, out, n_, 1, 0); }
+  void forward(const cfloat* in, cfloat* out) const {
+    if (n_ == 1) out[0] = in[0];
+    else work(in, 1, out, n_, 1, 0);
+  }
 
  private:
+  // The DFT of the n values in[0], in[in_stride], ... into out[0..n): p = factors_[level]
+  // DFTs of m = n / p (in place in out when m > 1), then for each k < m the p outputs
+  // X[k + q1 m] = sum_q (W^(q k tw_stride) Y_q[k]) w_p^(q q1), W = e^{-2 pi i / n_}, w_p = W^(n_ / p):
+  // a twiddle per input (index q k tw_stride < n_) and one p-point DFT.
   void work(const cfloat* in, int in_stride, cfloat* out, int n, int tw_stride, size_t level) const {
-    if (n == 1) {
-      out[0] = in[0];
-      return;
-    }
     const int p = factors_[level], m = n / p;
-    for (int q = 0; q < p; ++q) work(in + q * in_stride, in_stride * p, out + q * m, m, tw_stride * p, level + 1);
-    // X[k + q1 m] = sum_q W^(q t) Y_q[k] with Y_q[k] = out[q m + k], t = tw_stride (k + q1 m)
-    // and W = e^{-2 pi i / n_}: the twiddle index q t advances by t per q, modulo n_.
+    if (m > 1)
+      for (int q = 0; q < p; ++q) work(in + q * in_stride, in_stride * p, out + q * m, m, tw_stride * p, level + 1);
+    const cfloat* w = twiddles_.data();
     cfloat y[5];
     for (int k = 0; k < m; ++k) {
-      for (int q = 0; q < p; ++q) y[q] = out[q * m + k];
-      for (int q1 = 0; q1 < p; ++q1) {
-        const int step = tw_stride * (k + q1 * m);  // < n_
-        cfloat sum = y[0];
-        for (int q = 1, t = step; q < p; ++q, t = t + step >= n_ ? t + step - n_ : t + step)
-          sum += mul(y[q], twiddles_[size_t(t)]);
-        out[k + q1 * m] = sum;
+      for (int q = 0; q < p; ++q) {
+        const cfloat v = m > 1 ? out[q * m + k] : in[q * in_stride];
+        y[q] = q == 0 || k == 0 ? v : mul(v, w[q * k * tw_stride]);
+      }
+      cfloat* o = out + k;
+      if (p == 4) {  // w_4 = -i
+        const cfloat a = y[0] + y[2], b = y[0] - y[2], c = y[1] + y[3], d = y[1] - y[3];
+        const cfloat di(d.imag(), -d.real());  // -i d
+        o[0] = a + c, o[m] = b + di, o[2 * m] = a - c, o[3 * m] = b - di;
+      } else if (p == 2) {
+        o[0] = y[0] + y[1], o[m] = y[0] - y[1];
+      } else {  // 3, 5: the p-point DFT matrix
+        const cfloat* d = p == 3 ? dft3_ : dft5_;
+        for (int q1 = 0; q1 < p; ++q1) {
+          cfloat sum = y[0];
+          for (int q = 1; q < p; ++q) sum += mul(y[q], d[q1 * p + q]);
+          o[q1 * m] = sum;
+        }
       }
     }
   }
@@ -237,6 +253,7 @@ class Fft {
   int n_;
   std::vector<cfloat> twiddles_;  // e^{-2 pi i k / n}, k < n
   std::vector<int> factors_;
+  cfloat dft3_[9], dft5_[25];     // [q1][q] = e^{-2 pi i q q1 / p}
 };
 
 // The FFT of n real samples (n even) through a complex FFT of n / 2: the even
