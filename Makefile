@@ -291,7 +291,7 @@ app-vad: build python
 # and the exported file against the module on the first seconds of two files.
 app-denoise: build python
 	$(PY) examples/denoise/make_audio.py --out out/denoise-audio
-	$(PY) examples/denoise/convert.py --out out/denoise.tern \
+	$(PY) examples/denoise/convert.py --out out/denoise.tern --int8 out/denoise-int8.tern \
 	  --check out/denoise-audio/pink-5db.wav out/denoise-audio/white-0db.wav
 	$(PY) examples/denoise/compare.py --denoise $(BUILD)/examples/denoise --model out/denoise.tern \
-	  out/denoise-audio/*db.wav
+	  --int8-model out/denoise-int8.tern out/denoise-audio/*db.wav

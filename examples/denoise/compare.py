@@ -20,6 +20,9 @@ the whole stream (STFT to overlap-add), Tern's from the program's --time
 (the median of 5 passes over the file), libDF's as df_process_frame's time
 per call over the file (ctypes, one call a hop; the median of PASSES
 passes), and the real-time factor of each (time per hop / 10 ms).
+With --int8-model, the int8-weight file (convert.py --int8) as well: its
+SNRi beside the others, under the same goal (speed: see tern-run; the int8
+weights make the file a third the size, not faster here).
 Exit status 1 if a file misses the goal.
 """
 
@@ -135,14 +138,16 @@ def main() -> int:
     ap.add_argument("--model", default="out/denoise.tern")
     ap.add_argument("--clean", help="the clean speech (default: clean.wav beside the first file)")
     ap.add_argument("--atten-lim", type=float, default=100.0, help="dB, as df_create's (100: no limit)")
+    ap.add_argument("--int8-model", help="the int8-weight file (convert.py --int8): its SNRi too, same goal")
     ap.add_argument("wavs", nargs="+")
     args = ap.parse_args()
     wavs = [w for w in args.wavs if os.path.basename(w) != "clean.wav"]
     clean = convert.read_wav(args.clean or os.path.join(os.path.dirname(wavs[0]), "clean.wav"))
     libdf = LibDF()
-    tern_us, df_us, diffs, misses, worst_sample = [], [], [], 0, 0.0
+    tern_us, df_us, diffs, diffs8, misses, worst_sample = [], [], [], [], 0, 0.0
     print(f"{'file':<16}{'input SNR':>10}{'libDF SNRi':>12}{'Tern SNRi':>11}{'difference':>12}"
-          f"{'lags':>12}{'us/hop Tern':>13}{'libDF':>8}{'ratio':>7}")
+          f"{'lags':>12}{'us/hop Tern':>13}{'libDF':>8}{'ratio':>7}"
+          + (f"{'int8 SNRi':>11}{'difference':>12}" if args.int8_model else ""))
     with tempfile.TemporaryDirectory() as tmp:
         for wav in wavs:
             noisy = convert.read_wav(wav)
@@ -159,13 +164,24 @@ def main() -> int:
             worst_sample = max(worst_sample, samples)
             misses += abs(d) > GOAL_DB
             diffs.append(abs(d))
+            int8 = ""
+            if args.int8_model:
+                run_program(args.denoise, args.int8_model, wav, out, timed=False, atten_lim_db=args.atten_lim)
+                snri8 = aligned_snr(clean, convert.read_wav(out))[0] - snr_in
+                d8 = snri8 - (snr_ref - snr_in)
+                misses += abs(d8) > GOAL_DB
+                diffs8.append(abs(d8))
+                int8 = f"{snri8:>9.2f}dB{d8:>+10.4f}dB"
             tern_us.append(us)
             df_us.append(us_df)
             print(f"{os.path.basename(wav):<16}{snr_in:>8.2f}dB{snr_ref - snr_in:>10.2f}dB{snr_ours - snr_in:>9.2f}dB"
-                  f"{d:>+10.4f}dB{lag_ref:>6}/{lag_ours:<5}{us:>13.1f}{us_df:>8.1f}{us / us_df:>6.2f}x")
+                  f"{d:>+10.4f}dB{lag_ref:>6}/{lag_ours:<5}{us:>13.1f}{us_df:>8.1f}{us / us_df:>6.2f}x{int8}")
     t, r = statistics.median(tern_us), statistics.median(df_us)
     hop_us = 1e6 * HOP / convert.SAMPLE_RATE
     ratio = statistics.median(a / b for a, b in zip(tern_us, df_us))
+    if diffs8:
+        print(f"\nint8 weights ({os.path.basename(args.int8_model)}): SNRi within {GOAL_DB} dB of libDF's: "
+              f"{sum(d <= GOAL_DB for d in diffs8)}/{len(wavs)} files (largest difference {max(diffs8):.3f} dB)")
     print(f"\nSNRi within {GOAL_DB} dB of libDF's: {len(wavs) - misses}/{len(wavs)} files "
           f"(largest difference {max(diffs):.1e} dB); output samples within {worst_sample:.1e} of libDF's "
           f"(a 16-bit step: {1 / 32768:.1e})")

@@ -307,8 +307,9 @@ class RealFft {
 // around the model; all buffers sized at construction.
 class Denoiser {
  public:
-  Denoiser(const Settings& s, tern::Method* method, float atten_lim_db)
-      : s_(s), method_(method), fft_(s.fft_size), freqs_(s.fft_size / 2 + 1) {
+  // method: the module's loaded forward (for reset_state()).
+  Denoiser(const Settings& s, tern::Module* module, tern::Method* method, float atten_lim_db)
+      : s_(s), module_(module), method_(method), fft_(s.fft_size), freqs_(s.fft_size / 2 + 1) {
     const int n = s.fft_size, hop = s.hop_size;
     window_.resize(size_t(n));
     for (int i = 0; i < n; ++i) {  // Vorbis: sin(pi/2 sin^2(pi (i + 0.5) / n))
@@ -327,8 +328,8 @@ class Denoiser {
     ring_.assign(frames * size_t(freqs_), cfloat());
     feat_erb_.resize(size_t(s.nb_erb));
     feat_spec_.resize(size_t(2 * s.nb_df));
-    erb_in_ = tern::make_tensor(feat_erb_.data(), tern::ScalarType::Float32, {1, 1, 1, s.nb_erb});
-    spec_in_ = tern::make_tensor(feat_spec_.data(), tern::ScalarType::Float32, {1, 2, 1, s.nb_df});
+    inputs_[0] = tern::make_tensor(feat_erb_.data(), tern::ScalarType::Float32, {1, 1, 1, s.nb_erb});
+    inputs_[1] = tern::make_tensor(feat_spec_.data(), tern::ScalarType::Float32, {1, 2, 1, s.nb_df});
     reset();
   }
 
@@ -362,14 +363,12 @@ class Denoiser {
     std::copy(x_new, x_new + freqs_, frame_y(ny - 1));
     features(x_new);
     const auto t0 = std::chrono::steady_clock::now();
-    auto result = method_->set_input(0, erb_in_);
-    if (result == tern::Error::Ok) result = method_->set_input(1, spec_in_);
-    if (result == tern::Error::Ok) result = method_->execute();
+    auto result = module_->forward({inputs_, 2});
     model_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    if (result != tern::Error::Ok) return fail(std::string("forward failed: ") + tern::last_error_message());
-    const float* gains = method_->output(0).data_as<const float>();
-    const float* coefs = method_->output(1).data_as<const float>();  // [nb_df, df_order, 2]
-    const float lsnr = method_->output(2).data_as<const float>()[0];
+    if (!result.ok()) return fail(std::string("forward failed: ") + tern::last_error_message());
+    const float* gains = (*result)[0].data_as<const float>();                // [nb_erb]
+    const float* coefs = (*result)[1].data_as<const float>();                // [nb_df, df_order, 2]
+    const float lsnr = (*result)[2].data_as<const float>()[0];
     // libDF's apply_stages: zero gains and no deep filter below min_db_thresh,
     // nothing above max_db_erb_thresh, no deep filter above max_db_df_thresh.
     const bool zero = lsnr < s_.min_db_thresh, apply_gains = !zero && lsnr <= s_.max_db_erb_thresh;
@@ -457,6 +456,7 @@ class Denoiser {
   }
 
   Settings s_;
+  tern::Module* module_;
   tern::Method* method_;
   RealFft fft_;
   int freqs_;
@@ -467,7 +467,7 @@ class Denoiser {
   std::vector<cfloat> ring_;               // df_order + lookahead frames y, then max(df_order, lookahead) frames x
   int head_y_ = 0, head_x_ = 0, skip_ = 0;
   float wnorm_ = 0, atten_ = -1;           // atten_ < 0: no limit
-  tern::Tensor erb_in_, spec_in_;
+  tern::Tensor inputs_[2];                 // feat_erb [1, 1, 1, nb_erb], feat_spec [1, 2, 1, nb_df]
 };
 
 // The whole file through the stream, delay removed (the header comment).
@@ -532,7 +532,7 @@ int main(int argc, char** argv) {
   if (!read_settings(module, &s) || !read_wav(opt.in, s.sample_rate, &audio)) return 1;
   tern::Method* method = module.method();
   if (method == nullptr) return fail(std::string("no forward method: ") + tern::last_error_message()), 1;
-  Denoiser dn(s, method, opt.atten_lim_db);
+  Denoiser dn(s, &module, method, opt.atten_lim_db);
   double us = 0, model_us = 0;
   if (!run(dn, s, audio, &enhanced, &us, &model_us) || !write_wav(opt.out, s.sample_rate, enhanced)) return 1;
   if (opt.time) {
