@@ -193,6 +193,30 @@ bool read_settings(const tern::Module& module, Settings* s) {
   return true;
 }
 
+// The model takes (feat_erb float32 [nb_erb values], feat_spec float32 [2 x nb_df])
+// and returns (gains [nb_erb], coefs [nb_df x df_order x 2], lsnr [1]), all float32:
+// checked once, so the stream can read the outputs blind.
+bool check_model(const tern::Module& module, const Settings& s) {
+  tern::Result<tern::MethodMeta> meta = module.program().method_meta("forward");
+  if (!meta.ok()) return fail(std::string("no forward method: ") + tern::last_error_message());
+  const int64_t want_in[2] = {s.nb_erb, 2 * s.nb_df};
+  const int64_t want_out[3] = {s.nb_erb, int64_t(s.nb_df) * s.df_order * 2, 1};
+  bool ok = meta->num_inputs() == 2 && meta->num_outputs() == 3;
+  for (size_t i = 0; ok && i < 2; ++i) {
+    tern::Result<tern::TensorInfo> t = meta->input(i);
+    ok = t.ok() && t->dtype == tern::ScalarType::Float32 && t->numel() == want_in[i];
+  }
+  for (size_t i = 0; ok && i < 3; ++i) {
+    tern::Result<tern::TensorInfo> t = meta->output(i);
+    ok = t.ok() && t->dtype == tern::ScalarType::Float32 && t->numel() == want_out[i];
+  }
+  if (!ok)
+    return fail("the model does not take (float32 feat_erb [" + std::to_string(s.nb_erb) + "], feat_spec [2 x " +
+                std::to_string(s.nb_df) + "]) to (float32 gains, coefs [" + std::to_string(want_out[1]) +
+                "], lsnr) as denoise.settings says");
+  return true;
+}
+
 // ---- FFT --------------------------------------------------------------------
 
 // A complex FFT of any size whose factors are 2, 3, 4 and 5 (480 = 4^2 * 2 * 3 * 5),
@@ -529,7 +553,7 @@ int main(int argc, char** argv) {
   }
   Settings s;
   std::vector<float> audio, enhanced;
-  if (!read_settings(module, &s) || !read_wav(opt.in, s.sample_rate, &audio)) return 1;
+  if (!read_settings(module, &s) || !check_model(module, s) || !read_wav(opt.in, s.sample_rate, &audio)) return 1;
   tern::Method* method = module.method();
   if (method == nullptr) return fail(std::string("no forward method: ") + tern::last_error_message()), 1;
   Denoiser dn(s, &module, method, opt.atten_lim_db);

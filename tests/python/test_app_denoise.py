@@ -45,7 +45,7 @@ needs_program = pytest.mark.skipif(not os.path.exists(DENOISE),
 def exported(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("denoise") / "denoise.tern")
     model, program = convert.export(path)
-    return path, model
+    return path, model, program
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def excerpt(audio_dir, tmp_path_factory) -> tuple[str, np.ndarray, np.ndarray]:
 def test_exported_step_with_state_carried_equals_module_frame_by_frame(exported, excerpt):
     import tern
 
-    path, model = exported
+    path, model, _ = exported
     fe, fs = convert.features_of(excerpt[1])
     want = convert.module_outputs(model, fe, fs)
     method = tern.load(path)
@@ -149,4 +149,16 @@ def test_wav_at_44100_hz_refused_with_its_rate(exported, tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert "44100 Hz" in r.stderr and "48000 Hz" in r.stderr and "sox" in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "out.wav")
+
+
+@needs_program
+def test_model_whose_outputs_disagree_with_settings_refused(exported, excerpt, tmp_path):
+    settings = convert.settings_text().replace("df_order=5", "df_order=4")  # coefs would be 96 x 4 x 2
+    path = str(tmp_path / "bad.tern")
+    exported[2].with_metadata({"denoise.settings": settings.encode()}).save(path)
+    r = subprocess.run([DENOISE, excerpt[0], str(tmp_path / "out.wav"), "--model", path],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "does not take" in r.stderr and "768" in r.stderr, r.stderr
     assert not os.path.exists(tmp_path / "out.wav")
