@@ -37,6 +37,11 @@
 #                 build/examples/vad and the package's get_speech_timestamps on each file: segments
 #                 side by side, agreement within one chunk, us per chunk and real-time factor
 #                 against the package's PyTorch model and ONNX Runtime (.venv-bench)
+#   make app-cutout  cutouts (examples/cutout): MobileSAM's architecture (mobilesam-mirror wheel,
+#                 random weights of a fixed seed: no package ships its weights) converted to
+#                 out/cutout-{encoder,decoder}.tern, build/examples/cutout's masks on the sample
+#                 photos against SamPredictor's (IoU), encoder and decoder latency against PyTorch,
+#                 ONNX Runtime (.venv-bench) and ExecuTorch XNNPACK (.venv-executorch)
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -49,7 +54,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: apps app-langid app-scene app-vad setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
+.PHONY: apps app-langid app-scene app-vad app-cutout setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -68,7 +73,7 @@ python: setup
 demo: build python
 	$(PY) examples/demo.py --tern-run $(BUILD)/tern-run
 
-apps: app-langid app-scene app-vad
+apps: app-langid app-scene app-vad app-cutout
 
 app-langid: build python
 	$(PY) examples/langid/convert.py --out out/langid.tern
@@ -277,3 +282,13 @@ app-vad: build python
 	$(PY) examples/vad/convert.py --out out/vad.tern --check out/vad-audio/*.wav
 	$(PY) examples/vad/compare.py --vad $(BUILD)/examples/vad --model out/vad.tern \
 	  --ort-python .venv-bench/bin/python out/vad-audio/*.wav
+
+# Cutouts (examples/cutout, README.md "Applications"). mobilesam-mirror and
+# timm are pinned in requirements.txt; libpng and libjpeg-turbo come with the
+# system packages (as for app-scene); ONNX Runtime runs in .venv-bench and
+# ExecuTorch in .venv-executorch, both made by scripts/setup_bench_env.sh (as
+# make bench). convert.py checks both exported files against the PyTorch modules.
+app-cutout: build python
+	@bash scripts/setup_bench_env.sh
+	$(PY) examples/cutout/convert.py --out out --samples
+	$(PY) examples/cutout/compare.py --out out --cutout $(BUILD)/examples/cutout --model out/cutout

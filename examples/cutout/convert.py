@@ -130,7 +130,7 @@ class Decoder(torch.nn.Module):
         self.img_size = sam.image_encoder.img_size
         # The dense positional encoding is a constant of the weights.
         with torch.no_grad():
-            self.register_buffer("image_pe", sam.prompt_encoder.get_dense_pe().clone())
+            self.register_buffer("image_pe", sam.prompt_encoder.get_dense_pe().contiguous())
 
     def embed_points(self, coords: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         pe = self.prompt_encoder.pe_layer._pe_encoding((coords + 0.5) / self.img_size)
@@ -179,7 +179,10 @@ def preprocess(rgb: np.ndarray) -> torch.Tensor:
     resized = ResizeLongestSide(IMG_SIZE).apply_image(np.asarray(rgb, dtype=np.uint8))
     x = torch.as_tensor(resized).permute(2, 0, 1)[None].float()
     x = (x - torch.tensor(PIXEL_MEAN).view(1, 3, 1, 1)) / torch.tensor(PIXEL_STD).view(1, 3, 1, 1)
-    return F.pad(x, (0, IMG_SIZE - x.shape[3], 0, IMG_SIZE - x.shape[2]))
+    # contiguous: the HWC image's permute would otherwise leave a channels-last
+    # tensor, which torch.export records as the input's layout (ExecuTorch's
+    # XNNPACK delegate then fails to run the encoder on a contiguous input)
+    return F.pad(x, (0, IMG_SIZE - x.shape[3], 0, IMG_SIZE - x.shape[2])).contiguous()
 
 
 def prompt(points: list[tuple[float, float]], h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,7 +1,7 @@
 // Cutouts (issue 25): MobileSAM's mask for foreground points, as a sticker.
 //
 //   build/examples/cutout IMAGE x,y [x,y ...] -o sticker.png [--mask mask.png]
-//                         [--model PREFIX] [--threads N] [--time N] [--logits PATH]
+//                         [--model PREFIX] [--threads N] [--time N] [--logits PATH] [--dump-input PATH]
 //
 // Decodes IMAGE (PNG or JPEG; examples/common/image_io.h), prepares it as
 // MobileSAM's SamPredictor does (examples/cutout/convert.py: resize the
@@ -20,7 +20,8 @@
 // --model PREFIX defaults to out/cutout. --time N runs the encoder and the
 // decoder N more times each and prints their median milliseconds on stderr.
 // --logits PATH writes the mask logits at the original size (float32,
-// [H, W]) for the tests. Errors go to stderr, exit status 1.
+// [H, W]) and --dump-input PATH the encoder's input (float32, [1, 3, S, S])
+// for the tests. Errors go to stderr, exit status 1.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -103,31 +104,43 @@ uint8_t clip8(int64_t v) {
   return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-// PIL's Image.resize(BILINEAR) of an RGB image: horizontal pass, rounded to
-// 8 bits, then vertical pass (what torchvision's resize of a PIL image does).
-std::vector<uint8_t> pil_resize(const Image& img, int nh, int nw) {
-  PilTaps tx = pil_bilinear_taps(img.width, nw), ty = pil_bilinear_taps(img.height, nh);
-  std::vector<uint8_t> tmp(size_t(img.height) * nw * 3), out(size_t(nh) * nw * 3);
-  for (int y = 0; y < img.height; ++y) {
-    const uint8_t* row = img.rgb.data() + size_t(y) * img.width * 3;
-    for (int x = 0; x < nw; ++x) {
-      const int32_t* w = &tx.weights[size_t(x) * tx.ksize];
+// One pass of PIL's resample over rows (horizontal) or columns (vertical) of
+// an 8-bit RGB image [h, w, 3]: src -> [h, nw, 3] or [nh, w, 3], rounded.
+std::vector<uint8_t> pil_pass(const std::vector<uint8_t>& src, int h, int w, int out, bool vertical) {
+  const PilTaps t = pil_bilinear_taps(vertical ? h : w, out);
+  const int oh = vertical ? out : h, ow = vertical ? w : out;
+  // Element steps between neighbouring taps, and per output row/column.
+  const size_t tap_step = vertical ? size_t(w) * 3 : 3;
+  std::vector<uint8_t> dst(size_t(oh) * ow * 3);
+  for (int y = 0; y < oh; ++y) {
+    for (int x = 0; x < ow; ++x) {
+      const int o = vertical ? y : x;
+      const int32_t* wt = &t.weights[size_t(o) * t.ksize];
+      const uint8_t* base = vertical ? &src[(size_t(t.first[o]) * w + x) * 3] : &src[(size_t(y) * w + t.first[o]) * 3];
       for (int c = 0; c < 3; ++c) {
         int64_t ss = int64_t(1) << (kPrecisionBits - 1);
-        for (int i = 0; i < tx.count[x]; ++i) ss += int64_t(row[(tx.first[x] + i) * 3 + c]) * w[i];
-        tmp[(size_t(y) * nw + x) * 3 + c] = clip8(ss);
+        for (int i = 0; i < t.count[o]; ++i) ss += int64_t(base[i * tap_step + c]) * wt[i];
+        dst[(size_t(y) * ow + x) * 3 + c] = clip8(ss);
       }
     }
   }
-  for (int y = 0; y < nh; ++y) {
-    const int32_t* w = &ty.weights[size_t(y) * ty.ksize];
-    for (int x = 0; x < nw * 3; ++x) {
-      int64_t ss = int64_t(1) << (kPrecisionBits - 1);
-      for (int i = 0; i < ty.count[y]; ++i) ss += int64_t(tmp[size_t(ty.first[y] + i) * nw * 3 + x]) * w[i];
-      out[size_t(y) * nw * 3 + x] = clip8(ss);
-    }
-  }
-  return out;
+  return dst;
+}
+
+// PIL's Image.resize(BILINEAR) of an RGB image (torchvision's resize of a
+// PIL image, what SamPredictor calls): two passes, each rounded to 8 bits,
+// a pass skipped when its size stays. Horizontal first, except when the
+// height shrinks by more than twice the width does: Pillow 13 (its PR 9549)
+// then runs the vertical pass first, which moves about a quarter of the
+// pixels by one grey level (Pillow 12 and older: horizontal always first).
+std::vector<uint8_t> pil_resize(const Image& img, int nh, int nw) {
+  const int h = img.height, w = img.width;
+  const bool vertical_first = nh < h && (h - nh) > 2 * (w - nw);
+  std::vector<uint8_t> px = img.rgb;
+  if (vertical_first && nh != h) px = pil_pass(px, h, w, nh, true);
+  if (nw != w) px = pil_pass(px, vertical_first ? nh : h, w, nw, false);
+  if (!vertical_first && nh != h) px = pil_pass(px, h, nw, nh, true);
+  return px;
 }
 
 // The encoder's input [1, 3, S, S]: (pixel - mean) / std, zero padding at
@@ -230,6 +243,7 @@ struct Args {
   const char* out = nullptr;
   const char* mask = nullptr;
   const char* logits = nullptr;
+  const char* dump_input = nullptr;
   std::string prefix = "out/cutout";
   std::vector<Point> points;
   int time_runs = 0;
@@ -239,12 +253,14 @@ struct Args {
 bool parse_args(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
-    if ((s == "-o" || s == "--mask" || s == "--model" || s == "--time" || s == "--threads" || s == "--logits") &&
+    if ((s == "-o" || s == "--mask" || s == "--model" || s == "--time" || s == "--threads" || s == "--logits" ||
+         s == "--dump-input") &&
         i + 1 < argc) {
       const char* v = argv[++i];
       if (s == "-o") a->out = v;
       if (s == "--mask") a->mask = v;
       if (s == "--logits") a->logits = v;
+      if (s == "--dump-input") a->dump_input = v;
       if (s == "--model") a->prefix = v;
       if (s == "--time") a->time_runs = atoi(v);
       if (s == "--threads") a->threads = atoi(v);
@@ -301,7 +317,7 @@ int main(int argc, char** argv) {
   Args args;
   if (!parse_args(argc, argv, &args)) {
     fprintf(stderr, "usage: %s IMAGE x,y [x,y ...] -o sticker.png [--mask mask.png] [--model PREFIX] "
-            "[--threads N] [--time N] [--logits PATH]\n", argv[0]);
+            "[--threads N] [--time N] [--logits PATH] [--dump-input PATH]\n", argv[0]);
     return 2;
   }
   Image img;
@@ -331,6 +347,7 @@ int main(int argc, char** argv) {
   resized_size(img.height, img.width, s.img_size, &nh, &nw);
   std::vector<float> x;
   encoder_input(pil_resize(img, nh, nw), nh, nw, s, &x);
+  if (args.dump_input != nullptr && !write_floats(args.dump_input, x)) return 1;
   const int64_t S = s.img_size, E = s.embed_size;
   tern::Tensor image = tern::make_tensor(x.data(), tern::ScalarType::Float32, {1, 3, S, S});
   auto enc_out = encoder.forward({&image, 1});
