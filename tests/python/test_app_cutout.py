@@ -5,10 +5,12 @@ Needs build/examples/cutout (libpng, libjpeg) and mobilesam-mirror (with timm,
 requirements.txt); skips with the reason when one is absent. The weights are
 random (seed 0, as convert.py): the masks are what this architecture
 computes with them, not objects. Uses out/cutout-{encoder,decoder}.tern when
-make app-cutout wrote them, else exports both once for the module (about a
-minute: the encoder always takes 1024x1024, TinyViT's embedding size is fixed
-in mobile_sam's code, so there is no smaller configuration to test). Each
-program run encodes one image (2-3 s at one thread); the images are small.
+make app-cutout wrote them, else exports both once for the module (about
+20 s). The encoder always takes 1024x1024: TinyViT's 64x64 embedding is
+written into mobile_sam's code, so there is no smaller configuration to
+test, and each program run encodes one image (2-3 s at one thread; the
+images themselves are small). The file takes about 60 s with out/'s files,
+80 s without, on the shared 2-core machine.
 """
 
 from __future__ import annotations
