@@ -311,6 +311,53 @@ int fail_run(const char* what) {
   return 1;
 }
 
+// The decoder's point inputs: the points scaled into the resized frame (in
+// double, as ResizeLongestSide.apply_coords), label 1, then SamPredictor's
+// padding point (0, 0) with label -1.
+struct Prompt {
+  std::vector<float> coords, labels;  // [n, 2], [n]
+};
+
+Prompt prompt(const std::vector<Point>& points, const Image& img, int nh, int nw) {
+  Prompt pr;
+  for (const Point& p : points) {
+    pr.coords.push_back(static_cast<float>(p.x * (double(nw) / img.width)));
+    pr.coords.push_back(static_cast<float>(p.y * (double(nh) / img.height)));
+    pr.labels.push_back(1.0f);
+  }
+  pr.coords.insert(pr.coords.end(), {0.0f, 0.0f});
+  pr.labels.push_back(-1.0f);
+  return pr;
+}
+
+// One point: the multimask output (1..3) with the best IoU prediction; more:
+// the single-mask output 0 (SamPredictor's multimask_output advice).
+int choose_mask(const float* iou, size_t num_points) {
+  if (num_points != 1) return 0;
+  int k = 1;
+  for (int j = 2; j < 4; ++j) k = iou[j] > iou[k] ? j : k;
+  return k;
+}
+
+// The sticker (RGB with the mask as alpha), and --mask, --logits; counts the
+// mask's pixels into *inside.
+bool write_outputs(const Args& args, const Image& img, const std::vector<float>& logits, float threshold,
+                   size_t* inside) {
+  const size_t pixels = size_t(img.width) * img.height;
+  std::vector<uint8_t> rgba(pixels * 4), alpha(pixels);
+  for (size_t i = 0; i < pixels; ++i) {
+    alpha[i] = logits[i] > threshold ? 255 : 0;
+    *inside += alpha[i] != 0;
+    memcpy(&rgba[i * 4], &img.rgb[i * 3], 3);
+    rgba[i * 4 + 3] = alpha[i];
+  }
+  if (!image_io::write_png("cutout", args.out, img.width, img.height, 4, rgba.data())) return false;
+  if (args.mask != nullptr && !image_io::write_png("cutout", args.mask, img.width, img.height, 1, alpha.data())) {
+    return false;
+  }
+  return args.logits == nullptr || write_floats(args.logits, logits);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -337,6 +384,11 @@ int main(int argc, char** argv) {
       !load(&decoder, args.prefix + "-decoder.tern", args.threads, &ds)) {
     return 1;
   }
+  if (s.weights != ds.weights || s.img_size != ds.img_size || s.embed_size != ds.embed_size) {
+    fprintf(stderr, "cutout: %s-encoder.tern and %s-decoder.tern come from different conversions\n",
+            args.prefix.c_str(), args.prefix.c_str());
+    return 1;
+  }
   if (int(args.points.size()) > s.max_points) {
     fprintf(stderr, "cutout: %zu points; the model takes at most %d\n", args.points.size(), s.max_points);
     return 1;
@@ -357,48 +409,24 @@ int main(int argc, char** argv) {
   // A copy: the encoder's outputs are valid until its next run (--time).
   std::vector<float> emb(emb_out.data_as<float>(), emb_out.data_as<float>() + emb_out.numel);
 
-  // The decoder: points in the resized frame, then SamPredictor's padding point.
-  const int64_t n = int64_t(args.points.size()) + 1;
-  std::vector<float> coords, labels;
-  for (const Point& p : args.points) {
-    // In double, as ResizeLongestSide.apply_coords computes them.
-    coords.push_back(static_cast<float>(p.x * (double(nw) / img.width)));
-    coords.push_back(static_cast<float>(p.y * (double(nh) / img.height)));
-    labels.push_back(1.0f);
-  }
-  coords.insert(coords.end(), {0.0f, 0.0f});
-  labels.push_back(-1.0f);
+  // The decoder: the points in the resized frame and the padding point.
+  Prompt pr = prompt(args.points, img, nh, nw);
+  const int64_t n = static_cast<int64_t>(pr.labels.size());
   tern::Tensor dec_in[3] = {tern::make_tensor(emb.data(), tern::ScalarType::Float32, {1, 256, E, E}),
-                            tern::make_tensor(coords.data(), tern::ScalarType::Float32, {1, n, 2}),
-                            tern::make_tensor(labels.data(), tern::ScalarType::Float32, {1, n})};
+                            tern::make_tensor(pr.coords.data(), tern::ScalarType::Float32, {1, n, 2}),
+                            tern::make_tensor(pr.labels.data(), tern::ScalarType::Float32, {1, n})};
   auto dec_out = decoder.forward({dec_in, 3});
   if (!dec_out.ok()) return fail_run("decoder");
   const tern::Tensor& masks = (*dec_out)[0];  // [1, 4, L, L]
   const float* iou = (*dec_out)[1].data_as<float>();  // [1, 4]
   const int64_t L = s.low_res;
   if (masks.numel != 4 * L * L || (*dec_out)[1].numel != 4) return fprintf(stderr, "cutout: unexpected decoder output\n"), 1;
-  int k = 0;
-  if (args.points.size() == 1) {  // the best multimask output
-    k = 1;
-    for (int j = 2; j < 4; ++j) k = iou[j] > iou[k] ? j : k;
-  }
+  const int k = choose_mask(iou, args.points.size());
   std::vector<float> logits = postprocess(masks.data_as<float>() + k * L * L, s, nh, nw, img.height, img.width);
 
-  // The sticker: RGB with the mask as alpha.
-  const size_t pixels = size_t(img.width) * img.height;
-  std::vector<uint8_t> rgba(pixels * 4), alpha(pixels);
   size_t inside = 0;
-  for (size_t i = 0; i < pixels; ++i) {
-    alpha[i] = logits[i] > s.mask_threshold ? 255 : 0;
-    inside += alpha[i] != 0;
-    memcpy(&rgba[i * 4], &img.rgb[i * 3], 3);
-    rgba[i * 4 + 3] = alpha[i];
-  }
-  if (!image_io::write_png("cutout", args.out, img.width, img.height, 4, rgba.data())) return 1;
-  if (args.mask != nullptr && !image_io::write_png("cutout", args.mask, img.width, img.height, 1, alpha.data())) {
-    return 1;
-  }
-  if (args.logits != nullptr && !write_floats(args.logits, logits)) return 1;
+  if (!write_outputs(args, img, logits, s.mask_threshold, &inside)) return 1;
+  const size_t pixels = size_t(img.width) * img.height;
   printf("mask %d (IoU prediction %.4f): %zu of %zu pixels (%.1f%%); weights: %s\n", k, iou[k], inside, pixels,
          100.0 * inside / pixels, s.weights.c_str());
 
