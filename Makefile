@@ -43,6 +43,11 @@
 #                 build/examples/denoise and the wheel's libdeepfilter.so on each file: SNR improvement
 #                 of each, their difference, us per 10 ms hop and real-time factor of each; the same
 #                 SNR check for the int8-weight file (out/denoise-int8.tern)
+#   make app-cutout  cutouts (examples/cutout): MobileSAM's architecture (mobilesam-mirror wheel,
+#                 random weights of a fixed seed: no package ships its weights) converted to
+#                 out/cutout-{encoder,decoder}.tern, build/examples/cutout's masks on the sample
+#                 photos against SamPredictor's (IoU), encoder and decoder latency against PyTorch,
+#                 ONNX Runtime (.venv-bench) and ExecuTorch XNNPACK (.venv-executorch)
 
 SHELL := /bin/bash
 PY := .venv/bin/python
@@ -55,7 +60,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: apps app-langid app-scene app-vad app-denoise setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
+.PHONY: apps app-langid app-scene app-vad app-denoise app-cutout setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -74,7 +79,7 @@ python: setup
 demo: build python
 	$(PY) examples/demo.py --tern-run $(BUILD)/tern-run
 
-apps: app-langid app-scene app-vad app-denoise
+apps: app-langid app-scene app-vad app-denoise app-cutout
 
 app-langid: build python
 	$(PY) examples/langid/convert.py --out out/langid.tern
@@ -296,3 +301,13 @@ app-denoise: build python
 	  --check out/denoise-audio/pink-5db.wav out/denoise-audio/white-0db.wav
 	$(PY) examples/denoise/compare.py --denoise $(BUILD)/examples/denoise --model out/denoise.tern \
 	  --int8-model out/denoise-int8.tern out/denoise-audio/*db.wav
+
+# Cutouts (examples/cutout, README.md "Applications"). mobilesam-mirror and
+# timm are pinned in requirements.txt; libpng and libjpeg-turbo come with the
+# system packages (as for app-scene); ONNX Runtime runs in .venv-bench and
+# ExecuTorch in .venv-executorch, both made by scripts/setup_bench_env.sh (as
+# make bench). convert.py checks both exported files against the PyTorch modules.
+app-cutout: build python
+	@bash scripts/setup_bench_env.sh
+	$(PY) examples/cutout/convert.py --out out --samples
+	$(PY) examples/cutout/compare.py --out out --cutout $(BUILD)/examples/cutout --model out/cutout

@@ -2,7 +2,7 @@
 //
 //   build/examples/scene IMAGE [--int8] [--model PATH] [--threads N] [--time N] [--dump-input PATH]
 //
-// Decodes IMAGE (PNG: libpng, JPEG: libjpeg-turbo), resizes and centre-crops
+// Decodes IMAGE (PNG: libpng, JPEG: libjpeg-turbo; examples/common/image_io.h), resizes and centre-crops
 // it as the converter did (examples/scene/convert.py: the constants come from
 // the file's "scene.preprocess" metadata), runs the model with tern::Module
 // and prints the five most probable classes, one a line:
@@ -16,28 +16,21 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include <jpeglib.h>
-#include <png.h>
-
 #include "backends/cpu/register.h"
+#include "examples/common/image_io.h"
 #include "extension/module.h"
 #include "kernels/portable/register.h"
 #include "runtime/core/log.h"
 
 namespace {
 
-struct Image {
-  int width = 0, height = 0;
-  std::vector<uint8_t> rgb;  // [height, width, 3]
-};
+using image_io::Image;
 
 // The preprocessing the converter used (scene.preprocess).
 struct Preprocess {
@@ -48,120 +41,6 @@ struct Preprocess {
 bool fail(const char* what, const char* path) {
   fprintf(stderr, "scene: %s: %s\n", path, what);
   return false;
-}
-
-// ---- decoding ---------------------------------------------------------------
-
-bool read_file(const char* path, std::vector<uint8_t>* bytes) {
-  FILE* f = fopen(path, "rb");
-  if (f == nullptr) return fail(strerror(errno), path);
-  uint8_t buf[1 << 16];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) bytes->insert(bytes->end(), buf, buf + n);
-  fclose(f);
-  return true;
-}
-
-// Everything decode_png changes after setjmp lives here, in memory, so a
-// longjmp back (png_fail) finds it as it was left.
-struct PngReader {
-  const std::vector<uint8_t>* bytes;
-  size_t pos;
-  std::vector<png_bytep> rows;
-};
-
-void png_read_bytes(png_structp png, png_bytep out, png_size_t n) {
-  auto* r = static_cast<PngReader*>(png_get_io_ptr(png));
-  if (n > r->bytes->size() - r->pos) png_error(png, "truncated file");
-  memcpy(out, r->bytes->data() + r->pos, n);
-  r->pos += n;
-}
-
-void png_warn(png_structp, png_const_charp) {}
-
-void png_fail(png_structp png, png_const_charp msg) {
-  fprintf(stderr, "scene: PNG: %s\n", msg);
-  png_longjmp(png, 1);
-}
-
-// Any PNG (grey, palette, 16 bits, alpha) as 8-bit RGB; the alpha is dropped.
-bool decode_png(const std::vector<uint8_t>& bytes, const char* path, Image* img) {
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, png_fail, png_warn);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  if (info == nullptr) return fail("out of memory", path);
-  PngReader reader{&bytes, 0, {}};
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    return fail("not a valid PNG image", path);
-  }
-  png_set_read_fn(png, &reader, png_read_bytes);
-  png_read_info(png, info);
-  png_set_expand(png);
-  png_set_strip_16(png);
-  png_set_strip_alpha(png);
-  png_set_gray_to_rgb(png);
-  png_set_interlace_handling(png);
-  png_read_update_info(png, info);
-  img->width = static_cast<int>(png_get_image_width(png, info));
-  img->height = static_cast<int>(png_get_image_height(png, info));
-  if (png_get_rowbytes(png, info) != size_t(img->width) * 3) png_error(png, "unexpected row layout");
-  img->rgb.resize(size_t(img->width) * img->height * 3);
-  for (int y = 0; y < img->height; ++y) reader.rows.push_back(img->rgb.data() + size_t(y) * img->width * 3);
-  png_read_image(png, reader.rows.data());
-  png_read_end(png, nullptr);
-  png_destroy_read_struct(&png, &info, nullptr);
-  return true;
-}
-
-struct JpegError {
-  jpeg_error_mgr mgr;
-  jmp_buf jump;
-};
-
-void jpeg_fail(j_common_ptr cinfo) {
-  char msg[JMSG_LENGTH_MAX];
-  (*cinfo->err->format_message)(cinfo, msg);
-  fprintf(stderr, "scene: JPEG: %s\n", msg);
-  longjmp(reinterpret_cast<JpegError*>(cinfo->err)->jump, 1);
-}
-
-// libjpeg-turbo's defaults (islow IDCT, fancy upsampling), as Pillow decodes.
-bool decode_jpeg(const std::vector<uint8_t>& bytes, const char* path, Image* img) {
-  jpeg_decompress_struct cinfo;
-  JpegError err;
-  cinfo.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = jpeg_fail;
-  err.mgr.output_message = [](j_common_ptr) {};
-  if (setjmp(err.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    return fail("not a valid JPEG image", path);
-  }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
-  jpeg_read_header(&cinfo, TRUE);
-  cinfo.out_color_space = JCS_RGB;
-  jpeg_start_decompress(&cinfo);
-  img->width = static_cast<int>(cinfo.output_width);
-  img->height = static_cast<int>(cinfo.output_height);
-  img->rgb.resize(size_t(img->width) * img->height * 3);
-  while (cinfo.output_scanline < cinfo.output_height) {
-    JSAMPROW row = img->rgb.data() + size_t(cinfo.output_scanline) * img->width * 3;
-    jpeg_read_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_decompress(&cinfo);
-  jpeg_destroy_decompress(&cinfo);
-  return true;
-}
-
-bool decode(const char* path, Image* img) {
-  std::vector<uint8_t> bytes;
-  if (!read_file(path, &bytes)) return false;
-  static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (bytes.size() >= 8 && memcmp(bytes.data(), kPng, 8) == 0) return decode_png(bytes, path, img);
-  if (bytes.size() >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 && bytes[2] == 0xff) {
-    return decode_jpeg(bytes, path, img);
-  }
-  return fail("not a PNG or JPEG file", path);
 }
 
 // ---- preprocessing ------------------------------------------------------------
@@ -308,7 +187,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   Image img;
-  if (!decode(args.image, &img)) return 1;
+  if (!image_io::decode("scene", args.image, &img)) return 1;
   if (img.width <= 0 || img.height <= 0) return fail("empty image", args.image), 1;
 
   if (tern::register_portable_kernels() != tern::Error::Ok || tern::register_cpu_backend() != tern::Error::Ok) {

@@ -194,6 +194,28 @@ def test_squeeze_excite_gate_broadcasts_per_channel(tmp_path: Path) -> None:
     assert [k for k, _ in ops].count("Binary") >= 2 and [k for k, _ in ops].count("Unary") >= 1
 
 
+class WindowAttentionBias(nn.Module):
+    """Window attention with a relative position bias (TinyViT, Swin): scores
+    [windows, heads, n, n] plus a bias [heads, n, n], a 4-d add that
+    broadcasts in the plain layout only (no image: no NHWC)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(3, 7, 7))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(q @ k.transpose(-2, -1) * 0.5 + self.bias, dim=-1)
+
+
+def test_window_attention_bias_add_runs_on_the_backend(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = _check(WindowAttentionBias(), (torch.randn(5, 3, 7, 4), torch.randn(5, 3, 7, 4)), tmp_path)
+    m = read_program(str(path))["methods"][0]
+    assert not [i for i in m["instructions"] if i["kind"] == "KernelCall"]  # the add too
+    (ops,) = _payload_ops(path)
+    assert "Binary" in [k for k, _ in ops]
+
+
 class BiasAndScale(nn.Module):
     """Broadcasts over the last dims in the graph's layout: a bias [d] over
     [b, s, d], a [s, d] table, a scalar tensor; and arithmetic with numbers."""

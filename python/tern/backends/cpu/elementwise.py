@@ -55,9 +55,11 @@ def supports_binary(node: Any) -> str | None:
         if name_of(node) == "aten::sub.Tensor" or b != out:
             return f"a broadcast of both operands, or of the first of a sub ({list(a)} and {list(b)} to {list(out)})"
         a, b = b, a
-    # a 4-d op may run in either layout, but always can in NHWC (lower_binary
-    # picks NHWC when the graph's layout cannot broadcast b)
-    if broadcast_of(out, b, len(out) == 4) is None:
+    # a 4-d op may run in either layout (lower_binary picks the one that can
+    # broadcast b, NHWC when both can and an operand is NHWC already); one
+    # that is no image (attention scores [windows, heads, n, n] + a bias
+    # [heads, n, n]) broadcasts in the plain layout only
+    if broadcast_of(out, b, len(out) == 4) is None and broadcast_of(out, b, False) is None:
         return f"a broadcast of {list(b)} to {list(out)} (same shape, a number, a per-channel gate or trailing dims run)"
     return None
 
@@ -91,9 +93,10 @@ def lower_binary(c: Builder, node: Any) -> None:
     out = shape(node)
     if shape(a) != out:  # the full-size operand first (add and mul commute; supports() checked sub)
         a, b = b, a
-    nhwc = len(out) == 4 and (c.get(a)[1] == NHWC or c.get(b)[1] == NHWC
-                              or broadcast_of(out, shape(b), False) is None)  # a per-channel gate: NHWC
-    inner, block = broadcast_of(out, shape(b), nhwc) or (0, 0)
+    nhwc = (len(out) == 4 and broadcast_of(out, shape(b), True) is not None
+            and (c.get(a)[1] == NHWC or c.get(b)[1] == NHWC
+                 or broadcast_of(out, shape(b), False) is None))  # a per-channel gate: NHWC
+    inner, block = broadcast_of(out, shape(b), nhwc)  # supports_binary: one layout can
     av = c.nhwc(a) if nhwc else c.plain(a)
     bv = (c.nhwc(b) if len(shape(b)) == 4 else c.plain(b)) if nhwc else c.plain(b)
     ep = epilogue_of(node)  # an activation
