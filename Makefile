@@ -284,7 +284,7 @@ app-scene: build python
 # exported file's probabilities against the package's model on the test audio.
 app-vad: build python
 	@bash scripts/setup_bench_env.sh
-	$(PY) examples/vad/make_audio.py --out out/vad-audio
+	$(PY) examples/common/make_audio.py --rate 16000 --out out/vad-audio
 	$(PY) examples/vad/convert.py --out out/vad.tern --check out/vad-audio/*.wav
 	$(PY) examples/vad/compare.py --vad $(BUILD)/examples/vad --model out/vad.tern \
 	  --ort-python .venv-bench/bin/python out/vad-audio/*.wav
@@ -296,7 +296,7 @@ app-vad: build python
 # pinned in requirements.txt. convert.py checks the module against ONNX Runtime
 # and the exported file against the module on the first seconds of two files.
 app-denoise: build python
-	$(PY) examples/denoise/make_audio.py --out out/denoise-audio
+	$(PY) examples/common/make_audio.py --rate 48000 --out out/denoise-audio
 	$(PY) examples/denoise/convert.py --out out/denoise.tern --int8 out/denoise-int8.tern \
 	  --check out/denoise-audio/pink-5db.wav out/denoise-audio/white-0db.wav
 	$(PY) examples/denoise/compare.py --denoise $(BUILD)/examples/denoise --model out/denoise.tern \

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "backends/cpu/register.h"
+#include "examples/common/wav_io.h"
 #include "extension/module.h"
 #include "kernels/portable/register.h"
 #include "runtime/core/log.h"
@@ -53,52 +54,6 @@ bool fail(const std::string& what) {
   return false;
 }
 
-uint32_t le32(const uint8_t* p) { return p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24; }
-uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
-
-// ---- WAV --------------------------------------------------------------------
-
-// A RIFF/WAVE file of 16-bit PCM, mono, at `rate` Hz, as int16 / 32768.
-bool read_wav(const char* path, int rate, std::vector<float>* samples) {
-  FILE* f = fopen(path, "rb");
-  if (f == nullptr) return fail(std::string(path) + ": " + strerror(errno));
-  std::vector<uint8_t> b;
-  uint8_t buf[1 << 16];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + n);
-  fclose(f);
-  const std::string name(path);
-  if (b.size() < 12 || memcmp(b.data(), "RIFF", 4) != 0 || memcmp(b.data() + 8, "WAVE", 4) != 0)
-    return fail(name + ": not a WAV file (no RIFF/WAVE header)");
-  bool have_fmt = false;
-  for (size_t pos = 12; pos + 8 <= b.size();) {
-    const uint8_t* h = b.data() + pos;
-    const size_t size = le32(h + 4), body = pos + 8;
-    if (size > b.size() - body) return fail(name + ": truncated WAV chunk");
-    if (memcmp(h, "fmt ", 4) == 0) {
-      if (size < 16) return fail(name + ": fmt chunk too short");
-      const uint16_t format = le16(h + 8), channels = le16(h + 10), bits = le16(h + 22);
-      const uint32_t hz = le32(h + 12);
-      // WAVE_FORMAT_EXTENSIBLE (0xFFFE) carries its real format in a GUID; its first two bytes.
-      const uint16_t real = format == 0xFFFE && size >= 26 ? le16(h + 32) : format;
-      if (hz != uint32_t(rate))
-        return fail(name + ": sample rate " + std::to_string(hz) + " Hz; the model takes " + std::to_string(rate) +
-                    " Hz (resample it first, e.g. sox IN -r " + std::to_string(rate) + " -c 1 -b 16 OUT.wav)");
-      if (real != 1 || bits != 16 || channels != 1)
-        return fail(name + ": " + std::to_string(channels) + " channel(s), " + std::to_string(bits) +
-                    "-bit, format " + std::to_string(real) + "; need mono 16-bit PCM");
-      have_fmt = true;
-    } else if (memcmp(h, "data", 4) == 0) {
-      if (!have_fmt) return fail(name + ": data chunk before the fmt chunk");
-      samples->resize(size / 2);
-      for (size_t i = 0; i < samples->size(); ++i)
-        (*samples)[i] = float(int16_t(le16(b.data() + body + 2 * i))) / 32768.0f;
-      return true;
-    }
-    pos = body + size + (size & 1);  // chunks are padded to even sizes
-  }
-  return fail(name + ": no " + std::string(have_fmt ? "data" : "fmt") + " chunk");
-}
 
 // ---- settings ---------------------------------------------------------------
 
@@ -250,7 +205,7 @@ int main(int argc, char** argv) {
   Settings s;
   std::vector<float> audio, probs;
   double us = 0;
-  if (!read_settings(module, &s) || !read_wav(opt.wav, s.sample_rate, &audio)) return 1;
+  if (!read_settings(module, &s) || !wav_io::read("vad", opt.wav, s.sample_rate, &audio)) return 1;
   if (opt.probs_in ? !read_probs(opt.probs_in, &probs) : !run_model(module, s, audio, &probs, &us)) return 1;
   if (opt.probs) {
     for (float p : probs) printf("%.7f\n", p);

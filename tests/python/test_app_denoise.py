@@ -36,7 +36,7 @@ from compare import assert_close  # noqa: E402  tests/python/compare.py
 
 convert = app_module("denoise", "convert")  # examples/denoise/convert.py
 compare = app_module("denoise", "compare")  # examples/denoise/compare.py: libdeepfilter.so, SNR
-make_audio = app_module("denoise", "make_audio")
+make_audio = app_module("common", "make_audio")  # examples/common/make_audio.py
 needs_program = pytest.mark.skipif(not os.path.exists(DENOISE),
                                    reason="build/examples/denoise not built (make build)")
 
@@ -51,7 +51,7 @@ def exported(tmp_path_factory):
 @pytest.fixture(scope="module")
 def audio_dir(tmp_path_factory) -> str:
     out = str(tmp_path_factory.mktemp("denoise-audio"))
-    sys_argv, sys.argv = sys.argv, ["make_audio.py", "--out", out]
+    sys_argv, sys.argv = sys.argv, ["make_audio.py", "--rate", str(convert.SAMPLE_RATE), "--out", out]
     try:
         assert make_audio.main() == 0
     finally:

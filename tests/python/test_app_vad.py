@@ -31,7 +31,7 @@ from compare import assert_close  # noqa: E402  tests/python/compare.py
 
 convert = app_module("vad", "convert")  # examples/vad/convert.py
 compare = app_module("vad", "compare")  # examples/vad/compare.py: the package's segments beside Tern's
-make_audio = app_module("vad", "make_audio")
+make_audio = app_module("common", "make_audio")  # examples/common/make_audio.py
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def model_file(exported) -> str:
 @pytest.fixture(scope="module")
 def audio_dir(tmp_path_factory) -> str:
     out = str(tmp_path_factory.mktemp("vad-audio"))
-    sys_argv, sys.argv = sys.argv, ["make_audio.py", "--out", out]
+    sys_argv, sys.argv = sys.argv, ["make_audio.py", "--rate", str(convert.SAMPLE_RATE), "--out", out]
     try:
         assert make_audio.main() == 0
     finally:
@@ -128,7 +128,7 @@ def test_segments_from_probabilities_equal_package_logic_exactly(exported, tmp_p
     probs = synthetic_probs(np.random.default_rng(seed))
     length = len(probs) * convert.CHUNK - 100  # the last chunk partial, as in a real file
     wav, txt = str(tmp_path / "len.wav"), str(tmp_path / "probs.txt")
-    make_audio.write_wav(wav, np.zeros(length))
+    make_audio.write_wav(wav, np.zeros(length), convert.SAMPLE_RATE)
     with open(txt, "w") as f:
         f.write("".join(f"{p:.9g}\n" for p in probs))
     r = subprocess.run([VAD, wav, "--model", model_file, "--probs-in", txt],
