@@ -1,5 +1,6 @@
 """The attention of Hugging Face models as they export it, on the cpu
-backend's Attention op (issue 26, item 1): a tokenizer's padding mask (a
+backend's Attention op (issue 26, item 1), with the rotary embeddings'
+negation around it: a tokenizer's padding mask (a
 bool mask computed at run time, broadcast over heads and queries), causal
 with padding (Llama, Qwen2: grouped-query heads), T5's relative position
 bias (a float mask), Whisper's encoder (no mask). Tiny configs with static
@@ -85,6 +86,7 @@ def test_every_attention_of_the_model_runs_on_the_cpu_backend(name: str, tmp_pat
     program = tern.export(model, args, partitioners=[cpu])
     operators = read_program(program.data)["methods"][0]["operators"]
     assert "aten::scaled_dot_product_attention" not in operators, cpu.report()
+    assert "aten::neg" not in operators, cpu.report()  # rotary embeddings' rotate_half (Llama, Qwen2)
     path = tmp_path / f"{name}.tern"
     program.save(path)
     with torch.no_grad():

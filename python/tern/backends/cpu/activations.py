@@ -27,13 +27,17 @@ _AFFINE = {
     "aten::sub.Scalar": lambda s, a: (1.0, -s * a),
     "aten::mul.Scalar": lambda s, a: (s, 0.0),
     "aten::div.Scalar": lambda s, a: (1.0 / s, 0.0),
+    "aten::neg": lambda s, a: (-1.0, 0.0),  # exact: a sign flip (rotary embeddings' rotate_half)
 }
 AFFINE = tuple(_AFFINE)
 
 
 def affine_of(node: Any) -> tuple[float, float] | None:
-    """(scale, shift) of an op.Scalar node with a finite nonzero number, else None."""
+    """(scale, shift) of an op.Scalar node with a finite nonzero number, or
+    of a neg, else None."""
     name = name_of(node)
+    if name == "aten::neg":
+        return _AFFINE[name](-1.0, 1.0)
     if name not in _AFFINE or len(node.args) < 2 or not isinstance(node.args[1], (int, float)):
         return None
     s = float(node.args[1])
