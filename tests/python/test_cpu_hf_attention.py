@@ -87,6 +87,9 @@ def test_every_attention_of_the_model_runs_on_the_cpu_backend(name: str, tmp_pat
     operators = read_program(program.data)["methods"][0]["operators"]
     assert "aten::scaled_dot_product_attention" not in operators, cpu.report()
     assert "aten::neg" not in operators, cpu.report()  # rotary embeddings' rotate_half (Llama, Qwen2)
+    # the layers are one subgraph: embeddings and the mask's making (bool ops) stay portable before it,
+    # k and v repeated per head (Llama, Qwen2: repeat_kv) read past by the Attention op
+    assert len(read_program(program.data)["methods"][0]["delegates"]) == 1, cpu.report()
     path = tmp_path / f"{name}.tern"
     program.save(path)
     with torch.no_grad():

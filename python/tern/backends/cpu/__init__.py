@@ -149,6 +149,8 @@ class CpuPartitioner(Partitioner):
             return int8 if int8 is not None else _lacking(quantized_ops)
         if elementwise.rms_norm_containing(node) is not None:  # its nodes lowered as one RmsNorm
             return _lacking(elementwise) or not_float32(node)
+        if attention.repeat_claimed(node):  # k and v repeated per head: the Attention reads past them
+            return _lacking(attention)
         name = name_of(node)
         supports = SUPPORTS.get(name)
         if supports is None:

@@ -1,5 +1,6 @@
 """Scaled dot-product attention as one Attention op: float32 q, k, v, a
-float or bool mask or causal, grouped-query heads, no dropout.
+float or bool mask or causal, grouped-query heads (enable_gqa, or k and v
+repeated per head as Hugging Face's repeat_kv writes it), no dropout.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tern.backends.cpu.ir import PLAIN, Builder, name_of, shape
+from tern.backends.cpu.ir import PLAIN, VIEWS, Builder, name_of, shape
 from tern.errors import ExportError
 
 # the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
@@ -28,6 +29,51 @@ class Attention:
     batch: int
     heads: int
     kv_heads: int
+    repeats: list[Any]  # the nodes that repeated k and v per head (repeated_kv), read past: lowered with it
+
+
+def repeated_kv(t: Any) -> tuple[Any, int, list[Any]] | None:
+    """(t0, r, the nodes passed) if t is the 4-d t0 [b, kvh, s, d] with each
+    head repeated r times, as Hugging Face's repeat_kv writes it for
+    grouped-query attention: unsqueeze(t0, 2) -> expand([b, kvh, r, s, d]) ->
+    [clone] -> view as [b, kvh * r, s, d], each node used once; else None."""
+    passed, n = [], t
+    if name_of(n) not in VIEWS or len(n.users) != 1:
+        return None
+    passed.append(n)
+    n = n.args[0]
+    if name_of(n) == "aten::clone" and len(n.users) == 1:
+        passed.append(n)
+        n = n.args[0]
+    if name_of(n) != "aten::expand" or len(n.users) != 1:
+        return None
+    passed.append(n)
+    u = n.args[0]
+    if name_of(u) != "aten::unsqueeze" or len(u.users) != 1 or int(u.args[1]) not in (2, -3):
+        return None
+    passed.append(u)
+    t0 = u.args[0]
+    if len(shape(t0)) != 4:
+        return None
+    b, kvh, s, d = shape(t0)
+    r = shape(n)[2]
+    if shape(n) != (b, kvh, r, s, d) or shape(t) != (b, kvh * r, s, d):
+        return None
+    return t0, r, passed
+
+
+def repeat_claimed(node: Any) -> bool:
+    """node is one of the nodes an Attention reads past (repeated_kv): its
+    chain of single users reaches an attention the backend runs that lists it."""
+    n = node
+    for _ in range(5):
+        if len(n.users) != 1:
+            return False
+        n = next(iter(n.users))
+        if name_of(n) == "aten::scaled_dot_product_attention":
+            at = attention_of(n)
+            return not isinstance(at, str) and node in at.repeats
+    return False
 
 
 _SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
@@ -46,6 +92,11 @@ def attention_of(node: Any) -> Attention | str:
     a = dict(zip(_SDPA_ARGS, node.args))
     a.update(node.kwargs)
     q, k, v, mask = a["query"], a["key"], a["value"], a.get("attn_mask")
+    gqa, repeats = a.get("enable_gqa", False), []
+    rk, rv = repeated_kv(k), repeated_kv(v)
+    if rk is not None and rv is not None and rk[1] == rv[1] and not gqa:  # read the heads once each
+        (k, _, pk), (v, _, pv) = rk, rv
+        gqa, repeats = True, pk + pv
     dropout, causal, scale = a.get("dropout_p", 0.0), bool(a.get("is_causal", False)), a.get("scale")
     vals = [getattr(t, "meta", {}).get("val") for t in (q, k, v)] + [node.meta.get("val")]
     if any(not isinstance(t, torch.Tensor) or t.dtype != torch.float32 for t in vals):
@@ -62,7 +113,7 @@ def attention_of(node: Any) -> Attention | str:
         if ks[0] != qs[0] or vs[0] != qs[0]:
             return "attention whose q, k, v batches differ"
     if ks[-1] != qs[-1] or vs[-2] != ks[-2] or vs[-3] != ks[-3] or heads % kv_heads or (
-            kv_heads != heads and not a.get("enable_gqa", False)):
+            kv_heads != heads and not gqa):
         return "attention whose q, k, v sizes do not match (heads, lengths or embedding)"
     if min(qs + ks + vs) < 1:
         return "attention over an empty tensor"
@@ -72,7 +123,7 @@ def attention_of(node: Any) -> Attention | str:
             return refusal
     e = qs[-1]
     return Attention(q, k, v, mask, causal, float(scale) if scale is not None else 1.0 / math.sqrt(e),
-                     lead[0] if lead else 1, heads, kv_heads)
+                     lead[0] if lead else 1, heads, kv_heads, repeats)
 
 
 def _mask_refusal(mask: Any, causal: bool, full: tuple[int, int, int, int]) -> str | None:

@@ -99,6 +99,8 @@ class Compiler:
     def run(self) -> Program:
         self.done.update(choose_pads(self.gm))  # lowered with their convolutions
         rms = [n for head in self.gm.graph.nodes if (norm := elementwise.rms_norm_at(head)) for n in norm.nodes[1:]]
+        self.done.update(n for sdpa in self.gm.graph.nodes if name_of(sdpa) == "aten::scaled_dot_product_attention"
+                         and not isinstance(at := attention.attention_of(sdpa), str) for n in at.repeats)
         choose_winograd(self.gm, self.options)
         choose_epilogues(self.gm, skip=set(rms))  # an RMSNorm's own mul and add are no heads
         for node in self.gm.graph.nodes:  # quantized operators cover reshapes before them, run with them
