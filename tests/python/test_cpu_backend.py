@@ -584,6 +584,12 @@ TRANSPOSED = {
     "uneven_dilated": (nn.ConvTranspose2d(5, 7, (3, 5), stride=(3, 2), padding=(0, 2), dilation=(2, 3)), (1, 5, 6, 7)),
     "k1_s3_bias_only_phases": (nn.ConvTranspose2d(6, 4, 1, stride=3), (1, 6, 4, 4)),
     "k2_s2_relu": (nn.Sequential(nn.ConvTranspose2d(6, 20, 2, stride=2, bias=False), nn.ReLU()), (1, 6, 4, 5)),
+    # depthwise (groups = channels: DeepFilterNet's decoder): depthwise Conv phases, padded after to their size
+    "depthwise_k4_s2_p1": (nn.ConvTranspose2d(8, 8, 4, stride=2, padding=1, groups=8), (1, 8, 7, 9)),
+    "depthwise_k3_s2_output_padding_relu": (nn.Sequential(nn.ConvTranspose2d(
+        16, 16, 3, stride=2, padding=1, output_padding=1, groups=16), nn.ReLU()), (2, 16, 5, 6)),
+    "depthwise_1x3_s1x2": (nn.ConvTranspose2d(20, 20, (1, 3), stride=(1, 2), padding=(0, 1), groups=20), (1, 20, 4, 9)),
+    "depthwise_k1_s3_bias_only_phases": (nn.ConvTranspose2d(6, 6, 1, stride=3, groups=6), (1, 6, 4, 4)),
 }
 
 

@@ -1,5 +1,6 @@
 """Convolutions: 2-d, general, grouped (one Conv per group), depthwise, or
-transposed (one Conv per output phase, then an Interleave), and 3x3
+transposed, ungrouped or depthwise (one Conv per output phase, then an
+Interleave), and 3x3
 stride-1 ones as Winograd F(2x2, 3x3) where fusion.choose_winograd says so.
 NHWC inside; a residual add and an activation fused into the epilogue; a
 zero pad before it (TensorFlow's "same" rule: 0 before, 1 after at stride 2)
@@ -29,10 +30,14 @@ def supports(node: Any) -> str | None:
         return "a convolution whose weight or bias is computed, not a constant"
     if transposed:  # stride x stride phases, each at least one pixel
         oh, ow = val(node).shape[2:]
-        if groups != 1:
-            return "a grouped transposed convolution"
         if oh < stride[0] or ow < stride[1]:
             return "a transposed convolution whose output is smaller than its stride"
+        if groups != 1:
+            depthwise = groups == shape(x)[1] == shape(node)[1]
+            if not depthwise:
+                return "a grouped transposed convolution (ungrouped and depthwise ones run)"
+            if any(_phase_padding(node, py, px) is None for py in range(stride[0]) for px in range(stride[1])):
+                return "a depthwise transposed convolution whose phases would crop their input"
     return None  # groups == 1, depthwise, or one Conv per group
 
 
@@ -131,6 +136,35 @@ def _taps(p: int, k: int, s: int, pad: int, d: int) -> tuple[list[int], int, int
     return ks, -((p + pad - ks[0] * d) // s), d // math.gcd(s, d)
 
 
+def _phase(node: Any, py: int, px: int) -> tuple[list[int], list[int], tuple[int, int], tuple[int, int],
+                                                  tuple[int, int], tuple[int, int]]:
+    """Output phase (py, px) of a transposed convolution as an ordinary one
+    of stride 1 (_lower_transposed): (its taps ky, its taps kx, kernel,
+    padding before, padding after, dilation); no tap: kernel (1, 1) over
+    the bias alone."""
+    x, w, _, stride, padding, dilation = node.args[:6]
+    _, _, kh, kw = shape(w)
+    _, _, h, wi = shape(x)
+    _, _, oh, ow = shape(node)
+    rows, pad_h, dil_h = _taps(py, kh, stride[0], padding[0], dilation[0])
+    cols, pad_w, dil_w = _taps(px, kw, stride[1], padding[1], dilation[1])
+    if not (rows and cols):
+        rows, cols, pad_h, pad_w, dil_h, dil_w = [], [], 0, 0, 1, 1
+    th, tw = max(len(rows), 1), max(len(cols), 1)
+    ph, pw = -(-(oh - py) // stride[0]), -(-(ow - px) // stride[1])  # the phase's output size
+    # padding after that gives the phase's size: ph = h + before + after - dil * (taps - 1)
+    end = (ph - h - pad_h + dil_h * (th - 1), pw - wi - pad_w + dil_w * (tw - 1))
+    return rows, cols, (th, tw), (pad_h, pad_w), end, (dil_h, dil_w)
+
+
+def _phase_padding(node: Any, py: int, px: int) -> tuple[int, int] | None:
+    """A depthwise phase's padding before if it and the padding after are
+    >= 0 (a depthwise Conv's window: backends/cpu/ops/conv.cpp) or no tap
+    lands on it (the bias alone: an ordinary Conv), else None."""
+    rows, cols, _, before, after, _ = _phase(node, py, px)
+    return before if min(before + after) >= 0 or not (rows and cols) else None
+
+
 def _lower_transposed(c: Builder, node: Any) -> None:
     """A transposed convolution as stride x stride ordinary convolutions of
     stride 1, one per output phase (py, px), each over the taps that land
@@ -138,30 +172,33 @@ def _lower_transposed(c: Builder, node: Any) -> None:
     tap ky from input row t + (py + ph - ky * dh) / sh where that divides;
     listed by descending ky those offsets rise by dh / gcd(sh, dh): a
     convolution with that dilation and padding -(first offset)."""
-    x, w, b, stride, padding, dilation = node.args[:6]
-    weight = c.const(w)  # [c, oc, kh, kw]
+    x, w, b, stride = node.args[:4]
+    weight = c.const(w)  # [c, oc / groups, kh, kw]
     bias = c.const(b) if b is not None else None
     n, oc, oh, ow = shape(node)
-    ch, _, kh, kw = weight.shape
+    ch = weight.shape[0]
+    depthwise = node.args[8] > 1  # supports(): groups == c == oc
     xv = c.nhwc(x)
     ep = epilogue_of(node)  # an activation
     fused, decisions, last, act = ep.nodes, ep.decisions(), ep.last, ep.act
     sh, sw = stride
     phases = []
     for py in range(sh):
-        rows, pad_h, dil_h = _taps(py, kh, sh, padding[0], dilation[0])
         for px in range(sw):
-            cols, pad_w, dil_w = _taps(px, kw, sw, padding[1], dilation[1])
+            rows, cols, kernel, pad, end, dil = _phase(node, py, px)
             y = c.workspace((n, -(-(oh - py) // sh), -(-(ow - px) // sw), oc))
+            dw = depthwise and bool(rows and cols)  # no tap: an ordinary Conv of zeros, of any size
             if rows and cols:
-                wp = weight[:, :, rows][:, :, :, cols].transpose(1, 0, 2, 3)  # [oc, c, taps_h, taps_w]
-                kernel, pad, dil = (len(rows), len(cols)), (pad_h, pad_w), (dil_h, dil_w)
+                wp = weight[:, :, rows][:, :, :, cols]  # [c, oc / groups, taps_h, taps_w]
+                wp = wp if dw else wp.transpose(1, 0, 2, 3)  # [oc, c or 1, taps_h, taps_w]
             else:  # no tap lands here: the bias alone
                 wp = np.zeros((oc, ch, 1, 1), np.float32)
-                kernel, pad, dil = (1, 1), (0, 0), (1, 1)
-            wv = c.weights(pack_conv(np.ascontiguousarray(wp), bias))
+            wp = np.ascontiguousarray(wp)
+            wv = c.weights(pack_depthwise(wp, bias) if dw else pack_conv(wp, bias))
             fields = {"x": xv, "weights": wv, "residual": -1, "y": y, "kernel": kernel, "stride": (1, 1),
-                      "padding": pad, "dilation": dil, "depthwise": False, **epilogue(act)}
+                      "padding": pad, "dilation": dil, "depthwise": dw, **epilogue(act)}
+            if dw and end != pad:
+                fields["padding_end"] = end
             c.op("Conv", fields, fused, [xv, wv], [y], decisions)
             phases.append(y)
     if len(phases) == 1:  # stride 1: the one phase is the output
