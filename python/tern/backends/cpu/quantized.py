@@ -128,7 +128,7 @@ def _x_input(x: Any) -> tuple[Any, QParams, list[Any], tuple[int, int, int, int]
         dequantize(a) -> pad -> quantize -> dequantize -> x
 
     is passed too: its zeros quantize to the zero point, what the kernels
-    read outside x (the pad's amounts, fusion.pad_amounts, are the last item)."""
+    read outside x (the pad's amounts, ir.pad_amounts, are the last item)."""
     views = []
     while getattr(x, "op", None) == "call_function" and op_name(x.target) in VIEWS and len(x.users) == 1:
         views.append(x)
