@@ -107,6 +107,44 @@ class GruAudio(nn.Module):
         return self.head(h)
 
 
+class HuggingFace(nn.Module):
+    """A Hugging Face model's last hidden state from token ids and a padding
+    mask, without a cache (transformers, pinned in requirements.txt)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        kw = {"use_cache": False} if hasattr(self.model.config, "use_cache") else {}
+        return self.model(input_ids=ids, attention_mask=mask, **kw).last_hidden_state
+
+
+def _bert_minilm() -> nn.Module:
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                     intermediate_size=1536)
+    return HuggingFace(BertModel(cfg, add_pooling_layer=False))
+
+
+def _llama_135m() -> nn.Module:
+    from transformers import LlamaConfig, LlamaModel
+
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
+                      num_key_value_heads=3, intermediate_size=1536, tie_word_embeddings=True)
+    return HuggingFace(LlamaModel(cfg))
+
+
+def _tokens(vocab: int, seq: int = 128, padded: int = 0) -> Callable[[], tuple[torch.Tensor, ...]]:
+    def make() -> tuple[torch.Tensor, ...]:
+        mask = torch.ones(1, seq, dtype=torch.long)
+        mask[0, seq - padded:] = 0
+        return torch.randint(0, vocab, (1, seq)), mask
+
+    return make
+
+
 MODELS: dict[str, ModelSpec] = {
     s.name: s
     for s in [
@@ -122,6 +160,10 @@ MODELS: dict[str, ModelSpec] = {
                   Decoder, lambda: (torch.randint(0, 8192, (1, 128)),)),
         ModelSpec("gru_audio", "2-layer GRU, hidden 256, over mel 1x100x80; linear head to 35",
                   GruAudio, lambda: (torch.randn(1, 100, 80),)),
+        ModelSpec("bert_minilm", "Hugging Face BertModel, MiniLM size (6 layers, d 384, 12 heads, ffn 1536); "
+                  "token ids 1x128 and a padding mask (28 padded)", _bert_minilm, _tokens(30522, padded=28)),
+        ModelSpec("llama_prefill", "Hugging Face LlamaModel, SmolLM2-135M's shape (30 layers, d 576, 9 heads, "
+                  "3 kv heads, ffn 1536); a 128-token prefill without a cache", _llama_135m, _tokens(49152)),
     ]
 }
 

@@ -346,7 +346,8 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help=f"smoke test: {', '.join(QUICK)}, 3 rounds")
     p.add_argument("--models", help=f"comma-separated, of: {', '.join(MODELS)} (default: all)")
-    p.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated (default: all)")
+    p.add_argument("--runtimes", default=",".join(r for r in RUNTIMES if r != "tern_base"),
+                   help="comma-separated (default: all but tern_base, which --baseline adds)")
     p.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, help="interleaved rounds (default 7; --quick 3)")
     p.add_argument("--round-ms", type=float, default=400, help="each runtime's share of a round, in ms")

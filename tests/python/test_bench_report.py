@@ -46,3 +46,14 @@ def test_no_table_without_a_baseline() -> None:
     results["settings"]["baseline"] = None
     assert report._baseline_table(results, ["m"], ["1"]) == []
     assert "tern_base" not in report._runtimes(results)
+
+
+def test_run_py_default_arguments_parse(monkeypatch) -> None:
+    # `make bench` passes no arguments: the default runtimes must not ask for --baseline
+    import run  # noqa: E402  bench/run.py
+
+    monkeypatch.setattr(sys, "argv", ["run.py"])
+    args = run.parse_args()
+    assert "tern" in args.runtimes and "tern_base" not in args.runtimes
+    monkeypatch.setattr(sys, "argv", ["run.py", "--baseline", "abc1234"])
+    assert "tern_base" in run.parse_args().runtimes
