@@ -209,6 +209,12 @@ def _make_outputs_informative(module: nn.Module, inputs: tuple[torch.Tensor, ...
 
 def build_empty(name: str) -> nn.Module:
     """The model's structure on the meta device (no weights), for loading a
-    state dict into with assign=True."""
+    state dict into with assign=True; built on the CPU instead when it has
+    buffers a state dict does not hold (non-persistent ones, computed at
+    construction: Llama's rotary inv_freq)."""
     with torch.device("meta"):
-        return MODELS[name].make().eval()
+        module = MODELS[name].make().eval()
+    saved = set(module.state_dict())
+    if all(n in saved for n, _ in module.named_buffers()):
+        return module
+    return MODELS[name].make().eval()
