@@ -146,8 +146,8 @@ Error Loader::resolve_value(uint32_t vi) {
       return Error::Ok;
     }
     case fb::Storage::Workspace:
-      TERN_CPU_CHECK(*this, v.offset() % (out.int8 || out.boolean ? 1 : alignof(float)) == 0, "value %u: workspace offset %llu", vi,
-                     (unsigned long long)v.offset());
+      TERN_CPU_CHECK(*this, v.offset() % (out.int8 || out.boolean ? 1 : alignof(float)) == 0,
+                     "value %u: workspace offset %llu", vi, (unsigned long long)v.offset());
       TERN_CPU_CHECK(*this, checked_add(v.offset(), nbytes, &end), "value %u: workspace range [%llu, +%llu)", vi,
                      (unsigned long long)v.offset(), (unsigned long long)nbytes);
       TERN_CPU_CHECK(*this, end <= prog->workspace_bytes(),
