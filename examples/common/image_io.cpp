@@ -1,6 +1,7 @@
 // Image files for the applications: see image_io.h.
 #include "examples/common/image_io.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csetjmp>
 #include <cstdio>
@@ -170,6 +171,17 @@ bool write_png(const char* prog, const char* path, int width, int height, int ch
   png_destroy_write_struct(&png, &info);
   if (fclose(writer.file) != 0) return fail(strerror(errno), path);
   return true;
+}
+
+std::vector<Tap> bilinear_taps(int in, int out) {
+  std::vector<Tap> t(out);
+  const float scale = float(in) / float(out);
+  for (int o = 0; o < out; ++o) {
+    const float src = std::max(scale * (float(o) + 0.5f) - 0.5f, 0.0f);
+    const int i0 = std::min(static_cast<int>(src), in - 1);
+    t[o] = {i0, i0 + (i0 < in - 1 ? 1 : 0), 1.0f - (src - float(i0)), src - float(i0)};
+  }
+  return t;
 }
 
 }  // namespace image_io

@@ -40,6 +40,7 @@
 namespace {
 
 using image_io::Image;
+using image_io::Tap;
 
 // cutout.settings (convert.py writes it into both files).
 struct Settings {
@@ -160,23 +161,6 @@ void encoder_input(const std::vector<uint8_t>& resized, int nh, int nw, const Se
 
 // ---- postprocessing -------------------------------------------------------------
 
-// torch's bilinear interpolation, half-pixel centres (align_corners=False).
-struct Tap {
-  int i0, i1;
-  float w0, w1;
-};
-
-std::vector<Tap> taps(int in, int out) {
-  std::vector<Tap> t(out);
-  const float scale = float(in) / float(out);
-  for (int o = 0; o < out; ++o) {
-    float src = std::max(scale * (float(o) + 0.5f) - 0.5f, 0.0f);
-    int i0 = std::min(static_cast<int>(src), in - 1);
-    t[o] = {i0, i0 + (i0 < in - 1 ? 1 : 0), 1.0f - (src - float(i0)), src - float(i0)};
-  }
-  return t;
-}
-
 // [in_h, in_w] (row stride `stride`) -> [out_h, out_w] with the taps of a
 // resize from (full_h, full_w); only the first out_h x out_w are computed.
 void resize_plane(const float* in, int stride, const std::vector<Tap>& ty, const std::vector<Tap>& tx, int out_h,
@@ -196,9 +180,9 @@ void resize_plane(const float* in, int stride, const std::vector<Tap>& ty, const
 // (only its top-left nh x nw, the crop, is needed) -> [h, w].
 std::vector<float> postprocess(const float* low, const Settings& s, int nh, int nw, int h, int w) {
   std::vector<float> crop(size_t(nh) * nw), out(size_t(h) * w);
-  std::vector<Tap> up = taps(s.low_res, s.img_size);
+  std::vector<Tap> up = image_io::bilinear_taps(s.low_res, s.img_size);
   resize_plane(low, s.low_res, up, up, nh, nw, crop.data());
-  resize_plane(crop.data(), nw, taps(nh, h), taps(nw, w), h, w, out.data());
+  resize_plane(crop.data(), nw, image_io::bilinear_taps(nh, h), image_io::bilinear_taps(nw, w), h, w, out.data());
   return out;
 }
 

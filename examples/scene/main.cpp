@@ -31,6 +31,7 @@
 namespace {
 
 using image_io::Image;
+using image_io::Tap;
 
 // The preprocessing the converter used (scene.preprocess).
 struct Preprocess {
@@ -45,27 +46,6 @@ bool fail(const char* what, const char* path) {
 
 // ---- preprocessing ------------------------------------------------------------
 
-// Source index and weights of one output coordinate: torch's bilinear with
-// half-pixel centres (align_corners=False, no antialias), scale = in / out.
-struct Tap {
-  int i0, i1;
-  float w0, w1;
-};
-
-std::vector<Tap> taps(int in, int out) {
-  std::vector<Tap> t(out);
-  const float scale = float(in) / float(out);
-  for (int o = 0; o < out; ++o) {
-    float src = std::max(scale * (float(o) + 0.5f) - 0.5f, 0.0f);
-    int i0 = std::min(static_cast<int>(src), in - 1);
-    t[o].i0 = i0;
-    t[o].i1 = i0 + (i0 < in - 1 ? 1 : 0);
-    t[o].w1 = src - float(i0);
-    t[o].w0 = 1.0f - t[o].w1;
-  }
-  return t;
-}
-
 // Resize (shorter side to resize_shorter, the longer floor-scaled), centre crop
 // (top-left at floor((size - input_size) / 2)), (x - mean) / std:
 // img -> [1, 3, S, S] floats in `out`. Only the cropped pixels are computed.
@@ -74,7 +54,7 @@ void preprocess(const Image& img, const Preprocess& p, std::vector<float>* out) 
   const int rh = static_cast<int>(h <= w ? r : h * r / w);
   const int rw = static_cast<int>(h <= w ? w * r / h : r);
   const int s = p.input_size, top = (rh - s) / 2, left = (rw - s) / 2;
-  std::vector<Tap> ty = taps(img.height, rh), tx = taps(img.width, rw);
+  std::vector<Tap> ty = image_io::bilinear_taps(img.height, rh), tx = image_io::bilinear_taps(img.width, rw);
   out->assign(size_t(3) * s * s, 0.0f);
   for (int y = 0; y < s; ++y) {
     const Tap& a = ty[top + y];

@@ -174,72 +174,65 @@ void run_Unary(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
   });
 }
 
-Error prepare_LayerNorm(Loader& ld, uint32_t oi, const fb::LayerNorm& ln, CpuOp* op) {
+namespace {
+
+// LayerNorm's and RmsNorm's checks: rows of x and y, a weight and a bias
+// (-1: none) of inner floats, a finite eps >= 0.
+Error prepare_norm(Loader& ld, uint32_t oi, uint32_t x, uint32_t y, int64_t inner, int32_t weight, int32_t bias,
+                   float eps, CpuOp* op) {
   ElementwiseOp* par = ld.params<ElementwiseOp>(op);
   if (par == nullptr) return Error::OutOfMemory;
-  TERN_CHECK_OK(rows(ld, oi, ln.x(), ln.y(), ln.inner(), *op, par));
+  TERN_CHECK_OK(rows(ld, oi, x, y, inner, *op, par));
   const ValueInfo *w = nullptr, *b = nullptr;
-  if (ln.weight() >= 0) TERN_CHECK_OK(ld.value(oi, ln.weight(), 0, false, &w));
-  if (ln.bias() >= 0) TERN_CHECK_OK(ld.value(oi, ln.bias(), 0, false, &b));
+  if (weight >= 0) TERN_CHECK_OK(ld.value(oi, weight, 0, false, &w));
+  if (bias >= 0) TERN_CHECK_OK(ld.value(oi, bias, 0, false, &b));
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, !w || w->numel == par->inner);
   TERN_CPU_NEED(failed, !b || b->numel == par->inner);
-  TERN_CPU_NEED(failed, ln.eps() >= 0.f);
-  TERN_CPU_NEED(failed, std::isfinite(ln.eps()));
-  if (failed) {
-    return ld.refuse(failed, "op %u: layer norm weight, bias or eps do not fit", oi);
-  }
-  par->eps = ln.eps();
+  TERN_CPU_NEED(failed, eps >= 0.f);
+  TERN_CPU_NEED(failed, std::isfinite(eps));
+  if (failed) return ld.refuse(failed, "op %u: norm weight, bias or eps do not fit", oi);
+  par->eps = eps;
   par->weights = w ? w->data : nullptr, par->bias = b ? b->data : nullptr;
   return Error::Ok;
 }
 
-void run_LayerNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
-  const ElementwiseOp& o = params_of<ElementwiseOp>(cpu_op);
+// y = (x - mean) / sqrt(var + eps) * weight + bias over each row; without
+// `centered` (RMSNorm) the mean is 0 and var the mean square.
+void run_norm(const ElementwiseOp& o, bool centered, RunContext& ctx) {
   const int64_t rows = o.numel / o.inner, d = o.inner;
   ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {d}), [&](RunContext&, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* x = o.x + r * d;
       float* y = o.y + r * d;
-      const float mean = row_sum(x, d, [](float v) { return v; }) / float(d);
+      const float mean = centered ? row_sum(x, d, [](float v) { return v; }) / float(d) : 0.f;
       const float var = row_sum(x, d, [mean](float v) { return (v - mean) * (v - mean); });
       const float rstd = 1.f / __builtin_sqrtf(var / float(d) + o.eps);
       for (int64_t i = 0; i < d; ++i) {
         const float v = (x[i] - mean) * rstd;
-        y[i] = (o.weights ? v * o.weights[i] : v) + (o.bias ? o.bias[i] : 0.f);
+        const float scaled = o.weights ? v * o.weights[i] : v;
+        y[i] = o.bias ? scaled + o.bias[i] : scaled;
       }
     }
   });
 }
 
+}  // namespace
+
+Error prepare_LayerNorm(Loader& ld, uint32_t oi, const fb::LayerNorm& ln, CpuOp* op) {
+  return prepare_norm(ld, oi, ln.x(), ln.y(), ln.inner(), ln.weight(), ln.bias(), ln.eps(), op);
+}
+
+void run_LayerNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
+  run_norm(params_of<ElementwiseOp>(cpu_op), true, ctx);
+}
+
 Error prepare_RmsNorm(Loader& ld, uint32_t oi, const fb::RmsNorm& n, CpuOp* op) {
-  ElementwiseOp* par = ld.params<ElementwiseOp>(op);
-  if (par == nullptr) return Error::OutOfMemory;
-  TERN_CHECK_OK(rows(ld, oi, n.x(), n.y(), n.inner(), *op, par));
-  const ValueInfo* w = nullptr;
-  if (n.weight() >= 0) TERN_CHECK_OK(ld.value(oi, n.weight(), 0, false, &w));
-  const char* failed = nullptr;
-  TERN_CPU_NEED(failed, !w || w->numel == par->inner);
-  TERN_CPU_NEED(failed, n.eps() >= 0.f);
-  TERN_CPU_NEED(failed, std::isfinite(n.eps()));
-  if (failed) return ld.refuse(failed, "op %u: rms norm weight or eps do not fit", oi);
-  par->eps = n.eps();
-  par->weights = w ? w->data : nullptr, par->bias = nullptr;
-  return Error::Ok;
+  return prepare_norm(ld, oi, n.x(), n.y(), n.inner(), n.weight(), -1, n.eps(), op);
 }
 
 void run_RmsNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
-  const ElementwiseOp& o = params_of<ElementwiseOp>(cpu_op);
-  const int64_t rows = o.numel / o.inner, d = o.inner;
-  ctx.parallel_for(rows, grain_for(kMinElementsPerThread, {d}), [&](RunContext&, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* x = o.x + r * d;
-      float* y = o.y + r * d;
-      const float ms = row_sum(x, d, [](float v) { return v * v; }) / float(d);
-      const float rstd = 1.f / __builtin_sqrtf(ms + o.eps);
-      for (int64_t i = 0; i < d; ++i) y[i] = o.weights ? x[i] * rstd * o.weights[i] : x[i] * rstd;
-    }
-  });
+  run_norm(params_of<ElementwiseOp>(cpu_op), false, ctx);
 }
 
 Error prepare_Softmax(Loader& ld, uint32_t oi, const fb::Softmax& s, CpuOp* op) {
