@@ -66,6 +66,10 @@ class CpuBackend final : public Backend {
     return t.length;
   }
 
+  Error reshape(PrepareContext& ctx, void* handle, Span<EValue* const> inputs,
+                Span<EValue* const> outputs) const override {
+    return reshape_cpu_program(ctx, *static_cast<CpuProgram*>(handle), inputs, outputs);
+  }
   Error execute(RunContext& ctx, void* handle, EValue* const*) const override {
     run_cpu_program(*static_cast<const CpuProgram*>(handle), ctx);
     return Error::Ok;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/core/overflow.h"
+#include "runtime/core/size_expr.h"
 
 namespace tern {
 namespace cpu {
@@ -14,9 +15,14 @@ namespace {
 
 constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
 // Version 2 added Attention, version 3 int8 values and QConv, Quantize,
-// Dequantize, version 4 bool values (an Attention's mask); an older payload
-// is a newer one without them.
-constexpr uint32_t kVersion = 4;
+// Dequantize, version 4 bool values (an Attention's mask), version 5 dynamic
+// sizes; an older payload is a newer one without them.
+constexpr uint32_t kVersion = 5;
+
+// The most symbols and expressions a payload may have, and the largest size
+// an expression may give (a delegate input's dims are at most 2^40).
+constexpr uint32_t kMaxSymbols = 64;
+constexpr uint32_t kMaxExprs = 4096;
 
 }  // namespace
 
@@ -100,20 +106,37 @@ Error Loader::check_args() {
   return Error::Ok;
 }
 
-// Sizes, element count and byte count of value vi (rank <= kMaxRank).
+// Sizes and element count of value vi (rank <= kMaxRank) at this call's
+// expressions, and the byte count of its storage (its sizes' upper bounds).
 Error Loader::read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64_t* nbytes) {
   const auto* sizes = v.sizes();
+  const auto* dyn = v.dyn_sizes();
   TERN_CPU_CHECK(*this, items_aligned(sizes), "value %u: misaligned sizes", vi);
+  TERN_CPU_CHECK(*this, items_aligned(dyn), "value %u: misaligned dyn_sizes", vi);
   out->rank = sizes ? int(sizes->size()) : 0;
   TERN_CPU_CHECK(*this, out->rank <= kMaxRank, "value %u: rank %d over %d", vi, out->rank, kMaxRank);
+  const bool has_dyn = dyn != nullptr && dyn->size() > 0;
+  TERN_CPU_CHECK(*this, !has_dyn || dyn->size() == sizes->size(), "value %u: %u dyn_sizes for %d dims", vi,
+                 dyn ? dyn->size() : 0, out->rank);
   // Every 0 taken as 1 (the span), the elements stay under 2^40: no product
   // of sizes overflows, even in an empty value.
-  uint64_t numel = 0;
-  const int bad = checked_span(out->rank, [&](int d) { return sizes->Get(uint32_t(d)); }, 1, uint64_t(1) << 40, &numel);
+  uint64_t capacity = 0, numel = 0;
+  int bad = checked_span(out->rank, [&](int d) { return sizes->Get(uint32_t(d)); }, 1, uint64_t(1) << 40, &capacity);
   TERN_CPU_CHECK(*this, bad < 0, "value %u: bad or too large size in dim %d", vi, bad);
-  for (int d = 0; d < out->rank; ++d) out->sizes[d] = sizes->Get(uint32_t(d));
+  out->dynamic = false;
+  for (int d = 0; d < out->rank; ++d) {
+    const int32_t e = has_dyn ? dyn->Get(uint32_t(d)) : -1;
+    TERN_CPU_CHECK(*this, e < int64_t(num_exprs()), "value %u dim %d: expression %d of %u", vi, d, e, num_exprs());
+    out->sizes[d] = e >= 0 ? exprs[e] : sizes->Get(uint32_t(d));
+    out->dynamic = out->dynamic || e >= 0;
+  }
+  bad = checked_span(out->rank, [&](int d) { return out->sizes[d]; }, 1, uint64_t(1) << 40, &numel);
+  TERN_CPU_CHECK(*this, bad < 0, "value %u: bad or too large size in dim %d at these input sizes", vi, bad);
+  TERN_CPU_CHECK(*this, numel <= capacity, "value %u: %llu elements at these input sizes, %llu planned", vi,
+                 (unsigned long long)numel, (unsigned long long)capacity);
   out->numel = int64_t(numel);
-  *nbytes = numel * (out->int8 || out->boolean ? 1 : sizeof(float));
+  out->capacity = int64_t(capacity);
+  *nbytes = capacity * (out->int8 || out->boolean ? 1 : sizeof(float));
   return Error::Ok;
 }
 
@@ -157,6 +180,7 @@ Error Loader::resolve_value(uint32_t vi) {
       out.writable = true;
       return Error::Ok;
     case fb::Storage::Weights:
+      TERN_CPU_CHECK(*this, !out.dynamic, "value %u: weights of dynamic sizes", vi);
       TERN_CPU_CHECK(*this, v.offset() % 64 == 0, "value %u: weights at %llu", vi, (unsigned long long)v.offset());
       TERN_CPU_CHECK(*this, checked_add(v.offset(), nbytes, &end), "value %u: weights [%llu, +%llu)", vi,
                      (unsigned long long)v.offset(), (unsigned long long)nbytes);
@@ -177,6 +201,94 @@ Error Loader::resolve_values() {
   for (uint32_t i = 0; i < n; ++i) TERN_CHECK_OK(resolve_value(i));
   return Error::Ok;
 }
+
+Error Loader::resolve_dynamic_values() {
+  for (uint32_t i = 0; i < prog->values()->size(); ++i) {
+    if (values[i].dynamic) TERN_CHECK_OK(resolve_value(i));
+  }
+  return Error::Ok;
+}
+
+Error Loader::check_dynamic() {
+  const auto* syms = prog->symbols();
+  const auto* code = prog->exprs();
+  const uint32_t ns = syms ? syms->size() : 0, ne = code ? code->size() : 0;
+  TERN_CPU_CHECK(*this, ns <= kMaxSymbols, "%u symbols, at most %u", ns, kMaxSymbols);
+  TERN_CPU_CHECK(*this, ne <= kMaxExprs, "%u size expressions, at most %u", ne, kMaxExprs);
+  for (uint32_t i = 0; i < ns; ++i) {
+    const fb::Symbol& sym = *syms->Get(i);
+    TERN_CPU_CHECK(*this, sym.input() < inputs.size(), "symbol %u: input %u of %zu", i, sym.input(), inputs.size());
+    TERN_CPU_CHECK(*this, int64_t(sym.dim()) < int64_t(inputs[sym.input()]->tensor.dim),
+                   "symbol %u: dim %u of input %u, which has %d", i, sym.dim(), sym.input(),
+                   int(inputs[sym.input()]->tensor.dim));
+  }
+  for (uint32_t i = 0; i < ne; ++i) {
+    const auto* c = code->Get(i)->code();
+    const char* failed = nullptr;
+    TERN_CPU_NEED(failed, c != nullptr);
+    TERN_CPU_NEED(failed, items_aligned(c));
+    TERN_CPU_NEED(failed, c->size() % 2 == 0);
+    if (failed) return refuse(failed, "size expression %u is malformed", i);
+    const char* why = "";
+    TERN_CPU_CHECK(*this, size_expr_valid(c->data(), c->size() / 2, ns, &why), "size expression %u: %s", i, why);
+  }
+  symbols = static_cast<int64_t*>(ctx.allocate(sizeof(int64_t) * (ns ? ns : 1)));
+  exprs = static_cast<int64_t*>(ctx.allocate(sizeof(int64_t) * (ne ? ne : 1)));
+  if (symbols == nullptr || exprs == nullptr) return Error::OutOfMemory;
+  return Error::Ok;
+}
+
+Error Loader::evaluate() {
+  for (uint32_t i = 0; i < num_symbols(); ++i) {
+    const fb::Symbol& sym = *prog->symbols()->Get(i);
+    symbols[i] = inputs[sym.input()]->tensor.sizes[sym.dim()];
+  }
+  for (uint32_t i = 0; i < num_exprs(); ++i) {
+    const auto* c = prog->exprs()->Get(i)->code();
+    TERN_CPU_CHECK(*this, eval_size_expr(c->data(), c->size() / 2, symbols, &exprs[i]),
+                   "size expression %u overflows or divides by zero at these input sizes", i);
+    // an expression's value is a size: in [0, 2^40], as the symbols are
+    TERN_CPU_CHECK(*this, exprs[i] >= 0, "size expression %u is %lld at these input sizes", i, (long long)exprs[i]);
+    TERN_CPU_CHECK(*this, exprs[i] <= (int64_t(1) << 40), "size expression %u is %lld at these input sizes", i,
+                   (long long)exprs[i]);
+  }
+  return Error::Ok;
+}
+
+void* Loader::allocate(size_t bytes) {
+  CpuOp* op = current;
+  if (reshaping) {  // reshape_cpu_program set current: never nullptr here
+    if (op->next_block >= op->num_blocks) {
+      ctx.fail(Error::MemoryTooSmall, "%s allocates more blocks at these input sizes than at load", op->label);
+      return nullptr;
+    }
+    const OpBlock& block = op->blocks[op->next_block++];
+    if (bytes > block.bytes) {
+      ctx.fail(Error::MemoryTooSmall, "%s needs a block of %zu bytes at these input sizes, %zu at load", op->label,
+               bytes, block.bytes);
+      return nullptr;
+    }
+    return block.data;
+  }
+  void* p = ctx.allocate(bytes);
+  if (p != nullptr && op != nullptr) {
+    if (op->num_blocks < kMaxOpBlocks) {
+      op->blocks[op->num_blocks++] = OpBlock{p, bytes};
+    } else {
+      op->replayable = false;
+    }
+  }
+  return p;
+}
+
+Error Loader::field(uint32_t oi, const flatbuffers::Vector<int32_t>* e, uint32_t slot, int64_t stored, int64_t* out) {
+  const int32_t ei = e != nullptr && slot < e->size() ? e->Get(slot) : -1;
+  TERN_CPU_CHECK(*this, ei < int64_t(num_exprs()), "op %u: size field %u has expression %d of %u", oi, slot, ei,
+                 num_exprs());
+  if (ei >= 0 && current != nullptr) current->dynamic = true;
+  *out = ei >= 0 ? exprs[ei] : stored;
+  return Error::Ok;
+}
 Error Loader::value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, const ValueInfo** v) {
   TERN_CPU_CHECK(*this, vi >= 0, "op %u: value %lld out of range", oi, (long long)vi);
   TERN_CPU_CHECK(*this, uint64_t(vi) < prog->values()->size(), "op %u: value %lld out of range", oi, (long long)vi);
@@ -188,6 +300,7 @@ Error Loader::value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, c
                  int8 ? "int8" : "float32");
   TERN_CPU_CHECK(*this, rank == 0 || (*v)->rank == rank, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
   TERN_CPU_CHECK(*this, !out || (*v)->writable, "op %u: writes value %lld, which is read-only", oi, (long long)vi);
+  mark(**v);
   return Error::Ok;
 }
 
@@ -197,6 +310,7 @@ Error Loader::mask_value(uint32_t oi, int64_t vi, const ValueInfo** v) {
   *v = &values[vi];
   TERN_CPU_CHECK(*this, !(*v)->int8, "op %u: value %lld is int8, the op takes bool or float32 there", oi,
                  (long long)vi);
+  mark(**v);
   return Error::Ok;
 }
 
@@ -307,6 +421,8 @@ Error Loader::make_label(const fb::Op& o, CpuOp* op) {
 Error Loader::begin_op(uint32_t oi, CpuOp* op) {
   const fb::Op& o = *prog->ops()->Get(oi);
   *op = CpuOp();
+  op->replayable = true;
+  current = op;
   op->nodes = o.nodes() ? o.nodes()->c_str() : "";
   TERN_CHECK_OK(make_label(o, op));
   TERN_CPU_CHECK(*this, o.kind() != nullptr, "op %u: kind %d without a table", oi, int(o.kind_type()));

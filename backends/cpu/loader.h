@@ -62,6 +62,22 @@ struct ValueInfo {
   int64_t numel;
   bool writable;
   bool constant;  // in the payload's weights: bytes the file holds, the same at load and at every run
+  bool dynamic;      // version 5: a size is an expression (dyn_sizes), `sizes` those at this call's inputs
+  int64_t capacity;  // the elements its storage holds: its sizes' upper bounds' product
+};
+
+// What reshape_cpu_program needs of the load (program.h, CpuProgram::dynamic):
+// the payload, its values and the symbols' and expressions' values, and
+// what the ops asked for at the upper bounds.
+struct CpuDynamic {
+  const fb::Program* prog;
+  const uint8_t* blob;
+  uint64_t blob_bytes;
+  ValueInfo* values;
+  int64_t* symbols;
+  int64_t* exprs;
+  size_t scratch;
+  int64_t zero_floats;
 };
 
 // Everything load_cpu_program builds, while it builds it.
@@ -77,6 +93,15 @@ struct Loader {
   ValueInfo* values = nullptr;
   size_t scratch = 0;
   int64_t zero_floats = 1;  // the zeros padding reads: the most any op needs
+  // Dynamic sizes (version 5): the payload's symbols and expressions at this
+  // call's input sizes, and whether prepare runs again on new sizes
+  // (reshape_cpu_program): then allocate() hands back the op's blocks of
+  // the load and work that depends on weights alone (dequantizing, sums) is
+  // skipped, its results already in those blocks.
+  int64_t* symbols = nullptr;
+  int64_t* exprs = nullptr;
+  bool reshaping = false;
+  CpuOp* current = nullptr;  // the op being prepared (begin_op): allocate() is its, a dynamic value makes it dynamic
 
   // The payload's header and flatbuffer; its inputs, outputs and workspace
   // against the delegate's; every value's storage and shape.
@@ -85,6 +110,24 @@ struct Loader {
   Error resolve_values();
   // ops[oi] before its kind's prepare: nodes, label, a known kind.
   Error begin_op(uint32_t oi, CpuOp* op);
+  // Version 5: the symbols and expressions checked and their arrays
+  // allocated (parse), then their values at the inputs' sizes.
+  Error check_dynamic();
+  Error evaluate();
+  uint32_t num_symbols() const { return prog->symbols() ? prog->symbols()->size() : 0; }
+  uint32_t num_exprs() const { return prog->exprs() ? prog->exprs()->size() : 0; }
+  // Dynamic values: their sizes again at the current expressions, each
+  // within its planned capacity.
+  Error resolve_dynamic_values();
+
+  // Persistent bytes for the current op (its parameters, tables, packed
+  // weights): from ctx at load, recorded on the op; the same block again
+  // when reshaping (nullptr, failing the op, if it asks for more).
+  void* allocate(size_t bytes);
+  // Size field `slot` of op oi (cpu.fbs: an op's exprs, one per scalar long
+  // field in its table's order): the expression's value if it has one,
+  // else `stored`, the field's own.
+  Error field(uint32_t oi, const flatbuffers::Vector<int32_t>* exprs, uint32_t slot, int64_t stored, int64_t* out);
 
   // Float32 value `vi` of op `oi`: in range, `rank` dims (0: any), writable
   // if `out`. Every op reads and writes float32 values through this, but
@@ -133,7 +176,7 @@ struct Loader {
   // life (nullptr when out of memory).
   template <typename T>
   T* params(CpuOp* op) {
-    T* p = static_cast<T*>(ctx.allocate(sizeof(T)));
+    T* p = static_cast<T*>(allocate(sizeof(T)));
     if (p != nullptr) *p = T{};
     op->params = p;
     return p;
@@ -146,6 +189,9 @@ struct Loader {
  private:
   const Tensor& workspace() const { return outputs[outputs.size() - 1]->tensor; }
   Error read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64_t* nbytes);
+  void mark(const ValueInfo& v) {
+    if (v.dynamic && current != nullptr) current->dynamic = true;
+  }
   Error resolve_value(uint32_t vi);
   Error make_label(const fb::Op& o, CpuOp* op);
   Error vrefuse(Error error, const char* cond, const char* fmt, va_list ap);

@@ -62,6 +62,14 @@ struct CpuProgram;
 // Runs one op, blind: everything it reads was checked by its prepare.
 using CpuRunFn = void (*)(const CpuOp& op, const CpuProgram& p, RunContext& ctx);
 
+// The persistent blocks an op's prepare took at load (Loader::allocate), which
+// it gets back when prepared again at new sizes.
+constexpr int kMaxOpBlocks = 6;
+struct OpBlock {
+  void* data;
+  size_t bytes;
+};
+
 struct CpuOp {
   CpuOpKind kind;
   CpuRunFn run;        // its kind's run (program.cpp's run table), run_chain for a chain's head;
@@ -69,6 +77,11 @@ struct CpuOp {
   const char* nodes;   // the torch.export nodes it covers ("convolution_3+relu_2"), or ""
   const char* label;   // what profiles call it: the nodes, else the op kind
   void* params;        // its family's parameter struct (backends/cpu/ops/), allocated at load
+  bool dynamic;        // reads, writes or is sized by a dynamic size: prepared again when they change
+  bool replayable;     // its blocks fit `blocks` (else it cannot be prepared again)
+  uint8_t num_blocks;  // recorded at load; handed out again when reshaping
+  uint8_t next_block;
+  OpBlock blocks[kMaxOpBlocks];
 };
 
 // op's parameters, as its family's run reads them.
@@ -77,6 +90,8 @@ const T& params_of(const CpuOp& op) {
   return *static_cast<const T*>(op.params);
 }
 
+struct CpuDynamic;  // loader.h
+
 struct CpuProgram {
   const Isa* isa;
   const Qs8Kernels* qs8;  // the int8 microkernels
@@ -84,6 +99,7 @@ struct CpuProgram {
   size_t num_ops;
   const float* zeros;  // padding taps read these (as many as the widest input)
   char kernels[48];    // the kernel sets, as Backend::describe says them: "float=avx2 int8=avx2"
+  CpuDynamic* dynamic;  // payload version 5 with dynamic sizes, else nullptr
 };
 
 // Checks and resolves `payload` against the delegate's inputs and outputs
@@ -92,6 +108,13 @@ struct CpuProgram {
 // or value.
 Result<CpuProgram*> load_cpu_program(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
                                      Span<EValue* const> outputs, const Isa& isa, const Qs8Kernels& qs8);
+
+// Dynamic sizes (payload version 5): the delegate's tensors have new sizes;
+// prepares again each op they reach, allocation-free, checking everything
+// as load did. On failure the program must not run until a reshape succeeds
+// (the executor runs none: its update failed).
+Error reshape_cpu_program(PrepareContext& ctx, CpuProgram& p, Span<EValue* const> inputs,
+                          Span<EValue* const> outputs);
 
 // Runs every op in order over ctx's threads.
 void run_cpu_program(const CpuProgram& p, RunContext& ctx);

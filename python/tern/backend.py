@@ -19,6 +19,17 @@ Constants the group reads (weights) move into the subgraph as its own
 attributes, so the payload can carry them in the layout the backend wants
 (e.g. packed for its microkernels); they are not delegate inputs.
 
+Dynamic shapes (format 1.3): a partitioner whose `dynamic_shapes` is True
+is asked about nodes whose sizes depend on the method's dynamic dims too
+(else they stay on the portable kernels), and must then write a payload
+that reads those sizes from its inputs at each call, and a backend that
+implements Backend::reshape. Integers computed from sizes (aten.sym_size,
+products of them) are never claimed: in the subgraph, a node's argument
+that was one is its upper bound, and the node's meta["val"] carries the
+symbolic sizes. Every dynamic dim a subgraph uses is a dim of one of its
+inputs: where none of the group's inputs has it, a method input that has
+it is added as an input (only its shape is read).
+
 `preprocess` receives the subgraph as a torch.fx GraphModule whose
 placeholders are the delegate's inputs in order (each with meta["val"], a
 fake tensor giving dtype and shape), whose get_attr nodes are its constants,
@@ -58,6 +69,8 @@ class Partitioner(abc.ABC):
 
     #: The name the runtime backend registers under (tern::register_backend).
     backend: str = ""
+    #: Whether supports() is asked about nodes of dynamic sizes (see the module doc).
+    dynamic_shapes: bool = False
 
     @abc.abstractmethod
     def supports(self, node: "torch.fx.Node") -> bool:
@@ -90,12 +103,14 @@ def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.Graph
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupportBase
 
-    from tern.shapes import has_dynamic_shape
+    from tern.shapes import has_dynamic_shape, is_symbolic
 
     class _Support(OperatorSupportBase):  # type: ignore[misc]
         def is_node_supported(self, submodules: Any, node: "torch.fx.Node") -> bool:
-            # Backends take static shapes (their payloads are made for them).
-            return node.op == "call_function" and not has_dynamic_shape(node) and bool(p.supports(node))
+            if node.op != "call_function" or is_symbolic(node):
+                return False
+            # A backend takes dynamic shapes only if it says so.
+            return (p.dynamic_shapes or not has_dynamic_shape(node)) and bool(p.supports(node))
 
     partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
     partitions = [q for q in partitioner.propose_partitions() if p.keep(list(q.nodes))]
@@ -106,6 +121,7 @@ def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.Graph
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target not in existing:
             _inline_constants(fused, node)
+            _bound_symbolic_args(fused, node)
             sub = fused.get_submodule(node.target)
             sub.recompile()
             lowered = p.preprocess(sub)
@@ -142,6 +158,72 @@ def _inline_constants(gm: "torch.fx.GraphModule", call: "torch.fx.Node") -> None
     for arg in dict.fromkeys(moved):
         if not arg.users:
             gm.graph.erase_node(arg)
+
+
+def _bound_symbolic_args(gm: "torch.fx.GraphModule", call: "torch.fx.Node") -> None:
+    """A delegate's arguments that are integers computed from sizes become
+    their upper bounds inside its subgraph (the backend reads sizes from its
+    inputs' shapes); a dynamic dim its subgraph uses that none of its inputs
+    has comes in with a method input that has it (see the module doc)."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    from tern.shapes import is_symbolic
+
+    sub = gm.get_submodule(call.target)
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    keep = []
+    for arg, ph in zip(call.args, placeholders):
+        if not is_symbolic(arg):
+            keep.append(arg)
+            continue
+        value = arg.meta["val"]
+        bound = int(value.node.shape_env.bound_sympy(value.node.expr).upper)
+        for user in list(ph.users):
+            user.args = pytree.tree_map(lambda a: bound if a is ph else a, user.args)
+            user.kwargs = pytree.tree_map(lambda a: bound if a is ph else a, user.kwargs)
+        sub.graph.erase_node(ph)
+    if len(keep) == len(call.args) and not any(has_dynamic(n) for n in sub.graph.nodes):
+        return
+    call.args = tuple(keep)
+
+    def symbols_of(vals: Any) -> set[Any]:
+        out: set[Any] = set()
+        for v in pytree.tree_leaves(vals):
+            if isinstance(v, torch.Tensor):
+                for s in v.shape:
+                    if isinstance(s, torch.SymInt):
+                        out |= s.node.expr.free_symbols
+        return out
+
+    def given(vals: Any) -> set[Any]:
+        return {s.node.expr for v in pytree.tree_leaves(vals) if isinstance(v, torch.Tensor)
+                for s in v.shape if isinstance(s, torch.SymInt) and s.node.expr.is_Symbol}
+
+    needed = symbols_of([n.meta.get("val") for n in sub.graph.nodes])
+    have = given([n.meta.get("val") for n in sub.graph.nodes if n.op == "placeholder"])
+    last = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    for inp in (n for n in gm.graph.nodes if n.op == "placeholder"):
+        extra = given(inp.meta.get("val")) & (needed - have)
+        if not extra:
+            continue
+        anchor = last[-1] if last else next(iter(sub.graph.nodes))
+        insert = sub.graph.inserting_after(anchor) if last else sub.graph.inserting_before(anchor)
+        with insert:
+            ph = sub.graph.placeholder(f"shape_of_{inp.name}")
+        ph.meta.update(inp.meta)
+        last.append(ph)
+        call.args = call.args + (inp,)
+        have |= extra
+    if needed - have:
+        raise ExportError(f"dynamic sizes {sorted(map(str, needed - have))} of a {call.target} subgraph are no dim "
+                          "of any input")
+
+
+def has_dynamic(node: "torch.fx.Node") -> bool:
+    from tern.shapes import has_dynamic_shape
+
+    return node.op == "call_function" and has_dynamic_shape(node)
 
 
 def delegate_of(module: Any) -> tuple[str, bytes, int] | None:

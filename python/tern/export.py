@@ -57,8 +57,9 @@ def export(
     starting from their values now (see tern.Module.state / reset).
     `dynamic_shapes` is torch.export's: input dims given a torch.export.Dim
     take any size within its bounds at run time (format 1.3). Every Dim needs
-    a max: memory is planned for the largest shapes. Dynamic parts run on
-    kernels (backends take static shapes).
+    a max: memory is planned for the largest shapes. The cpu backend takes
+    the float ops of text models at dynamic sizes (see tern.backend);
+    convolutions, pools and int8 operators of dynamic sizes run on kernels.
     `metadata` ({"name": bytes}) is stored in the file beside the model for
     the application (a vocabulary, settings): tern.load(path).metadata(),
     Module::metadata(key) in C++. Keys are str of 1 to 256 UTF-8 bytes;

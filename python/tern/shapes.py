@@ -7,7 +7,7 @@ torch.export gives every dynamic dim a symbol (s17) with a range, and every
 size that depends on them a sympy expression (4*s17, s27 - 1). The file keeps:
   - the symbols, each with its Dim's name and bounds (Method.symbols);
   - each distinct expression in postfix (Method.size_exprs; opcodes in
-    schema/tern.fbs, SizeExpr, and runtime/format/size_expr.h);
+    schema/tern.fbs, SizeExpr, and runtime/core/size_expr.h);
   - for each tensor dim, integer argument or list item that is not a
     constant, the index of its expression; the tensor's `sizes` are the dims'
     upper bounds (bound_sympy over the symbols' ranges), which the memory plan
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 # Opcodes of a size expression (schema/tern.fbs, SizeExpr).
 CONST, SYMBOL, ADD, SUB, MUL, FLOORDIV, MOD, MAX, MIN, CEILDIV = range(10)
-# The runtime's limits (runtime/format/size_expr.h).
+# The runtime's limits (runtime/core/size_expr.h).
 MAX_STACK = 16
 MAX_LENGTH = 256
 # The largest bound the runtime takes (runtime/format/verify.cpp).
@@ -58,6 +58,10 @@ class SymbolTable:
     def dynamic(self) -> bool:
         return bool(self.exprs)
 
+    def symbol_exprs(self) -> list["sympy.Symbol"]:
+        """The sympy symbol of each of `symbols`, in their order."""
+        return sorted(self._index, key=self._index.__getitem__)
+
     def size(self, s: Any, what: str) -> tuple[int, int]:
         """(value at the upper bounds, expression index or -1) of a size or
         integer (an int, a torch.SymInt or a sympy expression)."""
@@ -82,6 +86,14 @@ class SymbolTable:
         if index == len(self.exprs):
             self.exprs.append(code)
         return self.upper_bound(s, what), index
+
+    def lower_bound(self, e: "sympy.Expr") -> Any:
+        """The smallest value `e` takes over the symbols' ranges (the Dims'
+        own: torch's shape environment may assume 2 for a Dim of min 0)."""
+        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+
+        ranges = {s: ValueRanges(*self._ranges[s]) for s in e.free_symbols if s in self._ranges}
+        return bound_sympy(e, ranges).lower
 
     def upper_bound(self, e: "sympy.Expr", what: str) -> int:
         """The largest value `e` takes over the symbols' ranges."""

@@ -19,8 +19,9 @@
 //
 //   init     at Method::load. `payload` is untrusted bytes from the file:
 //            check every index, size and count in it before use, and check
-//            the delegate's `inputs` and `outputs` (tensors whose dtype and
-//            sizes are static) against it: the payload's count of each must
+//            the delegate's `inputs` and `outputs` (tensors; their sizes
+//            are the upper bounds where they are dynamic, see reshape)
+//            against it: the payload's count of each must
 //            be the delegate's, and only outputs may be written (an input
 //            may be a constant inside the program's read-only bytes; the
 //            executor checked every output is planned memory). Take memory only from
@@ -32,6 +33,17 @@
 //   execute  at every Method::execute(), with `args` the inputs then the
 //            outputs (the same values init saw): no allocation, no re-checking;
 //            split work over ctx's threads with ctx.parallel_for().
+//   reshape  dynamic shapes (format 1.3): a delegate whose inputs or outputs
+//            have dynamic sizes is initialized at their upper bounds (the
+//            sizes the memory plan holds); when a call's input shapes
+//            change, the executor sets the new sizes on those tensors (the
+//            outputs' from the method's size expressions) and calls
+//            reshape before execute. Like a kernel's second prepare: no
+//            allocation (ctx has no allocator), scratch only up to what init
+//            requested, and every size checked again, since the new ones
+//            come from the file's expressions. The default refuses
+//            (NotSupported): the exporter gives such a backend static
+//            subgraphs only.
 //   destroy  when the Method goes away: release anything init took outside
 //            ctx (the default does nothing, which is right for backends that
 //            take all their memory from ctx).
@@ -61,6 +73,11 @@ class Backend {
   virtual Result<void*> init(PrepareContext& ctx, Span<const uint8_t> payload, Span<EValue* const> inputs,
                              Span<EValue* const> outputs) const = 0;
   virtual Error execute(RunContext& ctx, void* handle, EValue* const* args) const = 0;
+  virtual Error reshape(PrepareContext& ctx, void* handle, Span<EValue* const> inputs,
+                        Span<EValue* const> outputs) const {
+    (void)handle, (void)inputs, (void)outputs;
+    return ctx.fail(Error::NotSupported, "backend %s takes static shapes only", name());
+  }
   virtual void destroy(void* handle) const { (void)handle; }
   // What an initialized delegate runs on, as space-separated key=value
   // pairs (the cpu backend: its kernel sets, "float=avx2 int8=avx2"), for

@@ -53,6 +53,7 @@ struct Method::Shapes {
   // sizes, and execute()'s update to the inputs' shapes.
   static Error resize_input(Method& m, size_t i, const Tensor& t);
   static Error update(Method& m);
+  static Error reshape_delegate(Method& m, uint32_t ii, uint32_t di);
 };
 
 // The dynamic-shapes module (method_shapes.cpp), reached only through this

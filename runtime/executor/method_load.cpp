@@ -341,14 +341,6 @@ struct Loader {
         return Error::NotSupported;
       }
       const uint32_t ni = d.inputs() ? d.inputs()->size() : 0, no = d.outputs() ? d.outputs()->size() : 0;
-      for (uint32_t j = 0; j < ni + no; ++j) {
-        const uint32_t vi = j < ni ? d.inputs()->Get(j) : d.outputs()->Get(j - ni);
-        if (shapes != nullptr && dynamic_shapes->value_is_dynamic(fm, vi)) {
-          TERN_LOG_ERROR("method '%s' delegate %u (%s): value %u has a dynamic shape; backends take static "
-                         "shapes only", fm.name()->c_str(), di, name, vi);
-          return Error::NotSupported;
-        }
-      }
       EValue** args = alloc<EValue*>(ni + no, "delegate arguments");
       if (!args) return Error::OutOfMemory;
       for (uint32_t j = 0; j < ni; ++j) args[j] = &values[d.inputs()->Get(j)];

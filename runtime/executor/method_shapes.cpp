@@ -4,14 +4,15 @@
 // method's symbols. When set_input() changes an input's shape, the next
 // execute() reads the symbols from the inputs, evaluates every expression,
 // checks each tensor still fits its planned bytes and runs each affected
-// kernel's prepare again (allocation-free: see PrepareContext::replay).
+// kernel's prepare again (allocation-free: see PrepareContext::replay) and
+// each affected delegate's Backend::reshape.
 #include <cstdint>
 #include <cstring>
 
 #include "runtime/core/log.h"
 #include "runtime/core/overflow.h"
+#include "runtime/core/size_expr.h"
 #include "runtime/executor/method_internal.h"
-#include "runtime/format/size_expr.h"
 #include "runtime/format/verify.h"
 #include "schema/tern_generated.h"
 
@@ -55,6 +56,18 @@ bool value_is_dynamic(const fb::Method& fm, uint32_t vi) {
   }
 }
 
+// A delegate reading or writing a value of dynamic sizes (verified: the
+// delegate and its values in range).
+bool delegate_is_dynamic(const fb::Method& fm, uint32_t di) {
+  const fb::Delegate& d = *fm.delegates()->Get(di);
+  for (const auto* list : {d.inputs(), d.outputs()}) {
+    for (uint32_t j = 0; list != nullptr && j < list->size(); ++j) {
+      if (value_is_dynamic(fm, list->Get(j))) return true;
+    }
+  }
+  return false;
+}
+
 bool instruction_is_dynamic(const fb::Method& fm, uint32_t ii) {
   const fb::Instruction* ins = fm.instructions()->Get(ii);
   switch (ins->kind_type()) {
@@ -68,6 +81,7 @@ bool instruction_is_dynamic(const fb::Method& fm, uint32_t ii) {
     case fb::InstructionKind::Move:
       return value_is_dynamic(fm, ins->kind_as_Move()->from()) || value_is_dynamic(fm, ins->kind_as_Move()->to());
     case fb::InstructionKind::JumpFalse: return value_is_dynamic(fm, ins->kind_as_JumpFalse()->cond());
+    case fb::InstructionKind::BackendCall: return delegate_is_dynamic(fm, ins->kind_as_BackendCall()->delegate());
     default: return false;
   }
 }
@@ -134,6 +148,25 @@ Error apply_shapes(const fb::Method& fm, Method::Shapes& s, EValue* values, bool
 
 }  // namespace
 
+// A delegate's backend sizes its subgraph again (Backend::reshape): its
+// tensors hold the new sizes already.
+Error Method::Shapes::reshape_delegate(Method& m, uint32_t ii, uint32_t di) {
+  const fb::Delegate& fd = *m.fb_->delegates()->Get(di);
+  const Delegate& d = m.delegates_[di];
+  const uint32_t ni = fd.inputs() ? fd.inputs()->size() : 0, no = fd.outputs() ? fd.outputs()->size() : 0;
+  PrepareContext ctx(d.backend->name(), di, nullptr, m.threads_);
+  Error e = d.backend->reshape(ctx, d.handle, Span<EValue* const>(d.args, ni), Span<EValue* const>(d.args + ni, no));
+  if (e == Error::Ok && ctx.scratch() > m.scratch_bytes_) {
+    e = ctx.fail(Error::MemoryTooSmall, "needs %zu bytes of scratch at these shapes, %zu reserved at load",
+                 ctx.scratch(), m.scratch_bytes_);
+  }
+  if (e != Error::Ok) {
+    TERN_LOG_ERROR("method '%s' instruction %u (backend %s, delegate %u) at these input sizes: %s", m.name_, ii,
+                   d.backend->name(), di, ctx.message()[0] ? ctx.message() : error_name(e));
+  }
+  return e;
+}
+
 Error Method::Shapes::update(Method& m) {
   Shapes& s = *m.shapes_;
   for (uint32_t si = 0; si < s.num_symbols; ++si) {
@@ -159,6 +192,10 @@ Error Method::Shapes::update(Method& m) {
                        m.name_, ii, (long long)c.tensor.numel);
         return Error::InvalidArgument;
       }
+      continue;
+    }
+    if (in.kind == Instr::Kind::BackendCall) {
+      TERN_CHECK_OK(reshape_delegate(m, ii, in.a));
       continue;
     }
     if (in.kind != Instr::Kind::Kernel) continue;

@@ -11,7 +11,7 @@
 
 #include "extension/module.h"
 #include "runtime/executor/arena_poison.h"
-#include "runtime/format/size_expr.h"
+#include "runtime/core/size_expr.h"
 #include "runtime_test_util.h"
 
 namespace tern {

@@ -1,4 +1,4 @@
-// Dynamic shapes (format 1.3): size expressions (runtime/format/size_expr.h),
+// Dynamic shapes (format 1.3): size expressions (runtime/core/size_expr.h),
 // their verification, and methods whose input shapes change between calls
 // (runtime/executor/method_shapes.cpp): on hand-built programs, and on the
 // frozen tests/data/v1_3/dynamic.tern, whose outputs for the first k batch
@@ -12,7 +12,7 @@
 
 #include "extension/module.h"
 #include "extension/npy.h"
-#include "runtime/format/size_expr.h"
+#include "runtime/core/size_expr.h"
 #include "runtime/executor/method_meta.h"
 #include "runtime_test_util.h"
 #include "tests/cpp/compare.h"

@@ -347,12 +347,17 @@ TEST_P(NoMallocModels, test_module_forward_on_exported_model_never_allocates) {
 }
 
 // Dynamic shapes (format 1.3): a new input shape makes execute() compute
-// every size and prepare the affected kernels again; that allocates nothing
-// either (v1_3/dynamic: batch 1..6, recorded at 4; smaller batches are the
-// first rows of the same buffers).
-TEST(NoMalloc, test_execute_with_changing_input_shapes_never_allocates) {
+// every size and prepare the affected kernels again, and reshape the
+// affected delegates; that allocates nothing either (v1_3/dynamic: portable
+// kernels, batch 1..6, recorded at 4; v1_3/cpu_dynamic: two cpu backend
+// delegates of dynamic sizes, batch 1..4, recorded at 3; smaller batches
+// are the first rows of the same buffers).
+class NoMallocDynamic : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NoMallocDynamic, test_execute_with_changing_input_shapes_never_allocates) {
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
-  const std::string stem = std::string(TERN_TEST_DATA_DIR) + "/v1_3/dynamic";
+  ASSERT_EQ(register_cpu_backend(), Error::Ok);
+  const std::string stem = std::string(TERN_TEST_DATA_DIR) + "/" + GetParam();
   Module module;
   ASSERT_EQ(module.load((stem + ".tern").c_str(), Module::Options{Module::LoadMode::Mmap, 2}), Error::Ok)
       << last_error_message();
@@ -383,6 +388,8 @@ TEST(NoMalloc, test_execute_with_changing_input_shapes_never_allocates) {
   EXPECT_EQ(last_rows, 1);
   EXPECT_EQ(allocations, 0u) << "Module::forward with new input shapes allocated";
 }
+
+INSTANTIATE_TEST_SUITE_P(Files, NoMallocDynamic, ::testing::Values("v1_3/dynamic", "v1_3/cpu_dynamic"));
 
 INSTANTIATE_TEST_SUITE_P(Models, NoMallocModels,
                          ::testing::Combine(::testing::Values("v1/kitchen_sink", "v1_1/cpu_block", "v1_2/state",

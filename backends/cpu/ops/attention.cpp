@@ -145,8 +145,14 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   TERN_CHECK_OK(ld.value(oi, at.packed(), 0, true, &p));
   if (at.mask() >= 0) TERN_CHECK_OK(ld.mask_value(oi, at.mask(), &m));
   AttentionGeometry& a = par->attention;
-  a.batch = at.batch(), a.heads = at.heads(), a.kv_heads = at.kv_heads();
-  a.l = at.l(), a.s = at.s(), a.e = at.e(), a.ev = at.ev();
+  const auto* ex = at.exprs();  // the size fields, in the table's order
+  TERN_CHECK_OK(ld.field(oi, ex, 0, at.batch(), &a.batch));
+  TERN_CHECK_OK(ld.field(oi, ex, 1, at.heads(), &a.heads));
+  TERN_CHECK_OK(ld.field(oi, ex, 2, at.kv_heads(), &a.kv_heads));
+  TERN_CHECK_OK(ld.field(oi, ex, 3, at.l(), &a.l));
+  TERN_CHECK_OK(ld.field(oi, ex, 4, at.s(), &a.s));
+  TERN_CHECK_OK(ld.field(oi, ex, 5, at.e(), &a.e));
+  TERN_CHECK_OK(ld.field(oi, ex, 6, at.ev(), &a.ev));
   TERN_CHECK_OK(ld.sizes(oi, *op, "attention sizes do not fit q, k, v and y",
                          {{"batch", a.batch}, {"heads", a.heads}, {"kv_heads", a.kv_heads}, {"l", a.l}, {"s", a.s},
                           {"e", a.e}, {"ev", a.ev}},

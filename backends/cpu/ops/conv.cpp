@@ -181,7 +181,7 @@ Error link_chain(Loader& ld, uint32_t oi, CpuOp* ops, uint32_t n) {
     }
     count = 3;
   }
-  ConvStage* stages = static_cast<ConvStage*>(ld.ctx.allocate(sizeof(ConvStage) * size_t(count)));
+  ConvStage* stages = static_cast<ConvStage*>(ld.allocate(sizeof(ConvStage) * size_t(count)));
   if (stages == nullptr) return Error::OutOfMemory;
   for (int i = 0; i < count; ++i) stages[i] = {c[i]->conv, c[i]->weights, c[i]->x2, c[i]->ep};
   const size_t s = conv_chain_scratch_bytes(stages, count, ld.isa);
@@ -189,7 +189,7 @@ Error link_chain(Loader& ld, uint32_t oi, CpuOp* ops, uint32_t n) {
   // what profiles call it: the stages' labels joined
   size_t len = 1;
   for (int i = 0; i < count; ++i) len += strlen(ops[oi + i].label) + 3;
-  char* label = static_cast<char*>(ld.ctx.allocate(len));
+  char* label = static_cast<char*>(ld.allocate(len));
   if (label == nullptr) return Error::OutOfMemory;
   label[0] = 0;
   for (int i = 0; i < count; ++i) {

@@ -125,8 +125,8 @@ Error prepare_Binary(Loader& ld, uint32_t oi, const fb::Binary& b, CpuOp* op) {
   TERN_CPU_CHECK(ld, b.kind() <= fb::BinaryKind::Mul, "op %u: bad binary kind %d", oi, int(b.kind()));
   TERN_CHECK_OK(ld.epilogue(oi, b.activation(), b.min(), b.max(), &par->ep));
   par->binary = uint8_t(b.kind());
-  par->b_inner = b.b_inner();
-  par->b_block = b.b_block();
+  TERN_CHECK_OK(ld.field(oi, b.exprs(), 0, b.b_inner(), &par->b_inner));
+  TERN_CHECK_OK(ld.field(oi, b.exprs(), 1, b.b_block(), &par->b_block));
   const bool broadcast = par->b_inner != 0;
   if (broadcast) TERN_CHECK_OK(check_broadcast(ld, oi, *x2, *y, par->b_inner, par->b_block));
   TERN_CHECK_OK(same_sizes(ld, oi, *op, x, broadcast ? nullptr : x2, *y));
@@ -220,7 +220,9 @@ void run_norm(const ElementwiseOp& o, bool centered, RunContext& ctx) {
 }  // namespace
 
 Error prepare_LayerNorm(Loader& ld, uint32_t oi, const fb::LayerNorm& ln, CpuOp* op) {
-  return prepare_norm(ld, oi, ln.x(), ln.y(), ln.inner(), ln.weight(), ln.bias(), ln.eps(), op);
+  int64_t inner = 0;
+  TERN_CHECK_OK(ld.field(oi, ln.exprs(), 0, ln.inner(), &inner));
+  return prepare_norm(ld, oi, ln.x(), ln.y(), inner, ln.weight(), ln.bias(), ln.eps(), op);
 }
 
 void run_LayerNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
@@ -228,7 +230,9 @@ void run_LayerNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
 }
 
 Error prepare_RmsNorm(Loader& ld, uint32_t oi, const fb::RmsNorm& n, CpuOp* op) {
-  return prepare_norm(ld, oi, n.x(), n.y(), n.inner(), n.weight(), -1, n.eps(), op);
+  int64_t inner = 0;
+  TERN_CHECK_OK(ld.field(oi, n.exprs(), 0, n.inner(), &inner));
+  return prepare_norm(ld, oi, n.x(), n.y(), inner, n.weight(), -1, n.eps(), op);
 }
 
 void run_RmsNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
@@ -238,7 +242,9 @@ void run_RmsNorm(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
 Error prepare_Softmax(Loader& ld, uint32_t oi, const fb::Softmax& s, CpuOp* op) {
   ElementwiseOp* par = ld.params<ElementwiseOp>(op);
   if (par == nullptr) return Error::OutOfMemory;
-  return rows(ld, oi, s.x(), s.y(), s.inner(), *op, par);
+  int64_t inner = 0;
+  TERN_CHECK_OK(ld.field(oi, s.exprs(), 0, s.inner(), &inner));
+  return rows(ld, oi, s.x(), s.y(), inner, *op, par);
 }
 
 void run_Softmax(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {

@@ -157,7 +157,8 @@ Error prepare_Concat(Loader& ld, uint32_t oi, const fb::Concat& cc, CpuOp* op) {
   TERN_CHECK_OK(ld.value(oi, cc.y(), 0, true, &y));
   const auto* xs = cc.xs();
   const auto* offsets = cc.offsets();
-  const int64_t outer = cc.outer();
+  int64_t outer = 0;
+  TERN_CHECK_OK(ld.field(oi, cc.exprs(), 0, cc.outer(), &outer));
   TERN_CPU_CHECK(ld, items_aligned(offsets), "op %u (%s): misaligned concat offsets", oi, op->nodes);
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, xs != nullptr);
@@ -172,8 +173,8 @@ Error prepare_Concat(Loader& ld, uint32_t oi, const fb::Concat& cc, CpuOp* op) {
   }
   ConcatParts& c = par->concat;
   c.count = xs->size(), c.outer = outer, c.row = y->numel / outer;
-  const float** ptrs = static_cast<const float**>(ld.ctx.allocate(sizeof(float*) * size_t(c.count ? c.count : 1)));
-  int64_t* sizes = static_cast<int64_t*>(ld.ctx.allocate(sizeof(int64_t) * 2 * size_t(c.count ? c.count : 1)));
+  const float** ptrs = static_cast<const float**>(ld.allocate(sizeof(float*) * size_t(c.count ? c.count : 1)));
+  int64_t* sizes = static_cast<int64_t*>(ld.allocate(sizeof(int64_t) * 2 * size_t(c.count ? c.count : 1)));
   if (ptrs == nullptr || sizes == nullptr) return Error::OutOfMemory;
   for (int64_t i = 0; i < c.count; ++i) {
     const ValueInfo* x = nullptr;
@@ -227,7 +228,7 @@ Error prepare_Interleave(Loader& ld, uint32_t oi, const fb::Interleave& il, CpuO
     return ld.refuse(failed, "op %u (%s): interleave needs stride[0] * stride[1] inputs and an output "
                      "at least as large as its stride", oi, op->nodes);
   }
-  const float** ptrs = static_cast<const float**>(ld.ctx.allocate(sizeof(float*) * xs->size()));
+  const float** ptrs = static_cast<const float**>(ld.allocate(sizeof(float*) * xs->size()));
   if (ptrs == nullptr) return Error::OutOfMemory;
   for (uint32_t i = 0; i < xs->size(); ++i) {
     const ValueInfo* x = nullptr;
@@ -268,7 +269,9 @@ Error prepare_Slice(Loader& ld, uint32_t oi, const fb::Slice& sl, CpuOp* op) {
   const ValueInfo *x = nullptr, *y = nullptr;
   TERN_CHECK_OK(ld.value(oi, sl.x(), 0, false, &x));
   TERN_CHECK_OK(ld.value(oi, sl.y(), 0, true, &y));
-  const int64_t outer = sl.outer(), offset = sl.offset();
+  int64_t outer = 0, offset = 0;
+  TERN_CHECK_OK(ld.field(oi, sl.exprs(), 0, sl.outer(), &outer));
+  TERN_CHECK_OK(ld.field(oi, sl.exprs(), 1, sl.offset(), &offset));
   const char* failed = nullptr;
   TERN_CPU_NEED(failed, outer >= 1);
   TERN_CPU_NEED(failed, x->numel % outer == 0);

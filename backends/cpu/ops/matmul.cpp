@@ -26,7 +26,11 @@ Error prepare_MatMul(Loader& ld, uint32_t oi, const fb::MatMul& mm, CpuOp* op) {
   TERN_CHECK_OK(ld.value(oi, mm.b(), 0, false, &b));
   TERN_CHECK_OK(ld.value(oi, mm.y(), 0, true, &y));
   TERN_CHECK_OK(ld.value(oi, mm.packed(), 0, true, &p));
-  const int64_t bt = mm.batch(), m = mm.m(), k = mm.k(), n = mm.n();
+  int64_t bt = 0, m = 0, k = 0, n = 0;
+  TERN_CHECK_OK(ld.field(oi, mm.exprs(), 0, mm.batch(), &bt));
+  TERN_CHECK_OK(ld.field(oi, mm.exprs(), 1, mm.m(), &m));
+  TERN_CHECK_OK(ld.field(oi, mm.exprs(), 2, mm.k(), &k));
+  TERN_CHECK_OK(ld.field(oi, mm.exprs(), 3, mm.n(), &n));
   TERN_CHECK_OK(ld.sizes(oi, *op, "matmul sizes do not fit its values", {{"batch", bt}, {"m", m}, {"k", k}, {"n", n}},
                          int64_t(1) << 24));
   const int64_t panels = (n + kPanel - 1) / kPanel;
@@ -75,6 +79,37 @@ void run_MatMul(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
   }
 }
 
+namespace {
+
+// A weight-only linear's int4 (two a byte, low nibble first) or int8
+// weights [n, k], dequantized ((q - zero point) * scale per group of k)
+// into the packed float panels of pack_conv_weights' layout, bias first.
+void dequantize(const uint8_t* bytes, bool int4, bool is_signed, const float* scales, const float* zero_points,
+                const float* bias, int64_t n, int64_t k, int64_t group, float* packed) {
+  const int64_t groups = k / group;
+  const size_t panel_floats = size_t(kPanel) * (1 + size_t(k));
+  memset(packed, 0, size_t((n + kPanel - 1) / kPanel) * panel_floats * sizeof(float));
+  for (int64_t o = 0; o < n; ++o) {
+    float* panel = packed + (o / kPanel) * panel_floats;
+    const int64_t lane = o % kPanel;
+    panel[lane] = bias ? bias[o] : 0.f;
+    for (int64_t c = 0; c < k; ++c) {
+      float q;
+      if (int4) {
+        const uint8_t byte = bytes[o * (k / 2) + c / 2];
+        const int nib = (c & 1) ? (byte >> 4) : (byte & 0xF);
+        q = float(is_signed && nib >= 8 ? nib - 16 : nib);
+      } else {
+        q = float(int8_t(bytes[o * k + c]));
+      }
+      const int64_t p = o * groups + c / group;
+      panel[kPanel * (1 + c) + lane] = (q - (zero_points ? zero_points[p] : 0.f)) * scales[p];
+    }
+  }
+}
+
+}  // namespace
+
 Error prepare_WLinear(Loader& ld, uint32_t oi, const fb::WLinear& l, CpuOp* op) {
   ConvOp* par = ld.params<ConvOp>(op);
   if (par == nullptr) return Error::OutOfMemory;
@@ -118,28 +153,11 @@ Error prepare_WLinear(Loader& ld, uint32_t oi, const fb::WLinear& l, CpuOp* op) 
   g.n = m, g.h = g.w = g.oh = g.ow = 1, g.c = k, g.oc = n;
   g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
   // dequantized straight into the packed float panels (pack_conv_weights' layout)
-  float* packed = static_cast<float*>(ld.ctx.allocate(conv_packed_floats(g) * sizeof(float)));
+  float* packed = static_cast<float*>(ld.allocate(conv_packed_floats(g) * sizeof(float)));
   if (packed == nullptr) return Error::OutOfMemory;
-  memset(packed, 0, conv_packed_floats(g) * sizeof(float));
-  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(w->data);
-  const bool is_signed = l.qmin() < 0;
-  const size_t panel_floats = size_t(kPanel) * (1 + size_t(k));
-  for (int64_t o = 0; o < n; ++o) {
-    float* panel = packed + (o / kPanel) * panel_floats;
-    const int64_t lane = o % kPanel;
-    panel[lane] = b ? b->data[o] : 0.f;
-    for (int64_t c = 0; c < k; ++c) {
-      float q;
-      if (int4) {
-        const uint8_t byte = bytes[o * (k / 2) + c / 2];
-        const int nib = (c & 1) ? (byte >> 4) : (byte & 0xF);
-        q = float(is_signed && nib >= 8 ? nib - 16 : nib);
-      } else {
-        q = float(int8_t(bytes[o * k + c]));
-      }
-      const int64_t p = o * groups + c / group;
-      panel[kPanel * (1 + c) + lane] = (q - (zp ? zp->data[p] : 0.f)) * sc->data[p];
-    }
+  if (!ld.reshaping) {  // prepared again at new sizes: the block holds load's weights
+    dequantize(reinterpret_cast<const uint8_t*>(w->data), int4, l.qmin() < 0, sc->data, zp ? zp->data : nullptr,
+               b ? b->data : nullptr, n, k, group, packed);
   }
   par->x = x->data, par->x2 = nullptr, par->weights = packed, par->y = y->data, par->numel = y->numel;
   par->ep = Epilogue{};

@@ -234,7 +234,7 @@ Error prepare_QPool(Loader& ld, uint32_t oi, const fb::QPool& q, CpuOp* op) {
     return ld.refuse(failed, "op %u (%s): the scales (%g, 1/%g) can make its results pass 2^64", oi, op->nodes,
                      double(q.x_scale()), double(q.y_inv_scale()));
   }
-  int8_t* zeros = static_cast<int8_t*>(ld.ctx.allocate(size_t(g.c)));
+  int8_t* zeros = static_cast<int8_t*>(ld.allocate(size_t(g.c)));
   if (zeros == nullptr) return Error::OutOfMemory;
   memset(zeros, q.x_zero_point(), size_t(g.c));
   par->int8 = true;

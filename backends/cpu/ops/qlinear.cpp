@@ -81,15 +81,17 @@ Error prepare_QConv(Loader& ld, uint32_t oi, const fb::QConv& c, CpuOp* op) {
   }
   // requantization, computed once, here (qconv.h)
   const size_t nch = size_t(qs8_channels(g));
-  int32_t* init = static_cast<int32_t*>(ld.ctx.allocate(sizeof(int32_t) * nch));
-  float* scale = static_cast<float*>(ld.ctx.allocate(sizeof(float) * nch));
-  float* offset = static_cast<float*>(ld.ctx.allocate(sizeof(float) * nch));
+  int32_t* init = static_cast<int32_t*>(ld.allocate(sizeof(int32_t) * nch));
+  float* scale = static_cast<float*>(ld.allocate(sizeof(float) * nch));
+  float* offset = static_cast<float*>(ld.allocate(sizeof(float) * nch));
   const size_t zero_bytes = size_t(g.c + 3) / 4 * 4;  // what run_qs8_conv's padding taps read
-  int8_t* zeros = static_cast<int8_t*>(ld.ctx.allocate(zero_bytes));
+  int8_t* zeros = static_cast<int8_t*>(ld.allocate(zero_bytes));
   if (init == nullptr || scale == nullptr || offset == nullptr || zeros == nullptr) return Error::OutOfMemory;
   const int8_t* packed = reinterpret_cast<const int8_t*>(w->data);
-  const int64_t bad = qs8_requant(g, packed, c.x_scale(), c.x_zero_point(), ws->data, b ? b->data : nullptr,
-                                  c.y_scale(), c.y_zero_point(), ld.qs8, init, scale, offset);
+  // prepared again at new sizes (reshaping): the blocks hold load's tables already
+  const int64_t bad = ld.reshaping ? -1 : qs8_requant(g, packed, c.x_scale(), c.x_zero_point(), ws->data,
+                                                      b ? b->data : nullptr, c.y_scale(), c.y_zero_point(), ld.qs8,
+                                                      init, scale, offset);
   TERN_CPU_CHECK(ld, bad < 0, "op %u (%s): output channel %lld's requantization (x_scale %g * w_scale %g / y_scale %g, "
                  "bias %g / y_scale) is not finite or passes 2^64", oi, op->nodes, (long long)bad, double(c.x_scale()),
                  double(ws->data[bad]), double(c.y_scale()), b ? double(b->data[bad]) : 0.0);
@@ -145,12 +147,12 @@ Error prepare_QLinear(Loader& ld, uint32_t oi, const fb::QLinear& l, CpuOp* op) 
                      (long long)g.c, (long long)g.oc, (long long)w->numel);
   }
   const size_t nch = size_t(qs8_channels(g));
-  int32_t* sums = static_cast<int32_t*>(ld.ctx.allocate(sizeof(int32_t) * nch));
-  float* scales = static_cast<float*>(ld.ctx.allocate(sizeof(float) * nch));
-  float* offset = static_cast<float*>(ld.ctx.allocate(sizeof(float) * nch));
+  int32_t* sums = static_cast<int32_t*>(ld.allocate(sizeof(int32_t) * nch));
+  float* scales = static_cast<float*>(ld.allocate(sizeof(float) * nch));
+  float* offset = static_cast<float*>(ld.allocate(sizeof(float) * nch));
   if (sums == nullptr || scales == nullptr || offset == nullptr) return Error::OutOfMemory;
   const int8_t* packed = reinterpret_cast<const int8_t*>(w->data);
-  qs8_weight_sums(g, packed, sums);
+  if (!ld.reshaping) qs8_weight_sums(g, packed, sums);  // reshaping: the block holds load's sums
   for (size_t j = 0; j < nch; ++j) {
     const bool real = int64_t(j) < g.oc;
     scales[j] = real ? ws->data[j] : 0.0f;

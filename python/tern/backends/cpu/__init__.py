@@ -33,6 +33,10 @@ inside, fused by the passes of fusion.py, which record their decisions on
 the nodes before the families lower them, weights packed, workspace
 planned); options.py holds what it decides by measurement. What it does not
 claim runs on the portable kernels; report() says which nodes and why.
+With dynamic shapes (torch.export.Dim), it claims the float ops of
+DYNAMIC_OPS at dynamic sizes too: shapes are ir.SymDim (an int, the upper
+bound, that carries its expression), and payload.py stores each dynamic
+size as an expression of the delegate's input sizes (payload version 5).
 The runtime side is backends/cpu/ (tern::register_cpu_backend()).
 """
 from __future__ import annotations
@@ -56,9 +60,10 @@ from tern.backend import Lowered, Partitioner
 from tern.backends.cpu.activations import ACTIVATIONS, AFFINE
 from tern.backends.cpu.compile import EMITS as COMPILER_EMITS
 from tern.backends.cpu.compile import compile_subgraph
-from tern.backends.cpu.ir import name_of, not_float32
+from tern.backends.cpu.ir import SymDim, UnboundedSize, dims, name_of, not_float32, shape, val
 from tern.backends.cpu.options import CpuOptions
 from tern.backends.cpu.payload import serialize
+from tern.shapes import has_dynamic_shape
 
 if TYPE_CHECKING:
     import torch.fx
@@ -93,6 +98,17 @@ SUPPORTS: dict[str, Callable[[Any], str | None]] = {
 }
 # checks their own dtypes (attention's mask may be bool)
 _ANY_DTYPE = ("aten::scaled_dot_product_attention",)
+
+# What the backend takes with dynamic sizes (a method exported with
+# torch.export.Dim): the layers of text models (linear layers, matrix
+# products, attention, elementwise ops, norms, softmax, views, permutes,
+# slices and concats), each size an expression the payload stores and the
+# runtime evaluates at each call's input sizes (payload.py, loader.h).
+# Convolutions, pools and int8 operators of dynamic sizes stay portable.
+DYNAMIC_OPS = frozenset(
+    ("aten::addmm", "aten::mm", "aten::bmm", "aten::scaled_dot_product_attention", "aten::native_layer_norm",
+     "aten::_softmax", "aten::expand", "aten::permute", "aten::cat", "getitem")
+    + tuple(elementwise.BINARY) + AFFINE + ACTIVATIONS + layout.RESHAPES + layout.SLICES + layout.SPLITS)
 
 # backends/cpu/ops.def in a repository checkout (python/tern/backends/cpu/__init__.py -> repo root)
 OPS_DEF = Path(__file__).resolve().parents[4] / "backends" / "cpu" / "ops.def"
@@ -134,8 +150,40 @@ def _lacking(family: ModuleType) -> str | None:
     return f"the runtime's cpu backend has no {missing[0]} op (backends/cpu/ops.def)" if missing else None
 
 
+def _dynamic_refusal(node: "torch.fx.Node") -> str | None:
+    """Why a node of dynamic sizes stays portable, or None (DYNAMIC_OPS).
+    Raises UnboundedSize for a size without an upper bound."""
+    import torch
+
+    table = getattr(node.graph.owning_module, "meta", {}).get("tern_symbols")  # the Dims' ranges (tern.export)
+    for t in [node, *node.all_input_nodes]:
+        v = val(t)
+        sizes = dims(v) if isinstance(v, torch.Tensor) else ()
+        for s in sizes:
+            if isinstance(s, SymDim) and (table.lower_bound(s.expr) if table else s.env.bound_sympy(s.expr).lower) < 1:
+                return "a dynamic size that may be 0 (the backend takes sizes of 1 and more: give the Dim min=1)"
+    name = name_of(node)
+    if quantized_ops.supports(node) is not False:
+        return "an int8 operator of dynamic sizes (the backend takes float ones)"
+    if elementwise.rms_norm_containing(node) is not None or attention.repeat_claimed(node):
+        return None
+    if name not in DYNAMIC_OPS:
+        return (f"dynamic sizes in {name} (the backend takes them in linear layers, matrix products, attention, "
+                "elementwise ops, norms, softmax and layout ops)")
+    split = layout.split_of(node) if name in layout.SPLITS else None
+    if split is not None and isinstance(shape(node.args[0])[split[0]], SymDim):
+        return "a split along a dynamic dim"
+    if name == "aten::cat":  # each input's place in the output: the sizes of those before it
+        size = shape(node)
+        dim = (node.args[1] if len(node.args) > 1 else 0) % len(size)
+        if any(len(shape(x)) == len(size) and isinstance(shape(x)[dim], SymDim) for x in node.args[0][:-1]):
+            return "a concat along a dynamic dim after an input of dynamic size there"
+    return None
+
+
 class CpuPartitioner(Partitioner):
     backend = "cpu"
+    dynamic_shapes = True
 
     def __init__(self, options: CpuOptions | None = None) -> None:
         self.options = options or CpuOptions()
@@ -144,6 +192,16 @@ class CpuPartitioner(Partitioner):
 
     def refusal(self, node: "torch.fx.Node") -> str | None:
         """None if the backend runs this call_function node, else why not."""
+        try:
+            why = self._refusal(node)
+            if why is None and has_dynamic_shape(node):
+                why = _dynamic_refusal(node)
+        except UnboundedSize as e:
+            return str(e)
+        return why
+
+    def _refusal(self, node: "torch.fx.Node") -> str | None:
+        """refusal() at any fixed sizes."""
         int8 = quantized_ops.supports(node)  # int8 convolutions, linear layers, add, mul, pools; (de)quantize
         if int8 is not False:
             return int8 if int8 is not None else _lacking(quantized_ops)
@@ -172,12 +230,12 @@ class CpuPartitioner(Partitioner):
 
     def report(self) -> str:
         """What stayed on the portable kernels and why, one line per op and
-        reason, with the nodes (dynamic shapes are refused before asking)."""
+        reason, with the nodes."""
         groups: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
         for node, op, why in dict.fromkeys(self.refused):  # a node asked twice is listed once
             groups[(op, why)].append(node)
         if not groups:
-            return "cpu backend: every node with static shapes was claimed"
+            return "cpu backend: every node was claimed"
         lines = ["cpu backend: left on the portable kernels"]
         for (op, why), nodes in sorted(groups.items()):
             shown = ", ".join(nodes[:4]) + (f", ... ({len(nodes)})" if len(nodes) > 4 else "")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tern.backends.cpu.ir import PLAIN, VIEWS, Builder, name_of, shape
+from tern.backends.cpu.ir import PLAIN, VIEWS, Builder, dims, name_of, shape
 from tern.errors import ExportError
 
 # the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
@@ -103,7 +103,7 @@ def attention_of(node: Any) -> Attention | str:
         return "attention over tensors that are not all float32"
     if dropout:
         return "attention with dropout"
-    qs, ks, vs = (tuple(int(d) for d in t.shape) for t in vals[:3])
+    qs, ks, vs = (dims(t) for t in vals[:3])
     if len(qs) not in (3, 4) or not len(qs) == len(ks) == len(vs) or qs[:-3] != ks[:-3] or ks[:-3] != vs[:-3]:
         return "attention whose q, k, v are not all 3-d or all 4-d with the same batch"
     lead = qs[:-3] if len(qs) == 4 else ()
@@ -136,7 +136,7 @@ def _mask_refusal(mask: Any, causal: bool, full: tuple[int, int, int, int]) -> s
         return "attention with a mask that is not a tensor of at most 4 dims"
     if m.dtype not in (torch.float32, torch.bool):
         return f"attention with a {str(m.dtype).replace('torch.', '')} mask (float32 or bool run)"
-    ms = (1,) * (4 - m.dim()) + tuple(int(d) for d in m.shape)
+    ms = (1,) * (4 - m.dim()) + dims(m)
     if any(d not in (1, f) for d, f in zip(ms, full)):
         return "attention with a mask that does not broadcast to the scores"
     return None

@@ -244,7 +244,8 @@ class Compiler:
         """Workspace offsets (shared where lifetimes allow) and the weights blob."""
         steps = [[self.p.values[v].buffer for v in op.reads + op.writes if self.p.values[v].storage == "Workspace"]
                  for op in self.p.ops]
-        mem = plan(lifetimes(dict(enumerate(self.buffers)), steps, [], []))
+        # dynamic sizes: the plan holds each buffer at its upper bound
+        mem = plan(lifetimes({i: int(b) for i, b in enumerate(self.buffers)}, steps, [], []))
         blob = bytearray()
         placed: dict[int, int] = {}  # id of a weights array -> its offset: a value and its views (alias) share it
         for v in self.p.values:

@@ -45,12 +45,14 @@ def supports_binary(node: Any) -> str | None:
     """Both operands tensors; one of the output's shape, the other the same
     or broadcast in a way the backend runs (broadcast_of) in either layout
     it may pick; sub only with the full-size operand first."""
-    if len(node.args) != 2 or not all(hasattr(t, "meta") for t in node.args):
+    import torch
+
+    if len(node.args) != 2 or not all(isinstance(val(t), torch.Tensor) for t in node.args):
         return "an elementwise op with a number operand (x op number runs as its .Scalar form)"
     if node.kwargs.get("alpha", 1) != 1:
         return "an add or sub with alpha other than 1"
-    out = tuple(val(node).shape)
-    a, b = (tuple(val(t).shape) for t in node.args)
+    out = shape(node)
+    a, b = (shape(t) for t in node.args)
     if a != out:
         if name_of(node) == "aten::sub.Tensor" or b != out:
             return f"a broadcast of both operands, or of the first of a sub ({list(a)} and {list(b)} to {list(out)})"
@@ -78,7 +80,7 @@ def supports_layer_norm(node: Any) -> str | None:
         return "a layer norm whose mean or rstd is used"
     if not all(a is None or is_const(a) for a in (w, b)):
         return "a layer norm whose weight or bias is computed, not a constant"
-    return None if tuple(val(x).shape[-len(norm_shape):]) == tuple(norm_shape) else "a layer norm of a shape it does not end with"
+    return None if shape(x)[-len(norm_shape):] == tuple(norm_shape) else "a layer norm of a shape it does not end with"
 
 
 def supports_softmax(node: Any) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -138,8 +138,107 @@ def rank(node: Any) -> int:
     return v.dim() if v is not None and hasattr(v, "dim") else -1
 
 
+class SymDim(int):
+    """A size that depends on the method's dynamic dims (torch.export.Dim),
+    in a subgraph of dynamic shapes. As an int it is its upper bound: what
+    the workspace plan reserves, and what a decision made on its value
+    assumes. `expr` is its sympy expression over torch.export's symbols,
+    which the payload stores (payload.py) for the runtime to evaluate at each
+    call's input sizes. Sums, differences, products, floor divisions and
+    remainders with ints and SymDims are SymDims (ints when constant); two
+    SymDims are equal when their expressions are, and never equal an int:
+    a size that only may be 1 is not 1."""
+
+    expr: Any
+    env: Any  # the ShapeEnv of the export, for bounds
+
+    def __new__(cls, bound: int, expr: Any, env: Any) -> "SymDim":
+        obj = super().__new__(cls, bound)
+        obj.expr, obj.env = expr, env
+        return obj
+
+    def _with(self, other: Any, op: Callable[[Any, Any], Any], reflected: bool = False) -> Any:
+        if not isinstance(other, int) or isinstance(other, bool):
+            return NotImplemented
+        a, b = self.expr, other.expr if isinstance(other, SymDim) else other
+        return sym_dim(op(b, a) if reflected else op(a, b), self.env)
+
+    def __add__(self, o: Any) -> Any: return self._with(o, operator.add)
+    def __radd__(self, o: Any) -> Any: return self._with(o, operator.add, True)
+    def __sub__(self, o: Any) -> Any: return self._with(o, operator.sub)
+    def __rsub__(self, o: Any) -> Any: return self._with(o, operator.sub, True)
+    def __mul__(self, o: Any) -> Any: return self._with(o, operator.mul)
+    def __rmul__(self, o: Any) -> Any: return self._with(o, operator.mul, True)
+    def __floordiv__(self, o: Any) -> Any: return self._with(o, _floordiv)
+    def __rfloordiv__(self, o: Any) -> Any: return self._with(o, _floordiv, True)
+    def __mod__(self, o: Any) -> Any: return self._with(o, _mod)
+    def __rmod__(self, o: Any) -> Any: return self._with(o, _mod, True)
+
+    def __eq__(self, o: object) -> bool:
+        return isinstance(o, SymDim) and (self.expr - o.expr).expand() == 0
+
+    def __ne__(self, o: object) -> bool:
+        return not self.__eq__(o)
+
+    def __hash__(self) -> int:
+        return hash(self.expr)
+
+    def __repr__(self) -> str:
+        return f"{self.expr}(<={int(self)})"
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    from torch.utils._sympy.functions import FloorDiv
+
+    return FloorDiv(a, b)
+
+
+def _mod(a: Any, b: Any) -> Any:
+    from torch.utils._sympy.functions import PythonMod
+
+    return PythonMod(a, b)
+
+
+class UnboundedSize(ExportError):
+    """A dynamic size without an upper bound (a Dim without max): the
+    partitioner leaves its node portable, and the emitter says what to do."""
+
+
+def sym_dim(expr: Any, env: Any) -> int:
+    """A SymDim of a sympy expression, or the int it is when constant."""
+    import sympy
+
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        return int(expr)
+    upper = env.bound_sympy(expr).upper
+    if not (isinstance(upper, int) or getattr(upper, "is_Integer", False)):
+        raise UnboundedSize(f"size {expr} has no upper bound over the dynamic dims' ranges")
+    return SymDim(int(upper), expr, env)
+
+
+def dim_of(s: Any) -> int:
+    """A tensor's size as the backend computes with it: an int, or a SymDim
+    for a torch.SymInt that is not constant."""
+    import torch
+
+    if isinstance(s, torch.SymInt):
+        node = s.node
+        return sym_dim(node.expr, node.shape_env)
+    return int(s)
+
+
+def dims(t: Any) -> tuple[int, ...]:
+    """A tensor's (fake tensor's) sizes: ints and SymDims (dim_of)."""
+    return tuple(dim_of(s) for s in t.shape)
+
+
+def is_dynamic(sizes: Any) -> bool:
+    return any(isinstance(s, SymDim) for s in sizes)
+
+
 def shape(node: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in node.meta["val"].shape)
+    return dims(node.meta["val"])
 
 
 def is_const(node: Any) -> bool:

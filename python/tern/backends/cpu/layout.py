@@ -8,7 +8,7 @@ import math
 import operator
 from typing import Any
 
-from tern.backends.cpu.ir import NHWC, PLAIN, VIEWS, Builder, Op, is_const, name_of, rank, shape, val
+from tern.backends.cpu.ir import NHWC, PLAIN, VIEWS, Builder, Op, SymDim, is_const, name_of, rank, shape
 from tern.ops import op_name
 
 # the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
@@ -60,15 +60,19 @@ def slice_of(node: Any) -> tuple[int, int, int] | None:
     dim = int(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % len(size)
     unit = math.prod(size[dim + 1:])
     if name == "aten::select.int":
-        index = int(node.args[2]) % size[dim]
-        return math.prod(size[:dim]), index * unit, unit
+        index = int(node.args[2])
+        return math.prod(size[:dim]), (index if index >= 0 else size[dim] + index) * unit, unit
     if name == "aten::slice.Tensor":
         args = list(node.args) + [None] * 5
         start, end, step = args[2], args[3], args[4] if args[4] is not None else 1
         if step != 1 or not all(isinstance(v, (int, type(None))) for v in (start, end)):
             return None
-        start, end, _ = slice(start, end).indices(size[dim])
-        return math.prod(size[:dim]), start * unit, max(end - start, 0) * unit
+        length = shape(node)[dim]  # the output's: a dynamic size when the end follows one
+        if isinstance(size[dim], SymDim):
+            start = 0 if start is None else start if start >= 0 else size[dim] + start  # no clamping at run time
+        else:
+            start = slice(start, end).indices(size[dim])[0]
+        return math.prod(size[:dim]), start * unit, length * unit
     return None
 
 
@@ -125,13 +129,13 @@ def supports_reshape(node: Any) -> str | None:
 
 def supports_expand(node: Any) -> str | None:
     # a no-op, or a constant matrix repeated over a batch for bmm (a linear layer)
-    if tuple(val(node).shape) == tuple(val(node.args[0]).shape) or expanded_weight(node) is not None:
+    if shape(node) == shape(node.args[0]) or expanded_weight(node) is not None:
         return None
     return "an expand that copies data (only no-op expands and a constant weight expanded for bmm run)"
 
 
 def supports_permute(node: Any) -> str | None:
-    sizes, _ = simplify_permute(tuple(val(node.args[0]).shape), node.args[1])
+    sizes, _ = simplify_permute(shape(node.args[0]), node.args[1])
     return None if len(sizes) <= 4 else f"a permute of {len(sizes)} dims after merging (at most 4 run)"
 
 

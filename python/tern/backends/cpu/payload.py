@@ -10,13 +10,29 @@ from typing import Any
 
 import flatbuffers
 
-from tern.backends.cpu.ir import Op, Program
+from tern.backends.cpu.ir import Op, Program, SymDim
+from tern.errors import ExportError
 from tern.memory_plan import align
 from tern.serialize import offsets_vector
+from tern.shapes import SymbolTable
 
 VERSION = 2  # 2: Attention (a runtime reads 1 and 2)
 VERSION_INT8 = 3  # 3: int8 values and the ops on them (QConv, QPool, ...); written only by programs that use them
 VERSION_BOOL = 4  # 4: bool values (an Attention's mask computed at run time); written only by programs that have one
+VERSION_DYNAMIC = 5  # 5: sizes that are expressions of the delegate's input sizes; written only by programs that have them
+# The size fields of each op kind that has them: its scalar long fields, in
+# its cpu.fbs table's order, which is the order of its `exprs` (the runtime
+# reads slot i as field i, backends/cpu/ops/).
+SIZE_FIELDS = {
+    "Binary": ("b_inner", "b_block"),
+    "LayerNorm": ("inner",),
+    "RmsNorm": ("inner",),
+    "Softmax": ("inner",),
+    "MatMul": ("batch", "m", "k", "n"),
+    "Attention": ("batch", "heads", "kv_heads", "l", "s", "e", "ev"),
+    "Concat": ("outer",),
+    "Slice": ("outer", "offset"),
+}
 HEADER = struct.Struct("<4sIQ")
 
 
@@ -28,11 +44,19 @@ def serialize(p: Program) -> bytes:
     from tern.backends.cpu.fb.Storage import Storage
 
     b = flatbuffers.Builder(1024)
+    dyn = _Dynamic()
     values = []
-    for v in p.values:
+    for i, v in enumerate(p.values):
+        exprs = [dyn.index(s, f"value {i} dim {d}") for d, s in enumerate(v.sizes)]
+        if isinstance(v.offset, SymDim) or isinstance(v.within, SymDim):
+            raise ExportError(f"cpu backend: value {i} starts at a place that depends on the dynamic dims "
+                              f"({v.offset!r})")
         sizes = _ints(b, FbValue.StartSizesVector, b.PrependInt64, v.sizes)
+        dyn_sizes = _ints(b, FbValue.StartDynSizesVector, b.PrependInt32, exprs) if any(e >= 0 for e in exprs) else None
         FbValue.Start(b)
         FbValue.AddSizes(b, sizes)
+        if dyn_sizes is not None:
+            FbValue.AddDynSizes(b, dyn_sizes)
         FbValue.AddStorage(b, getattr(Storage, v.storage))
         FbValue.AddIndex(b, v.index)
         FbValue.AddOffset(b, v.offset)
@@ -41,7 +65,7 @@ def serialize(p: Program) -> bytes:
         values.append(FbValue.End(b))
     ops = []
     for op in p.ops:
-        table, kind = _op_table(b, op)
+        table, kind = _op_table(b, op, dyn)
         nodes = b.CreateString(op.nodes)
         FbOp.Start(b)
         FbOp.AddKindType(b, kind)
@@ -49,7 +73,11 @@ def serialize(p: Program) -> bytes:
         FbOp.AddNodes(b, nodes)
         ops.append(FbOp.End(b))
     values_vec, ops_vec = offsets_vector(b, values), offsets_vector(b, ops)
+    symbols_vec, exprs_vec = dyn.tables(b, p) if dyn.table is not None and dyn.table.exprs else (None, None)
     FbProgram.Start(b)
+    if symbols_vec is not None:
+        FbProgram.AddSymbols(b, symbols_vec)
+        FbProgram.AddExprs(b, exprs_vec)
     FbProgram.AddValues(b, values_vec)
     FbProgram.AddOps(b, ops_vec)
     FbProgram.AddNumInputs(b, p.num_inputs)
@@ -58,7 +86,8 @@ def serialize(p: Program) -> bytes:
     b.Finish(FbProgram.End(b))
     fb = bytes(b.Output())
     dtypes = {v.dtype for v in p.values}
-    version = VERSION_BOOL if "Bool" in dtypes else VERSION_INT8 if "Int8" in dtypes else VERSION
+    version = (VERSION_DYNAMIC if symbols_vec is not None else VERSION_BOOL if "Bool" in dtypes
+               else VERSION_INT8 if "Int8" in dtypes else VERSION)
     head = HEADER.pack(b"TCPU", version, len(fb)) + fb
     return head + b"\0" * (align(len(head)) - len(head)) + p.weights
 
@@ -70,7 +99,58 @@ def _ints(b: Any, start: Any, prepend: Any, items: Any) -> int:
     return b.EndVector()
 
 
-def _op_table(b: Any, op: Op) -> tuple[int, int]:
+class _Dynamic:
+    """The payload's symbols and size expressions (cpu.fbs, version 5), built
+    as the values and ops are written: a SymDim becomes the index of its
+    expression, its upper bound the size written."""
+
+    def __init__(self) -> None:
+        self.table: SymbolTable | None = None
+
+    def index(self, size: Any, what: str) -> int:
+        """The expression index of a size (-1 for an int)."""
+        if not isinstance(size, SymDim):
+            return -1
+        if self.table is None:
+            ranges = {s: (int(r.lower), int(r.upper)) for s, r in size.env.var_to_range.items()
+                      if getattr(r.lower, "is_Integer", isinstance(r.lower, int))
+                      and getattr(r.upper, "is_Integer", isinstance(r.upper, int))}
+            self.table = SymbolTable(ranges, {})
+        return self.table.size(size.expr, f"cpu backend: {what}")[1]
+
+    def tables(self, b: Any, p: Program) -> tuple[int, int]:
+        """The Program's symbols (each bound to an input dim that is exactly
+        it) and exprs vectors."""
+        from tern.backends.cpu.fb import SizeExpr as FbSizeExpr
+        from tern.backends.cpu.fb import Symbol as FbSymbol
+
+        if self.table is None:
+            raise ExportError("cpu backend: a payload without dynamic sizes has no symbols")
+        found: dict[Any, tuple[int, int]] = {}
+        for v in p.values:
+            if v.storage == "Input":
+                for d, s in enumerate(v.sizes):
+                    if isinstance(s, SymDim) and s.expr.is_Symbol:
+                        found.setdefault(s.expr, (v.index, d))
+        symbols = []
+        for sym in self.table.symbol_exprs():
+            if sym not in found:
+                raise ExportError(f"cpu backend: the dynamic size {sym} is no dim of the delegate's inputs "
+                                  "(the backend reads each dynamic size from its inputs' shapes)")
+            FbSymbol.Start(b)
+            FbSymbol.AddInput(b, found[sym][0])
+            FbSymbol.AddDim(b, found[sym][1])
+            symbols.append(FbSymbol.End(b))
+        exprs = []
+        for code in self.table.exprs:
+            vec = _ints(b, FbSizeExpr.StartCodeVector, b.PrependInt64, code)
+            FbSizeExpr.Start(b)
+            FbSizeExpr.AddCode(b, vec)
+            exprs.append(FbSizeExpr.End(b))
+        return offsets_vector(b, symbols), offsets_vector(b, exprs)
+
+
+def _op_table(b: Any, op: Op, dyn: _Dynamic) -> tuple[int, int]:
     """The op's table and its OpKind."""
     import importlib
 
@@ -81,6 +161,15 @@ def _op_table(b: Any, op: Op) -> tuple[int, int]:
 
     f = op.fields
     module = importlib.import_module(f"tern.backends.cpu.fb.{op.kind}")
+    size_fields = SIZE_FIELDS.get(op.kind, ())
+    for key, value in f.items():
+        dynamic = isinstance(value, SymDim) or (isinstance(value, (tuple, list)) and any(
+            isinstance(x, SymDim) for x in value))
+        if dynamic and key not in size_fields:
+            raise ExportError(f"cpu backend: op {op.kind} ({op.nodes}): its field {key} = {value!r} depends on the "
+                              "dynamic dims, which the runtime does not evaluate there")
+    exprs = [dyn.index(f.get(k, 0), f"op {op.kind} ({op.nodes}) field {k}") for k in size_fields]
+    exprs_vec = _ints(b, module.StartExprsVector, b.PrependInt32, exprs) if any(e >= 0 for e in exprs) else None
     prepend = {"xs": b.PrependUint32, "offsets": b.PrependInt64}  # the rest are [int]
     lists = {k: _ints(b, getattr(module, f"Start{_camel(k)}Vector"), prepend.get(k, b.PrependInt32), f[k])
              for k in ("kernel", "stride", "padding", "padding_end", "dilation", "perm", "xs", "offsets") if k in f}
@@ -94,7 +183,9 @@ def _op_table(b: Any, op: Op) -> tuple[int, int]:
         elif key == "kind":
             add(b, getattr(PoolKind if op.kind in ("Pool", "QPool") else BinaryKind, value))  # Binary, QBinary: BinaryKind
         else:
-            add(b, value)
+            add(b, int(value) if isinstance(value, SymDim) else value)
+    if exprs_vec is not None:
+        module.AddExprs(b, exprs_vec)
     return module.End(b), getattr(OpKind, op.kind)
 
 

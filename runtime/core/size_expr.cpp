@@ -1,4 +1,4 @@
-#include "runtime/format/size_expr.h"
+#include "runtime/core/size_expr.h"
 
 namespace tern {
 

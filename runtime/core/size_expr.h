@@ -2,7 +2,8 @@
 // symbols (its dynamic dimensions) that give the sizes of tensors and the
 // integer arguments of ops at the input shapes of each call. Stored in
 // postfix as (opcode, operand) pairs; schema/tern.fbs (SizeExpr) lists the
-// opcodes.
+// opcodes. In core, not format: backends evaluate their payloads' own
+// expressions with it (the cpu backend's dynamic sizes, backends/cpu/loader.h).
 //
 //   // (s0 + 1) * 64:  push s0, push 1, add, push 64, mul
 //   const int64_t code[] = {1, 0,  0, 1,  2, 0,  0, 64,  4, 0};
