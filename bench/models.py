@@ -24,7 +24,14 @@ class ModelSpec:
     name: str
     description: str
     make: Callable[[], nn.Module]
-    inputs: Callable[[], tuple[torch.Tensor, ...]]
+    inputs: Callable[[], tuple[torch.Tensor, ...]]  # the bench input: what every runtime is timed on
+    # A dynamic export: torch.export's dynamic_shapes (made fresh: a Dim is a
+    # class), the example inputs the file is exported from (seed 1, like the
+    # bench input), and the model of the static export at the bench input's
+    # size that the report sets it beside.
+    dynamic_shapes: Callable[[], object] | None = None
+    export_inputs: Callable[[], tuple[torch.Tensor, ...]] | None = None
+    static: str | None = None
 
 
 def _image() -> tuple[torch.Tensor, ...]:
@@ -145,6 +152,22 @@ def _tokens(vocab: int, seq: int = 128, padded: int = 0) -> Callable[[], tuple[t
     return make
 
 
+def _dynamic_tokens() -> tuple[dict[int, object], dict[int, object]]:
+    """Token ids and padding mask [1, seq], seq from 2 to 128 tokens."""
+    seq = torch.export.Dim("seq", min=2, max=128)
+    return {1: seq}, {1: seq}
+
+
+_MINILM = "Hugging Face BertModel, MiniLM size (6 layers, d 384, 12 heads, ffn 1536)"
+_DYNAMIC = "exported once with a dynamic sequence length (Dim seq, 2..128; example: bert_minilm's 128 tokens)"
+
+
+def _minilm_dynamic(seq: int, padded: int, static: str) -> ModelSpec:
+    return ModelSpec(f"bert_minilm_dyn_{seq}", f"{_MINILM}; {_DYNAMIC}, timed on token ids 1x{seq} and a padding "
+                     f"mask ({padded} padded)", _bert_minilm, _tokens(30522, seq, padded),
+                     dynamic_shapes=_dynamic_tokens, export_inputs=_tokens(30522, padded=28), static=static)
+
+
 MODELS: dict[str, ModelSpec] = {
     s.name: s
     for s in [
@@ -160,8 +183,13 @@ MODELS: dict[str, ModelSpec] = {
                   Decoder, lambda: (torch.randint(0, 8192, (1, 128)),)),
         ModelSpec("gru_audio", "2-layer GRU, hidden 256, over mel 1x100x80; linear head to 35",
                   GruAudio, lambda: (torch.randn(1, 100, 80),)),
-        ModelSpec("bert_minilm", "Hugging Face BertModel, MiniLM size (6 layers, d 384, 12 heads, ffn 1536); "
-                  "token ids 1x128 and a padding mask (28 padded)", _bert_minilm, _tokens(30522, padded=28)),
+        ModelSpec("bert_minilm", f"{_MINILM}; token ids 1x128 and a padding mask (28 padded)", _bert_minilm,
+                  _tokens(30522, padded=28)),
+        # a quarter of the tokens, padded in the same proportion (7 of 32 as 28 of 128)
+        ModelSpec("bert_minilm_32", f"{_MINILM}; token ids 1x32 and a padding mask (7 padded)", _bert_minilm,
+                  _tokens(30522, 32, padded=7)),
+        _minilm_dynamic(32, 7, static="bert_minilm_32"),
+        _minilm_dynamic(128, 28, static="bert_minilm"),
         ModelSpec("llama_prefill", "Hugging Face LlamaModel, SmolLM2-135M's shape (30 layers, d 576, 9 heads, "
                   "3 kv heads, ffn 1536); a 128-token prefill without a cache", _llama_135m, _tokens(49152)),
     ]
@@ -179,6 +207,25 @@ def build(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     inputs = spec.inputs()
     _make_outputs_informative(module, inputs)
     return module, inputs
+
+
+def export_args(name: str, inputs: tuple[torch.Tensor, ...]) -> tuple[tuple[torch.Tensor, ...], object]:
+    """What a runtime's exporter is given: the example inputs (the bench
+    input `inputs` but for a dynamic export, whose own come from seed 1 too)
+    and torch.export's dynamic_shapes (None: every dim static)."""
+    spec = MODELS[name]
+    if spec.dynamic_shapes is None:
+        return inputs, None
+    torch.manual_seed(1)
+    return (spec.export_inputs() if spec.export_inputs else inputs), spec.dynamic_shapes()
+
+
+def float_weight_bytes(module: nn.Module) -> int:
+    """The bytes of the model's float parameters and buffers, each tensor
+    once (tied weights are one parameter): what a file holding the weights
+    as they are cannot go below."""
+    tensors = {id(t): t for t in [*module.parameters(), *module.buffers()] if t.is_floating_point()}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 def _make_outputs_informative(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:

@@ -19,6 +19,12 @@ How each runtime gets its model (also written into the results):
                to_edge_transform_and_lower with XnnpackPartitioner() / without
                a partitioner -> .to_executorch() -> .pte (bench/et_lower.py)
 
+A model with dynamic shapes (models.py: bert_minilm_dyn_*) is exported from
+its example inputs with torch.export's dynamic_shapes by tern.export,
+torch.onnx.export (dynamo=True; the TorchScript fallback gets the same dims
+as dynamic_axes) and torch.export for ExecuTorch, and timed on its bench
+input; PyTorch eager takes any shape as it is.
+
 Everything but the .tern file is cached under cache_dir, keyed by a hash of
 the weights, the input, the model definitions, the lowering code and the
 pinned bench requirements, so a second run skips the slow lowering.
@@ -42,7 +48,7 @@ import torch
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-from models import build  # noqa: E402
+from models import build, export_args, float_weight_bytes  # noqa: E402
 
 Log = Callable[[str], None]
 
@@ -61,17 +67,23 @@ class Artifacts:
     files: dict[str, Path | None] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    weights_bytes: int | None = None  # the model's float parameters and buffers (models.float_weight_bytes)
 
 
 # ---- Tern's export call: the one place to switch the cpu backend on --------
-def export_tern(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], path: Path) -> str:
+def export_tern(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], path: Path,
+                dynamic_shapes: object = None) -> str:
     """Exports to a .tern file; returns a note on how. tern.export's default
     partitioners hand what the cpu backend runs fast to it (weights packed at
     export); the rest runs on the portable kernels."""
     import tern
 
-    tern.export(module, inputs).save(str(path))
-    return "tern.export(module, inputs): the cpu backend where it claims the graph, portable kernels elsewhere"
+    if dynamic_shapes is None:  # the call a --baseline Tern from before dynamic shapes takes too
+        tern.export(module, inputs).save(str(path))
+        return "tern.export(module, inputs): the cpu backend where it claims the graph, portable kernels elsewhere"
+    tern.export(module, inputs, dynamic_shapes=dynamic_shapes).save(str(path))
+    return (f"tern.export(module, inputs, dynamic_shapes={describe_dynamic(dynamic_shapes)}): the cpu backend where "
+            "it claims the graph, portable kernels elsewhere")
 # -----------------------------------------------------------------------------
 
 
@@ -86,6 +98,19 @@ def first_line(e: BaseException) -> str:
         ops = sorted({ln.split()[0] for ln in lines[1:] if ln.startswith("aten::")})
         head += " " + ", ".join(ops) if ops else ""
     return head[:300]
+
+
+def describe_dynamic(dynamic_shapes: object) -> str:
+    """A dynamic_shapes spec in a line: "({1: seq 2..128}, {1: seq 2..128})"."""
+    def one(spec: object) -> str:
+        if isinstance(spec, dict):
+            return "{" + ", ".join(f"{k}: {one(v)}" for k, v in spec.items()) + "}"
+        if isinstance(spec, (tuple, list)):
+            return "(" + ", ".join(one(v) for v in spec) + ")"
+        name = getattr(spec, "__name__", None)
+        return f"{name} {getattr(spec, 'min', '?')}..{getattr(spec, 'max', '?')}" if name else repr(spec)
+
+    return one(dynamic_shapes)
 
 
 def _cache_key(name: str, module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> str:
@@ -119,32 +144,39 @@ def new_artifacts(name: str, module: torch.nn.Module, inputs: tuple[torch.Tensor
 def prepare_model(name: str, work_dir: Path, cache_root: Path, et_python: str | None, log: Log,
                   lower_timeout: float = 1800, runtimes: list[str] | None = None,
                   baseline_pylib: Path | None = None) -> Artifacts:
-    """Every runtime's file (those in `runtimes`; all by default)."""
+    """Every runtime's file (those in `runtimes`; all by default). A model
+    with dynamic shapes (models.ModelSpec.dynamic_shapes) is exported from
+    its example inputs with them, by every exporter that takes them, and
+    timed on its bench input."""
     module, inputs = build(name)
+    example, dynamic = export_args(name, inputs)
     art = new_artifacts(name, module, inputs, cache_root)
+    art.weights_bytes = float_weight_bytes(module)
     cache = art.inputs.parent
     wanted = set(runtimes) if runtimes is not None else {"tern", "torch", "ort", "et_xnnpack", "et_portable"}
 
     if "tern" in wanted:
-        _prepare_tern(art, module, inputs, work_dir, log)
+        _prepare_tern(art, module, example, work_dir, log, dynamic)
     if "tern_base" in wanted:
         _prepare_tern_base(art, work_dir, baseline_pylib, log)
     if "torch" in wanted:
         _prepare_torch(art, module, cache)
+        if dynamic is not None:
+            art.notes["torch"] = "eager takes any shape: the same module and weights as the static rows"
     if "ort" in wanted:
-        _prepare_onnx(art, module, inputs, cache, log)
+        _prepare_onnx(art, module, example, cache, log, dynamic)
     if wanted & {"et_xnnpack", "et_portable"}:
-        _prepare_executorch(art, module, inputs, cache, et_python, log, lower_timeout)
+        _prepare_executorch(art, module, example, cache, et_python, log, lower_timeout, dynamic)
     return art
 
 
-def _prepare_tern(art: Artifacts, module, inputs, work_dir: Path, log: Log) -> None:
+def _prepare_tern(art: Artifacts, module, inputs, work_dir: Path, log: Log, dynamic_shapes: object = None) -> None:
     import tern
 
     path = work_dir / f"{art.name}.tern"
     t0 = time.perf_counter()
     try:
-        art.notes["tern"] = export_tern(module, inputs, path)
+        art.notes["tern"] = export_tern(module, inputs, path, dynamic_shapes)
     except tern.ExportError as e:
         art.files["tern"], art.status["tern"] = None, f"unsupported: {first_line(e)}"
         log(f"  tern: {art.status['tern']}")
@@ -183,8 +215,9 @@ def _export_main(name: str, out: str) -> int:
     import tern
 
     module, inputs = build(name)
+    example, dynamic = export_args(name, inputs)
     try:
-        note = export_tern(module, inputs, Path(out))
+        note = export_tern(module, example, Path(out), dynamic)
         status = "ok"
     except tern.ExportError as e:
         note, status = "", f"unsupported: {first_line(e)}"
@@ -215,7 +248,20 @@ def _remember(art: Artifacts, cache: Path, runtime: str, file: str) -> None:
     (cache / f"{runtime}.json").write_text(json.dumps(meta))
 
 
-def _prepare_onnx(art: Artifacts, module, inputs, cache: Path, log: Log) -> None:
+def _onnx_dynamic(dynamic_shapes: object, dynamo: bool) -> dict:
+    """torch.onnx.export's arguments for dynamic shapes: the dynamo exporter
+    takes torch.export's spec; the TorchScript one takes dynamic axes of
+    named inputs (a positional spec: a tuple of {dim: Dim} per input)."""
+    if dynamic_shapes is None:
+        return {}
+    if dynamo:
+        return {"dynamic_shapes": dynamic_shapes}
+    names = [f"in{i}" for i in range(len(dynamic_shapes))]
+    axes = {n: {d: dim.__name__ for d, dim in spec.items()} for n, spec in zip(names, dynamic_shapes) if spec}
+    return {"input_names": names, "dynamic_axes": axes}
+
+
+def _prepare_onnx(art: Artifacts, module, inputs, cache: Path, log: Log, dynamic_shapes: object = None) -> None:
     if _cached(art, cache, "ort"):
         return
     path = cache / "model.onnx"
@@ -225,9 +271,13 @@ def _prepare_onnx(art: Artifacts, module, inputs, cache: Path, log: Log) -> None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                torch.onnx.export(module, inputs, str(path), dynamo=dynamo, external_data=False, verbose=False)
+                torch.onnx.export(module, inputs, str(path), dynamo=dynamo, external_data=False, verbose=False,
+                                  **_onnx_dynamic(dynamic_shapes, dynamo))
             art.status["ort"] = "ok"
             art.notes["ort"] = f"torch.onnx.export(dynamo={dynamo})"
+            if dynamic_shapes is not None:
+                art.notes["ort"] += (f", dynamic_shapes={describe_dynamic(dynamic_shapes)}" if dynamo else
+                                     f", dynamic_axes={_onnx_dynamic(dynamic_shapes, False)['dynamic_axes']}")
             break
         except Exception as e:  # noqa: BLE001 - any exporter failure
             errors.append(first_line(e))
@@ -239,7 +289,7 @@ def _prepare_onnx(art: Artifacts, module, inputs, cache: Path, log: Log) -> None
 
 
 def _prepare_executorch(art: Artifacts, module, inputs, cache: Path, et_python: str | None, log: Log,
-                        timeout: float) -> None:
+                        timeout: float, dynamic_shapes: object = None) -> None:
     runtimes = [rt for rt in ("et_xnnpack", "et_portable") if not _cached(art, cache, rt)]
     if not runtimes:
         return
@@ -250,21 +300,24 @@ def _prepare_executorch(art: Artifacts, module, inputs, cache: Path, et_python: 
     program = cache / "model.pt2"
     if not program.exists():
         try:
-            torch.export.save(torch.export.export(module, inputs), str(program))
+            torch.export.save(torch.export.export(module, inputs, dynamic_shapes=dynamic_shapes), str(program))
         except Exception as e:  # noqa: BLE001
             for rt in runtimes:
                 art.files[rt], art.status[rt] = None, f"unsupported: torch.export: {first_line(e)}"
                 _remember(art, cache, rt, "")
             return
+    shapes = "" if dynamic_shapes is None else f", from torch.export(dynamic_shapes={describe_dynamic(dynamic_shapes)})"
     for rt in runtimes:
-        _lower(art, rt, program, cache, et_python, log, timeout)
+        _lower(art, rt, program, cache, et_python, log, timeout, shapes)
 
 
-def _lower(art: Artifacts, rt: str, program: Path, cache: Path, et_python: str, log: Log, timeout: float) -> None:
+def _lower(art: Artifacts, rt: str, program: Path, cache: Path, et_python: str, log: Log, timeout: float,
+           shapes: str = "") -> None:
     """One ExecuTorch flavor (et_lower.py in the ExecuTorch environment)."""
     flavor = rt.removeprefix("et_")
     out = cache / f"{rt}.pte"
-    art.notes[rt] = "XnnpackPartitioner() (fp32)" if flavor == "xnnpack" else "no partitioner (portable kernels)"
+    how = "XnnpackPartitioner() (fp32)" if flavor == "xnnpack" else "no partitioner (portable kernels)"
+    art.notes[rt] = how + shapes
     log(f"  {rt}: lowering in the ExecuTorch environment (at most {timeout:.0f} s) ...")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     cmd = [et_python, str(BENCH / "et_lower.py"), str(program), f"--{flavor}", str(out)]

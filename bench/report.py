@@ -82,11 +82,14 @@ def markdown(results: dict) -> str:
     threads = [str(t) for t in results["settings"]["threads"]]
     lines = _header(results)
     lines += _latency_table(results, models, threads)
+    lines += _dynamic_table(results, threads)
     lines += _load_table(results, models, threads[0])
+    lines += _first_run_table(results, models, threads)
     lines += _size_table(results, models)
     lines += _baseline_table(results, models, threads)
     lines += _gemm_table(results)
     lines += _goals(results, models, threads)
+    lines += _goals_26(results, models, threads)
     lines += _problems(results, models, threads)
     lines += _how(results)
     return "\n".join(lines) + "\n"
@@ -158,18 +161,100 @@ def _load_table(results: dict, models: list[str], t: str) -> list[str]:
     return lines + [""]
 
 
+def _file_bytes(results: dict, model: str, rt: str) -> int | None:
+    sizes = [r.get(rt, {}).get("file_bytes") for r in results["models"][model]["threads"].values()]
+    return next((s for s in sizes if s), None)
+
+
 def _size_table(results: dict, models: list[str]) -> list[str]:
-    lines = ["## File size (MB)", "", "| model | " + " | ".join(LABELS[rt] for rt in _runtimes(results)) + " |",
-             "|---|" + "---|" * len(_runtimes(results))]
+    """File sizes, and each against the float weights' bytes where the run
+    recorded them (results before issue 26 did not)."""
+    weights = any(results["models"][m].get("weights_bytes") for m in models)
+    lines = ["## File size (MB" + ("; in brackets: / the float weights' bytes" if weights else "") + ")", "",
+             "| model | " + ("float weights | " if weights else "")
+             + " | ".join(LABELS[rt] for rt in _runtimes(results)) + " |",
+             "|---|" + "---|" * (len(_runtimes(results)) + weights)]
     for model in models:
-        cells = []
+        w = results["models"][model].get("weights_bytes")
+        cells = [f"{w / 1e6:.1f}" if w else "-"] if weights else []
         for rt in _runtimes(results):
-            sizes = [r.get(rt, {}).get("file_bytes") for r in results["models"][model]["threads"].values()]
-            size = next((s for s in sizes if s), None)
+            size = _file_bytes(results, model, rt)
             status = results["models"][model]["export"][rt]["status"] or ""
-            cells.append(f"{size / 1e6:.1f}" if size else _short(status))
+            ratio = f" ({_bold_over(size / w, 1.02, 3)})" if size and w else ""
+            cells.append(f"{size / 1e6:.1f}{ratio}" if size else _short(status))
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    return lines + ["", "PyTorch eager's file is its state_dict (torch.save).", ""]
+    notes = ["", "PyTorch eager's file is its state_dict (torch.save)."]
+    if weights:
+        notes.append("Float weights: the bytes of the model's float parameters and buffers, each tensor once (tied "
+                     "weights counted once); what a file that stores them as they are cannot go below. In **bold**: "
+                     "above the goal of issue 26, 1.02x.")
+    return lines + notes + [""]
+
+
+def _bold_over(ratio: float, goal: float, digits: int = 2) -> str:
+    """A ratio, in bold when it misses a goal of at most `goal`."""
+    text = f"{ratio:.{digits}f}x"
+    return f"**{text}**" if ratio > goal else text
+
+
+def _dynamic_table(results: dict, threads: list[str]) -> list[str]:
+    """Each dynamic-shape model beside its static twin at the same size."""
+    pairs = [(m, e["static"]) for m, e in results["models"].items() if e.get("static") in results["models"]]
+    if not pairs:
+        return []
+    lines = ["## Dynamic shapes: the dynamic export against the static one at the same size", "",
+             "Each cell: dynamic / static median (in brackets: the dynamic and the static median, ms); then the "
+             "ratio of the two medians within each round, median (min-max) over the rounds. The dynamic file is "
+             "exported once with a dynamic dim (see the model's description below) and timed at the size of the "
+             "static file beside it, each runtime's two files in the same interleaved rounds; PyTorch eager runs "
+             "the same module for both, so its ratios show the noise. In **bold**: above the goal of issue 26, "
+             "1.1x.", "",
+             "| dynamic model | static model | threads | " + " | ".join(LABELS[rt] for rt in _runtimes(results)) + " |",
+             "|---|---|---|" + "---|" * len(_runtimes(results))]
+    for dyn, static in pairs:
+        for t in threads:
+            cells = [_dynamic_cell(_result(results, dyn, t, rt), _result(results, static, t, rt))
+                     for rt in _runtimes(results)]
+            lines.append(f"| {dyn} | {static} | {t} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines += [f"- {dyn}: {results['models'][dyn]['description']}" for dyn, _ in pairs]
+    return lines + [""]
+
+
+def _dynamic_cell(dyn: dict, static: dict) -> str:
+    a, b = _median(dyn), _median(static)
+    if a is not None and b is not None:
+        per = sorted(x / y for x, y in zip(_round_medians(dyn), _round_medians(static)))
+        rounds = f"; rounds {per[(len(per) - 1) // 2]:.2f}x ({per[0]:.2f}-{per[-1]:.2f})" if per else ""
+        return f"{_bold_over(a / b, 1.1)} ({_ms(a)} / {_ms(b)}){rounds}"
+    if a is None:  # why the dynamic file has no figure, in the cell itself
+        status = dyn.get("status", "")
+        why = status if status.startswith(("unsupported", "error", "wrong output", "too slow")) else _short(status)
+        return "dynamic: " + (why[:120] + ("..." if len(why) > 120 else "")).replace("|", "/")
+    return f"{_ms(a)} / static: {_short(static.get('status', ''))}"
+
+
+def _first_run(res: dict) -> tuple[float, float] | None:
+    """(first run ms, first run / median) of a timed runtime."""
+    m = _median(res)
+    return (res["first_run_ms"], res["first_run_ms"] / m) if m and res.get("first_run_ms") is not None else None
+
+
+def _first_run_table(results: dict, models: list[str], threads: list[str]) -> list[str]:
+    lines = ["## First run against the steady state", "",
+             "Each cell: the first run after load (in the fresh process, after the file is loaded) / the median "
+             "of the timed runs; in brackets the first run, ms. In **bold**: above the goal of issue 26, 1.2x.", "",
+             "| model | threads | " + " | ".join(LABELS[rt] for rt in _runtimes(results)) + " |",
+             "|---|---|" + "---|" * len(_runtimes(results))]
+    for model in models:
+        for t in threads:
+            cells = []
+            for rt in _runtimes(results):
+                res = _result(results, model, t, rt)
+                fr = _first_run(res)
+                cells.append(f"{_bold_over(fr[1], 1.2)} ({_ms(fr[0])})" if fr else _short(res.get("status", "")))
+            lines.append(f"| {model} | {t} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _round_medians(res: dict) -> list[float]:
@@ -268,6 +353,38 @@ def _goals(results: dict, models: list[str], threads: list[str]) -> list[str]:
     return lines + [""]
 
 
+def _goals_26(results: dict, models: list[str], threads: list[str]) -> list[str]:
+    """Issue 26's goals for Tern: a dynamic export as fast as the static one,
+    a first run as fast as the steady state, a file no bigger than its weights."""
+    dynamic, first, size = [], [], []
+    for model in models:
+        entry = results["models"][model]
+        for t in threads:
+            tern = _result(results, model, t, "tern")
+            static = entry.get("static")
+            if static in results["models"]:
+                a, b = _median(tern), _median(_result(results, static, t, "tern"))
+                if a is not None and b is not None:
+                    dynamic.append((f"{model} {t}t", a / b))
+            fr = _first_run(tern)
+            if fr:
+                first.append((f"{model} {t}t", fr[1]))
+        w, f = entry.get("weights_bytes"), _file_bytes(results, model, "tern")
+        if w and f:
+            size.append((model, f / w))
+    lines = ["## Goals (issue 26), Tern", ""]
+    for what, ratios, goal in [("Dynamic export at most 1.1x the static one's median at the same size", dynamic, 1.1),
+                               ("First run at most 1.2x the median", first, 1.2),
+                               ("File at most 1.02x the float weights' bytes", size, 1.02)]:
+        if not ratios:
+            lines.append(f"- {what}: no figures.")
+            continue
+        misses = [f"{name} {r:.2f}x" for name, r in ratios if r > goal]
+        lines.append(f"- {what}: {'met' if not misses else 'not met'} ({len(ratios) - len(misses)} of {len(ratios)} "
+                     f"met" + (f"; misses: {', '.join(misses)}" if misses else "") + ").")
+    return lines + [""]
+
+
 def _ratio_goal(results: dict, models: list[str], t: str, key: str, limit: float, what: str) -> str:
     ratios, misses = [], []
     for model in models:
@@ -305,6 +422,11 @@ def _how(results: dict) -> list[str]:
     extra = sorted(f"{LABELS[rt]}: {note}" for rt, note in notes if rt == "ort" and "dynamo=False" in note)
     if extra:
         lines.append("- Models ONNX took through the TorchScript exporter: " + "; ".join(extra))
+    for model, entry in results["models"].items():
+        if entry.get("static"):
+            notes = [f"{LABELS[rt]}: {entry['export'][rt]['note']}" for rt in _runtimes(results)
+                     if entry["export"].get(rt, {}).get("note")]
+            lines.append(f"- {model}, the dynamic export: " + "; ".join(notes))
     return lines + [""]
 
 
@@ -319,28 +441,47 @@ def chart(results: dict, path: Path) -> None:
 
     models = list(results["models"])
     threads = [str(t) for t in results["settings"]["threads"]]
-    rows = len(threads) + 1
+    rows = len(threads) + 2
     fig, axes = plt.subplots(rows, 1, figsize=(max(9, 1.5 * len(models) + 3), 3.4 * rows + 1.2), squeeze=False)
     for ax, t in zip(axes[:, 0], threads):
-        _bars(ax, results, models, t, "median_ms",
+        _bars(ax, results, models, t, _latency,
               f"Median latency, {t} thread{'s' if t != '1' else ''} (ms, log scale; lower is better)")
-    _bars(axes[-1, 0], results, models, threads[0], "first_output_ms",
+        ax.set_xticklabels([_tick(results, model, t) for model in models], fontsize=9)
+    _bars(axes[-2, 0], results, models, threads[0], lambda res: res.get("first_output_ms"),
           f"Load-to-first-output in a fresh process, {threads[0]} thread (ms, log scale)")
+    _bars(axes[-1, 0], results, models, threads[0], lambda res: (_first_run(res) or (None, None))[1],
+          f"First run / median, {threads[0]} thread (log scale; dashed: issue 26's goal, 1.2x)", goal=1.2)
     m = results["machine"]
     fig.suptitle(f"Tern side by side, {results['date']} ({m['cpu']}, {m['logical_cpus']} CPUs)", fontsize=12,
                  y=0.995)
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[rt]) for rt in _runtimes(results)]
     fig.legend(handles, [LABELS[rt] for rt in _runtimes(results)], loc="upper center", ncol=len(_runtimes(results)), frameon=False,
                bbox_to_anchor=(0.5, 0.975), fontsize=9)
-    fig.text(0.5, 0.005, "Red labels: Tern's time / the fastest peer's (below 1.0x: Tern is faster).   "
+    fig.text(0.5, 0.005, "Red labels: Tern's time / the fastest peer's (below 1.0x: Tern is faster); under a "
+             "dynamic model's name, Tern's dynamic / static median at that size.\n"
              "x: no figure (unsupported, wrong output or too slow; see the .md).", ha="center", va="bottom",
              fontsize=8, color="#444444")
-    fig.tight_layout(rect=(0, 0.02, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _bars(ax, results: dict, models: list[str], t: str, key: str, title: str) -> None:
+def _latency(res: dict) -> float | None:
+    return _median(res)
+
+
+def _tick(results: dict, model: str, t: str) -> str:
+    """A model's name; under a dynamic model's, Tern's dynamic / static median."""
+    static = results["models"][model].get("static")
+    if static not in results["models"]:
+        return model
+    a, b = _median(_result(results, model, t, "tern")), _median(_result(results, static, t, "tern"))
+    return model + (f"\nTern dyn / static {a / b:.2f}x" if a is not None and b is not None else "")
+
+
+def _bars(ax, results: dict, models: list[str], t: str, value, title: str, goal: float | None = None) -> None:
+    """One panel: for each model, a bar per runtime of value(result); Tern's
+    latency bars labelled with its ratio to the fastest peer."""
     from matplotlib.ticker import FuncFormatter
 
     width = 0.8 / len(_runtimes(results))
@@ -350,21 +491,28 @@ def _bars(ax, results: dict, models: list[str], t: str, key: str, title: str) ->
         for i, model in enumerate(models):
             res = _result(results, model, t, rt)
             x = i - 0.4 + width * (j + 0.5)
-            v = res.get(key) if (key != "median_ms" or res.get("status") == "ok") else None
+            v = value(res)
             if not v:
                 ax.annotate("x", (x, 0), xycoords=("data", "axes fraction"), ha="center", va="bottom",
                             fontsize=9, color=COLORS[rt], xytext=(0, 2), textcoords="offset points")
                 continue
             values.append(v)
             ax.bar(x, v, width, color=COLORS[rt])
-            if rt == "tern" and key == "median_ms":
+            if rt == "tern" and value is _latency:
                 _, best = _fastest_peer(results, model, t)
                 if best:
                     ax.annotate(f"{v / best:.1f}x", (x, v), ha="center", va="bottom", fontsize=8,
                                 color=COLORS["tern"], fontweight="bold", xytext=(0, 2), textcoords="offset points")
-    if values:
-        ax.set_ylim(min(values) / 2.5, max(values) * 3)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    if goal is None:
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+        if values:
+            ax.set_ylim(min(values) / 2.5, max(values) * 3)
+    else:  # a ratio: a narrower range, its minor ticks labelled too
+        ax.axhline(goal, color="#444444", linestyle="--", linewidth=0.8)
+        values.append(goal)
+        ax.set_ylim(min(values) / 1.5, max(values) * 1.5)
+        for axis_set in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+            axis_set(FuncFormatter(lambda y, _: f"{y:g}x"))
     ax.set_xticks(range(len(models)))
     ax.set_xticklabels(models, fontsize=9)
     ax.set_xlim(-0.6, len(models) - 0.4)

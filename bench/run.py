@@ -21,7 +21,9 @@ How (details in bench/README.md):
      eager (a runtime that is off is reported, not timed);
   4. rounds: each round asks every worker in turn (the order rotates) for
      about --round-ms of back-to-back runs; the machine is shared, so noise
-     falls on all runtimes alike; medians and p90s over all runs of all rounds.
+     falls on all runtimes alike; medians and p90s over all runs of all rounds;
+     a dynamic-shape model (models.py: bert_minilm_dyn_*) is timed in the
+     same rounds as the static model it is compared with, when both run.
 
 --baseline REV adds a runtime, tern_base: Tern as it was at commit REV
 (bench/baseline.py builds it once into the cache), exporting and running
@@ -119,26 +121,46 @@ def percentile(xs: list[float], q: float) -> float:
 # ---- one model at one thread count -----------------------------------------
 
 
+Key = tuple[str, str]  # (model, runtime): one worker of a Group
+
+
 class Group:
-    """Every runtime's worker for one model at one thread count."""
+    """Every runtime's worker for one model at one thread count, timed in the
+    same rounds; with `twins`, other models' files too (a dynamic export
+    beside the static one at the same size), each worker keyed (model, runtime).
 
-    def __init__(self, art, threads: int, args: argparse.Namespace, log_dir: Path, skip: dict[str, str]) -> None:
+        group = Group(art, threads, args, log_dir, skip, twins=[dynamic_art])
+        for r in range(args.rounds):
+            group.round(r)
+        group.finish()                 # art's results by runtime
+        group.of(dynamic_art.name)     # a twin's
+    """
+
+    def __init__(self, art, threads: int, args: argparse.Namespace, log_dir: Path, skip: dict[Key, str],
+                 twins: list = ()) -> None:
         self.art, self.threads, self.args = art, threads, args
-        self.results: dict[str, dict] = {}
-        self.workers: dict[str, Worker] = {}
-        self.estimate: dict[str, float] = {}
-        self.samples: dict[str, list[float]] = {}
-        self.round_sizes: dict[str, list[int]] = {}  # runs of each round, in order
-        for rt in args.runtimes:
-            if art.status.get(rt) != "ok":
-                self.results[rt] = {"status": art.status.get(rt, "not run")}
-            elif rt in skip:
-                self.results[rt] = {"status": skip[rt]}
-            else:
-                self.start(rt, log_dir)
+        self.arts = {a.name: a for a in [art, *twins]}
+        self.results: dict[Key, dict] = {}
+        self.workers: dict[Key, Worker] = {}
+        self.estimate: dict[Key, float] = {}
+        self.samples: dict[Key, list[float]] = {}
+        self.round_sizes: dict[Key, list[int]] = {}  # runs of each round, in order
+        for a in self.arts.values():
+            for rt in args.runtimes:
+                key = (a.name, rt)
+                if a.status.get(rt) != "ok":
+                    self.results[key] = {"status": a.status.get(rt, "not run")}
+                elif key in skip:
+                    self.results[key] = {"status": skip[key]}
+                else:
+                    self.start(key, log_dir)
 
-    def start(self, rt: str, log_dir: Path) -> None:
-        a = self.args
+    def _label(self, key: Key) -> str:
+        return key[1] if key[0] == self.art.name else f"{key[0]}:{key[1]}"
+
+    def start(self, key: Key, log_dir: Path) -> None:
+        a, (model, rt) = self.args, key
+        art = self.arts[model]
         et = rt.startswith("et_")
         python = a.et_python if et else sys.executable
         env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
@@ -147,71 +169,77 @@ class Group:
         base = getattr(a, "baseline_pylib", None)  # bench/quant.py's settings have none
         if rt == "tern_base":
             env["PYTHONPATH"] = str(base)
-        res: dict = {"file_bytes": file_bytes(self.art.files[rt])}
+        res: dict = {"file_bytes": file_bytes(art.files[rt])}
+        label = self._label(key)
         w = None
         try:
-            w = Worker(python, rt, self.art, self.threads, log_dir, env)
+            w = Worker(python, rt, art, self.threads, log_dir, env)
             res.update(w.ask({"cmd": "load", "warmup": a.warmup, "slow_ms": a.slow_ms}, timeout=a.load_timeout))
         except WorkerError as e:
             if w is not None:
                 w.close()
-            self.results[rt] = {**res, "status": f"error: {e}"}
-            log(f"    {rt:<12} error: {e}")
+            self.results[key] = {**res, "status": f"error: {e}"}
+            log(f"    {label:<12} error: {e}")
             return
         want = base if rt == "tern_base" else None
         if rt.startswith("tern") and not _imported_from(res.get("module_path"), want):
             w.close()
-            self.results[rt] = {**res, "status": f"error: imported tern from {res.get('module_path')}"}
-            log(f"    {rt:<12} {self.results[rt]['status']}")
+            self.results[key] = {**res, "status": f"error: imported tern from {res.get('module_path')}"}
+            log(f"    {label:<12} {self.results[key]['status']}")
             return
         tol = a.atol + a.rtol * res["max_abs_ref"]
         res["tolerance"] = tol
         warm = res.get("warmup_ms") or [res["first_run_ms"]]
-        self.estimate[rt] = statistics.median(warm)
+        self.estimate[key] = statistics.median(warm)
         if not res["max_abs_diff"] <= tol:
             res["status"] = f"wrong output: max abs diff {res['max_abs_diff']:.2e} > {tol:.1e}"
             w.close()
-        elif self.estimate[rt] > a.max_ms:
-            res["status"] = f"too slow to time: one run takes {self.estimate[rt] / 1e3:.0f} s"
+        elif self.estimate[key] > a.max_ms:
+            res["status"] = f"too slow to time: one run takes {self.estimate[key] / 1e3:.0f} s"
             w.close()
         else:
             res["status"] = "ok"
-            self.workers[rt] = w
-            self.samples[rt] = []
-            self.round_sizes[rt] = []
-        self.results[rt] = res
-        log(f"    {rt:<12} load-to-first-output {res['first_output_ms']:9.1f} ms, "
+            self.workers[key] = w
+            self.samples[key] = []
+            self.round_sizes[key] = []
+        self.results[key] = res
+        log(f"    {label:<12} load-to-first-output {res['first_output_ms']:9.1f} ms, "
             f"RSS +{res['rss_growth_mb']:6.1f} MB, max abs diff {res['max_abs_diff']:.1e}: {res['status']}")
 
     def round(self, r: int) -> None:
         a = self.args
         live = list(self.workers)
         order = live[r % len(live):] + live[:r % len(live)] if live else []
-        for rt in order:
-            est = self.estimate[rt]
+        for key in order:
+            est = self.estimate[key]
             if est > a.slow_ms and r >= a.slow_rounds:
                 continue  # slow runtimes are timed in the first --slow-rounds rounds only
             iters = max(1, min(a.max_iters, round(a.round_ms / max(est, 1e-3))))
             try:
-                ms = self.workers[rt].ask({"cmd": "run", "iters": iters}, timeout=a.load_timeout + iters * est / 1e3)
+                ms = self.workers[key].ask({"cmd": "run", "iters": iters}, timeout=a.load_timeout + iters * est / 1e3)
             except WorkerError as e:
-                self.results[rt]["status"] = f"error: {e}"
-                self.workers.pop(rt).close()
+                self.results[key]["status"] = f"error: {e}"
+                self.workers.pop(key).close()
                 continue
-            self.samples[rt] += ms["ms"]
-            self.round_sizes[rt].append(len(ms["ms"]))
+            self.samples[key] += ms["ms"]
+            self.round_sizes[key].append(len(ms["ms"]))
             time.sleep(a.pause_ms / 1e3)  # let the last runtime's spinning threads go to sleep
-        cells = ", ".join(f"{rt} {statistics.median(s):.1f}" for rt, s in self.samples.items() if s)
+        cells = ", ".join(f"{self._label(k)} {statistics.median(s):.1f}" for k, s in self.samples.items() if s)
         log(f"    round {r + 1}/{a.rounds}: median ms so far: {cells}")
 
     def finish(self) -> dict[str, dict]:
-        for rt, w in self.workers.items():
+        """Closes the workers; the first model's results by runtime (twins': of())."""
+        for key, w in self.workers.items():
             w.close()
-            s = self.samples[rt]
-            self.results[rt].update(median_ms=statistics.median(s), p90_ms=percentile(s, 0.9),
-                                    min_ms=min(s), n=len(s), samples_ms=[round(x, 4) for x in s],
-                                    round_sizes=self.round_sizes[rt])
-        return self.results
+            s = self.samples[key]
+            self.results[key].update(median_ms=statistics.median(s), p90_ms=percentile(s, 0.9),
+                                     min_ms=min(s), n=len(s), samples_ms=[round(x, 4) for x in s],
+                                     round_sizes=self.round_sizes[key])
+        self.workers = {}
+        return self.of(self.art.name)
+
+    def of(self, model: str) -> dict[str, dict]:
+        return {rt: res for (m, rt), res in self.results.items() if m == model}
 
 
 def _imported_from(module_path: str | None, pylib: Path | None) -> bool:
@@ -427,26 +455,58 @@ def main() -> int:
             log(f"[{i + 1}/{len(args.models)}] {name}: exporting ...")
             arts.append(prepare_model(name, work, Path(args.cache_dir), args.et_python, log, args.lower_timeout,
                                       args.runtimes, args.baseline_pylib))
-        for i, art in enumerate(arts):
-            entry = {"description": MODELS[art.name].description, "input_shapes": art.input_shapes,
-                     "export": {rt: {"status": art.status.get(rt), "note": art.notes.get(rt)} for rt in RUNTIMES},
-                     "threads": {}}
-            skip: dict[str, str] = {}
+        entries: dict[str, dict] = {}
+        skip: dict[tuple[str, str], str] = {}  # (model, runtime): why it is not run at more threads
+        groups = _groups(arts)
+        for i, group_arts in enumerate(groups):
+            names = " + ".join(art.name for art in group_arts)
+            for art in group_arts:
+                entries[art.name] = _entry(MODELS[art.name], art)
             for threads in args.threads:
-                log(f"[{i + 1}/{len(arts)}] {art.name}, {threads} thread(s): loading in fresh processes ...")
-                group = Group(art, threads, args, logs, skip)
+                log(f"[{i + 1}/{len(groups)}] {names}, {threads} thread(s): loading in fresh processes ...")
+                group = Group(group_arts[0], threads, args, logs, skip, twins=group_arts[1:])
                 for r in range(args.rounds):
                     group.round(r)
-                entry["threads"][str(threads)] = group.finish()
-                for rt, res in group.results.items():  # not worth a second try at more threads
+                group.finish()
+                for (model, rt), res in group.results.items():  # not worth a second try at more threads
                     if res.get("status", "").startswith(("too slow", "wrong output", "error")):
-                        skip[rt] = f"skipped: at {threads} thread(s), {res['status']}"
-            results["models"][art.name] = entry
+                        skip[(model, rt)] = f"skipped: at {threads} thread(s), {res['status']}"
+                for art in group_arts:
+                    entries[art.name]["threads"][str(threads)] = group.of(art.name)
+            results["models"] = {name: entries[name] for name in args.models if name in entries}
             _write(results, out, started)  # partial results survive an interrupted run
     finish_probes(results["probes"], Path(args.build_dir), args.threads)
     _write(results, out, started)
     log(f"done in {(time.time() - started) / 60:.1f} min: {out}.json, {out}.md, {out}.png")
     return 0
+
+
+def _groups(arts: list) -> list[list]:
+    """The models timed in the same rounds: a dynamic export with the static
+    export it is compared with (models.ModelSpec.static), when both run."""
+    from models import MODELS
+
+    names = {art.name for art in arts}
+    groups: dict[str, list] = {}  # by the static model's name, that one first
+    for art in arts:
+        static = MODELS[art.name].static
+        lead = static if static in names else art.name
+        group = groups.setdefault(lead, [])
+        if lead == art.name:
+            group.insert(0, art)
+        else:
+            group.append(art)
+    return list(groups.values())
+
+
+def _entry(spec, art) -> dict:
+    """A model's entry in the results, before its timings."""
+    entry = {"description": spec.description, "input_shapes": art.input_shapes, "weights_bytes": art.weights_bytes,
+             "export": {rt: {"status": art.status.get(rt), "note": art.notes.get(rt)} for rt in RUNTIMES},
+             "threads": {}}
+    if spec.dynamic_shapes is not None:  # the report sets it beside its static twin
+        entry["static"] = spec.static
+    return entry
 
 
 def _write(results: dict, out: Path, started: float) -> None:

@@ -57,3 +57,87 @@ def test_run_py_default_arguments_parse(monkeypatch) -> None:
     assert "tern" in args.runtimes and "tern_base" not in args.runtimes
     monkeypatch.setattr(sys, "argv", ["run.py", "--baseline", "abc1234"])
     assert "tern_base" in run.parse_args().runtimes
+
+
+# ---- issue 26: dynamic against static, first run, file against weights ------
+
+
+def _issue26_results() -> dict:
+    def ok(median: float, first: float, size: int) -> dict:
+        return {"status": "ok", "median_ms": median, "first_run_ms": first, "file_bytes": size}
+
+    export = {rt: {"status": "ok"} for rt in report.RUNTIMES}
+    return {"settings": {"runtimes": ["tern", "torch", "et_xnnpack"], "threads": [1]},
+            "models": {
+                "s": {"weights_bytes": 1000, "export": export, "threads": {"1": {
+                    "tern": ok(10.0, 11.0, 1010), "torch": ok(20.0, 30.0, 1000), "et_xnnpack": ok(8.0, 40.0, 1000)}}},
+                "d": {"weights_bytes": 1000, "static": "s", "description": "s, dynamic",
+                      "export": {**export, "et_xnnpack": {"status": "unsupported: dynamic dim"}}, "threads": {"1": {
+                    "tern": ok(30.0, 30.0, 1100), "torch": ok(21.0, 21.0, 1000),
+                    "et_xnnpack": {"status": "unsupported: XnnpackPartitioner: dynamic dim | refused"}}}}}}
+
+
+def test_dynamic_table_gives_ratio_to_static_and_why_not() -> None:
+    text = "\n".join(report._dynamic_table(_issue26_results(), ["1"]))
+    # Tern 30 / 10 misses 1.1x (bold); eager 21 / 20 within; ExecuTorch says why, a pipe escaped
+    assert "| d | s | 1 | **3.00x** (30.0 / 10.0) | 1.05x (21.0 / 20.0) | dynamic: unsupported: " \
+           "XnnpackPartitioner: dynamic dim / refused |" in text
+
+
+def test_first_run_table_and_size_table_give_ratios() -> None:
+    results = _issue26_results()
+    first = "\n".join(report._first_run_table(results, ["s"], ["1"]))
+    assert "| s | 1 | 1.10x (11.0) | **1.50x** (30.0) | **5.00x** (40.0) |" in first
+    size = "\n".join(report._size_table(results, ["s", "d"]))
+    assert "| d | 0.0 | 0.0 (**1.100x**) | 0.0 (1.000x) | unsupported |" in size
+
+
+def test_goals_26_lists_misses() -> None:
+    text = "\n".join(report._goals_26(_issue26_results(), ["s", "d"], ["1"]))
+    assert "Dynamic export at most 1.1x the static one's median at the same size: not met (0 of 1 met; " \
+           "misses: d 1t 3.00x)" in text
+    assert "First run at most 1.2x the median: met (2 of 2 met)" in text
+    assert "File at most 1.02x the float weights' bytes: not met (1 of 2 met; misses: d 1.10x)" in text
+
+
+def test_older_results_without_weights_keep_the_size_table() -> None:
+    results = _issue26_results()
+    for entry in results["models"].values():
+        del entry["weights_bytes"]
+    size = "\n".join(report._size_table(results, ["s"]))
+    assert "| model | Tern | PyTorch eager | ExecuTorch XNNPACK |" in size and "| s | 0.0 | 0.0 | 0.0 |" in size
+    assert "File at most 1.02x the float weights' bytes: no figures." in "\n".join(
+        report._goals_26(results, ["s"], ["1"]))
+
+
+def test_dynamic_models_are_timed_with_their_static_twin() -> None:
+    import run  # noqa: E402  bench/run.py
+
+    class Art:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    names = ["bert_minilm_dyn_32", "resnet18", "bert_minilm_32", "bert_minilm_dyn_128"]
+    groups = [[a.name for a in g] for g in run._groups([Art(n) for n in names])]
+    # the static model leads its group; a dynamic model without its twin runs alone
+    assert groups == [["bert_minilm_32", "bert_minilm_dyn_32"], ["resnet18"], ["bert_minilm_dyn_128"]]
+
+
+def test_float_weight_bytes_counts_tied_weights_once() -> None:
+    import torch
+    from models import float_weight_bytes  # noqa: E402  bench/models.py
+
+    emb = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight  # tied
+    model = torch.nn.Sequential(emb, head)
+    model.register_buffer("ids", torch.arange(3))  # not float: not counted
+    model.register_buffer("scale", torch.ones(5))
+    assert float_weight_bytes(model) == (40 + 5) * 4
+
+
+def test_dynamic_cell_gives_the_per_round_ratios() -> None:
+    static = _res([[10.0, 10.0], [20.0], [10.0]])  # a noisy middle round falls on both
+    dynamic = _res([[11.0, 11.0], [24.0], [10.5]])
+    # 1.1x is within the goal ("at most"): not bold
+    assert report._dynamic_cell(dynamic, static) == "1.10x (11.0 / 10.0); rounds 1.10x (1.05-1.20)"
