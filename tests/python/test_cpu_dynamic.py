@@ -132,3 +132,18 @@ def test_the_size_fields_the_exporter_writes_are_each_tables_long_fields_in_orde
     for name, body in with_exprs.items():
         longs = tuple(re.findall(r"^\s*(\w+): long\b", body, flags=re.M))
         assert SIZE_FIELDS[name] == longs, name
+
+
+def test_an_index_computed_from_sizes_stays_portable_and_matches_eager(tmp_path: Path) -> None:
+    class Last(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x[:, x.shape[1] - 1]) * 2.0  # select at s - 1: its index is no constant
+
+    model = Last().eval()
+    program, cpu = _export(model, (torch.randn(2, 7, 8),), {"x": {1: Dim("s", min=2, max=16)}}, tmp_path / "last.tern")
+    assert "aten::select.int" in _methods(program)["operators"], cpu.report()
+    assert "index computed from sizes" in cpu.report()
+    module = tern.load(str(tmp_path / "last.tern"))
+    for length in (16, 3, 9):
+        x = torch.randn(2, length, 8)
+        assert_close(module(x)[0], model(x), what=f"length {length}")

@@ -60,7 +60,9 @@ def slice_of(node: Any) -> tuple[int, int, int] | None:
     dim = int(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % len(size)
     unit = math.prod(size[dim + 1:])
     if name == "aten::select.int":
-        index = int(node.args[2])
+        if not isinstance(node.args[2], int):
+            return None  # an index computed from sizes
+        index = node.args[2]
         return math.prod(size[:dim]), (index if index >= 0 else size[dim] + index) * unit, unit
     if name == "aten::slice.Tensor":
         args = list(node.args) + [None] * 5
@@ -86,8 +88,10 @@ def split_of(node: Any) -> tuple[int, list[int]] | None:
         return None
     dim = int(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % len(size)
     if name == "aten::split_with_sizes":
-        return dim, [int(s) for s in node.args[1]]
-    step = int(node.args[1])
+        return (dim, list(node.args[1])) if all(isinstance(s, int) for s in node.args[1]) else None
+    if not isinstance(node.args[1], int):
+        return None  # a piece size computed from sizes
+    step = node.args[1]
     return dim, [min(step, size[dim] - start) for start in range(0, size[dim], step)] if step > 0 else None
 
 
@@ -140,11 +144,13 @@ def supports_permute(node: Any) -> str | None:
 
 
 def supports_split(node: Any) -> str | None:
-    return None if split_of(node) is not None else "a split with a step that is not positive"
+    return None if split_of(node) is not None else ("a split with a step that is not positive, or pieces "
+                                                     "computed from sizes")
 
 
 def supports_slice(node: Any) -> str | None:
-    return None if slice_of(node) is not None else "a slice with a step other than 1, or of a 0-d tensor"
+    return None if slice_of(node) is not None else ("a slice with a step other than 1, of a 0-d tensor, or "
+                                                     "with an index computed from sizes")
 
 
 def supports_getitem(node: Any) -> str | None:
