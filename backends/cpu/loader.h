@@ -62,6 +62,11 @@ struct ValueInfo {
   int64_t numel;
   bool writable;
   bool constant;  // in the payload's weights: bytes the file holds, the same at load and at every run
+  // A 3x3 kernel that Winograd Convs read (cpu.fbs Conv.winograd_element):
+  // its 16 packed elements (pack_winograd_weights), computed at load by the
+  // first Conv that reads it as a c -> oc kernel, with that c; nullptr before.
+  const float* winograd;
+  int64_t winograd_c;
 };
 
 // Everything load_cpu_program builds, while it builds it.
