@@ -30,8 +30,9 @@ class CpuOptions:
     # G g G^T and packs it at load (cpu.fbs Conv.winograd_element, payload
     # version 5), so the file is no bigger than the weights. True: the file
     # holds G g G^T already packed, 16/9 the kernel's bytes (resnet18: 75.9 MB
-    # instead of 46.8 MB), and load does no work (measured 2026-12-07,
-    # resnet18, 1 thread: the transform adds about 30 ms to load).
+    # instead of 46.8 MB), used in place: no work at load (measured
+    # 2026-12-07, resnet18, 1 thread: the transform takes load from 0.3 ms
+    # to 27 ms; steady latency the same).
     winograd_expanded_weights: bool = False
     # Row chains (cpu.fbs Conv.fuse_next): a pointwise convolution, the
     # depthwise one that alone reads its output and, where it alone reads the
