@@ -6,8 +6,9 @@
 // transposed convolutions, concats; cpu_chain.tern: row chains, Conv.fuse_next;
 // cpu_qs8.tern: version 3, int8 values, QConv, Quantize, Dequantize;
 // cpu_qs8_ops, cpu_qs8_dynamic, cpu_qs4_weight: QPool, QBinary,
-// DynamicQuantize, QLinear, WLinear; cpu_ops_v2's Winograd convolutions
-// carry their kernels transformed, as payloads before version 5 did)
+// DynamicQuantize, QLinear, WLinear; cpu_winograd_v5: version 5, Winograd
+// kernels transformed at load, Conv.winograd_element, where cpu_ops_v2's
+// carry them transformed, as payloads before version 5 did)
 // byte by byte and at random, loads and runs each mutant. Under
 // `make test-sanitize` ASan and UBSan watch.
 #include <gtest/gtest.h>
@@ -142,7 +143,8 @@ class CpuPayload : public ::testing::TestWithParam<const char*> {
     EXPECT_EQ(o.step, "Method::load");
     const uint8_t* p = m.data() + payload_begin;
     const uint32_t version = uint32_t(p[4]) | uint32_t(p[5]) << 8 | uint32_t(p[6]) << 16 | uint32_t(p[7]) << 24;
-    const bool bad_version = memcmp(p, "TCPU", 4) == 0 && (version < 1 || version > 3);
+    const uint32_t newest = 5;  // backends/cpu/loader.cpp kVersion
+    const bool bad_version = memcmp(p, "TCPU", 4) == 0 && (version < 1 || version > newest);
     EXPECT_EQ(o.error, bad_version ? Error::NotSupported : Error::InvalidProgram);
     EXPECT_NE(o.message.find("(backend cpu)"), std::string::npos);
     if (bad_version) {
@@ -569,7 +571,7 @@ TEST_F(CpuCrafted, test_a_wlinear_is_refused_unless_bits_and_groups_fit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8", "cpu_qs8_ops",
-                                                             "cpu_qs8_dynamic", "cpu_qs4_weight"),
+                                                             "cpu_qs8_dynamic", "cpu_qs4_weight", "cpu_winograd_v5"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 // Conv.winograd_element (version 5): a 1x1 Conv whose weights are a 3x3
