@@ -438,6 +438,57 @@ void pack_conv_weights(const ConvGeometry& g, const float* weight, const float* 
   }
 }
 
+size_t winograd_element_floats(int64_t c, int64_t oc) {
+  return size_t(ceil_div(oc, kPanel)) * kPanel * (1 + size_t(c));
+}
+
+// One panel (16 output channels) at a time, input channel by input channel:
+// the panel's 16 kernels are gathered lane-minor, so that both halves of
+// G g G^T (G down the columns, then along the rows) are loops over the 16
+// lanes the compiler vectorizes, and every element lands as one contiguous
+// row of 16 floats in its packed panel. Lanes past oc stay zero.
+void pack_winograd_weights(int64_t c, int64_t oc, const float* weight, float* packed) {
+  const size_t element = winograd_element_floats(c, oc), panel_floats = size_t(kPanel) * (1 + size_t(c));
+  const int64_t panels = ceil_div(oc, kPanel);
+  for (int t = 0; t < 16; ++t) {  // bias rows (zero) of every panel
+    for (int64_t p = 0; p < panels; ++p) memset(packed + t * element + size_t(p) * panel_floats, 0, sizeof(float) * kPanel);
+  }
+  float g[9][kPanel], r[4][3][kPanel];  // g: taps (row-major 3x3) by lane; r = G g, 4 x 3
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t lanes = oc - p * kPanel < kPanel ? oc - p * kPanel : kPanel;
+    memset(g, 0, sizeof(g));
+    for (int64_t ci = 0; ci < c; ++ci) {
+      for (int64_t lane = 0; lane < lanes; ++lane) {
+        const float* k = weight + ((p * kPanel + lane) * c + ci) * 9;
+        for (int tap = 0; tap < 9; ++tap) g[tap][lane] = k[tap];
+      }
+      for (int j = 0; j < 3; ++j) {  // column j: G's rows (1 0 0), (1 1 1)/2, (1 -1 1)/2, (0 0 1)
+        for (int l = 0; l < kPanel; ++l) {
+          const float top = g[j][l], mid = g[3 + j][l], bottom = g[6 + j][l];
+          r[0][j][l] = top;
+          r[1][j][l] = 0.5f * (top + mid + bottom);
+          r[2][j][l] = 0.5f * (top - mid + bottom);
+          r[3][j][l] = bottom;
+        }
+      }
+      const size_t row = size_t(p) * panel_floats + size_t(kPanel) * (1 + size_t(ci));
+      for (int i = 0; i < 4; ++i) {  // row i of G g, times G^T: elements 4i .. 4i + 3
+        float* u0 = packed + (4 * i) * element + row;
+        float* u1 = u0 + element;
+        float* u2 = u1 + element;
+        float* u3 = u2 + element;
+        for (int l = 0; l < kPanel; ++l) {
+          const float left = r[i][0][l], mid = r[i][1][l], right = r[i][2][l];
+          u0[l] = left;
+          u1[l] = 0.5f * (left + mid + right);
+          u2[l] = 0.5f * (left - mid + right);
+          u3[l] = right;
+        }
+      }
+    }
+  }
+}
+
 void run_conv(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
               const float* residual, float* y, const Epilogue& ep, RunContext& ctx) {
   if (g.depthwise) {

@@ -57,6 +57,15 @@ size_t conv_scratch_bytes(const ConvGeometry& g, const Isa& isa);
 // one serves tests and repacking.
 void pack_conv_weights(const ConvGeometry& g, const float* weight, const float* bias, float* packed);
 
+// Winograd F(2x2, 3x3) weights computed at load (cpu.fbs Conv.winograd_element):
+// for canonical 3x3 kernels g [oc][c][3][3], the 16 elements of G g G^T
+// (ops/conv.cpp has G), each packed as a 1x1 convolution's weights of c ->
+// oc channels with zero bias (pack_conv_weights' layout), element t at
+// packed + t * winograd_element_floats(c, oc). Computed in float32; the
+// exporter's expanded form (double, then rounded) may differ in the last bit.
+size_t winograd_element_floats(int64_t c, int64_t oc);
+void pack_winograd_weights(int64_t c, int64_t oc, const float* weight, float* packed);
+
 // Zeros run_conv reads for padding (c, or kw * c when it reads a kernel
 // row's taps as one run).
 size_t conv_zero_floats(const ConvGeometry& g);

@@ -16,7 +16,8 @@ namespace {
 constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
 // Version 2 added Attention, version 3 int8 values and QConv, Quantize,
 // Dequantize, version 4 bool values (an Attention's mask), version 5 dynamic
-// sizes; an older payload is a newer one without them.
+// sizes and Winograd kernels transformed at load (Conv.winograd_element); an
+// older payload is a newer one without them.
 constexpr uint32_t kVersion = 5;
 
 // The most symbols and expressions a payload may have, and the largest size

@@ -64,6 +64,11 @@ struct ValueInfo {
   bool constant;  // in the payload's weights: bytes the file holds, the same at load and at every run
   bool dynamic;      // version 5: a size is an expression (dyn_sizes), `sizes` those at this call's inputs
   int64_t capacity;  // the elements its storage holds: its sizes' upper bounds' product
+  // A 3x3 kernel that Winograd Convs read (cpu.fbs Conv.winograd_element):
+  // its 16 packed elements (pack_winograd_weights), computed at load by the
+  // first Conv that reads it as a c -> oc kernel, with that c; nullptr before.
+  const float* winograd;
+  int64_t winograd_c;
 };
 
 // What reshape_cpu_program needs of the load (program.h, CpuProgram::dynamic):

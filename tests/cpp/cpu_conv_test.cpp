@@ -478,6 +478,48 @@ TEST(CpuPool, test_every_isa_matches_reference_for_max_and_average) {
   }
 }
 
+// Winograd weights computed at load (cpu.fbs Conv.winograd_element): each
+// element t of G g G^T, computed here in double, packed as a 1x1
+// convolution's weights by pack_conv_weights (zero bias), is what
+// pack_winograd_weights writes at element t, within float rounding of the
+// kernel's scale; lanes past oc (a last partial panel) and bias rows zero.
+TEST(CpuWinograd, test_weights_transformed_at_load_are_each_element_of_g_g_gt_packed) {
+  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  for (const auto& [c, oc] : std::vector<std::pair<int, int>>{{1, 1}, {5, 19}, {16, 16}, {33, 40}}) {
+    const std::vector<float> wt = random_floats(size_t(oc * c * 9), 11);
+    const size_t element = winograd_element_floats(c, oc);
+    std::vector<float> got(16 * element, NAN);
+    pack_winograd_weights(c, oc, wt.data(), got.data());
+    ConvGeometry g{};
+    g.n = g.h = g.w = g.oh = g.ow = 1, g.c = c, g.oc = oc, g.kh = g.kw = g.sh = g.sw = g.dh = g.dw = 1;
+    ASSERT_EQ(conv_packed_floats(g), element);
+    double scale = 0;
+    for (float v : wt) scale = std::max(scale, double(std::fabs(v)));
+    for (int t = 0; t < 16; ++t) {
+      std::vector<float> u(size_t(oc * c));  // [oc][c][1][1], rounded from double
+      for (int o = 0; o < oc; ++o)
+        for (int k = 0; k < c; ++k) {
+          double sum = 0;
+          for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) sum += G[t / 4][a] * wt[size_t(((o * c + k) * 3 + a) * 3 + b)] * G[t % 4][b];
+          u[size_t(o * c + k)] = float(sum);
+        }
+      std::vector<float> want(element, NAN);
+      pack_conv_weights(g, u.data(), nullptr, want.data());
+      const size_t panel_floats = size_t(kPanel) * (1 + size_t(c));
+      for (size_t i = 0; i < element; ++i) {
+        const size_t in_panel = i % panel_floats, channel = i / panel_floats * kPanel + in_panel % kPanel;
+        const float v = got[t * element + i];
+        if (in_panel < size_t(kPanel) || channel >= size_t(oc)) {
+          ASSERT_EQ(v, 0.f) << "c=" << c << " oc=" << oc << " element " << t << ": bias row or lane past oc, " << i;
+        } else {
+          ASSERT_NEAR(v, want[i], 1e-6 * scale) << "c=" << c << " oc=" << oc << " element " << t << " packed float " << i;
+        }
+      }
+    }
+  }
+}
+
 // Winograd F(2x2, 3x3) transforms: one tile through isa.winograd_in, the
 // elementwise products with G g G^T (in double, here), isa.winograd_out,
 // against the direct 3x3 convolution of the 4x4 patch in double.

@@ -6,7 +6,9 @@
 // transposed convolutions, concats; cpu_chain.tern: row chains, Conv.fuse_next;
 // cpu_qs8.tern: version 3, int8 values, QConv, Quantize, Dequantize;
 // cpu_qs8_ops, cpu_qs8_dynamic, cpu_qs4_weight: QPool, QBinary,
-// DynamicQuantize, QLinear, WLinear)
+// DynamicQuantize, QLinear, WLinear; cpu_winograd_v5: version 5, Winograd
+// kernels transformed at load, Conv.winograd_element, where cpu_ops_v2's
+// carry them transformed, as payloads before version 5 did)
 // byte by byte and at random, loads and runs each mutant. Under
 // `make test-sanitize` ASan and UBSan watch.
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,6 +29,7 @@
 #include "runtime/core/log.h"
 #include "runtime/executor/memory_manager.h"
 #include "runtime_test_util.h"
+#include "tests/cpp/random_util.h"
 
 namespace tern {
 namespace {
@@ -139,7 +143,8 @@ class CpuPayload : public ::testing::TestWithParam<const char*> {
     EXPECT_EQ(o.step, "Method::load");
     const uint8_t* p = m.data() + payload_begin;
     const uint32_t version = uint32_t(p[4]) | uint32_t(p[5]) << 8 | uint32_t(p[6]) << 16 | uint32_t(p[7]) << 24;
-    const bool bad_version = memcmp(p, "TCPU", 4) == 0 && (version < 1 || version > 5);
+    const uint32_t newest = 5;  // backends/cpu/loader.cpp kVersion
+    const bool bad_version = memcmp(p, "TCPU", 4) == 0 && (version < 1 || version > newest);
     EXPECT_EQ(o.error, bad_version ? Error::NotSupported : Error::InvalidProgram);
     EXPECT_NE(o.message.find("(backend cpu)"), std::string::npos);
     if (bad_version) {
@@ -566,8 +571,109 @@ TEST_F(CpuCrafted, test_a_wlinear_is_refused_unless_bits_and_groups_fit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, CpuPayload, ::testing::Values("cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8", "cpu_qs8_ops",
-                                                             "cpu_qs8_dynamic", "cpu_qs4_weight"),
+                                                             "cpu_qs8_dynamic", "cpu_qs4_weight", "cpu_winograd_v5"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+// Conv.winograd_element (version 5): a 1x1 Conv whose weights are a 3x3
+// kernel g [oc][c][3][3], run with element t of G g G^T, which load computes
+// and packs. (G g G^T)[t] at (o, k) of kernel `w` seen as [oc][c][3][3], in double:
+double winograd_element_of(const std::vector<float>& w, int c, int o, int k, int t) {
+  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  double sum = 0;
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) sum += G[t / 4][a] * double(w[size_t(((o * c + k) * 3 + a) * 3 + b)]) * G[t % 4][b];
+  return sum;
+}
+
+flatbuffers::Offset<cpufb::Op> winograd_conv(flatbuffers::FlatBufferBuilder& b, uint32_t x, uint32_t w, uint32_t y,
+                                             int32_t element, int32_t k = 1, bool depthwise = false) {
+  const std::vector<int32_t> one = {1, 1}, zero = {0, 0}, kernel = {k, k};
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto conv = cpufb::CreateConvDirect(b, x, w, -1, y, &kernel, &one, &zero, &one, depthwise,
+                                            cpufb::Activation::None, -inf, inf, 0, 0, 0, 0, false, nullptr, element);
+  return cpufb::CreateOpDirect(b, cpufb::OpKind::Conv, conv.Union(), "winograd_gemm");
+}
+
+// Two Convs share one 144-float kernel, read as [8][2][3][3] (x: 2 pixels of
+// 2 channels -> t: 8 channels, element 5) and as [2][8][3][3] (t -> y: 2
+// channels, element 10): each gets its own transform (load keys the
+// transformed kernel by its channel counts, not by the value alone), and y is
+// both products, as computed in double.
+TEST_F(CpuCrafted, test_winograd_elements_computed_at_load_give_each_conv_its_element_of_g_g_gt) {
+  const std::vector<float> kernel = test::random_floats(144, 3), x = {0.5f, -1.f, 2.f, 0.25f};
+  flatbuffers::FlatBufferBuilder b;
+  malformed::CpuValues values = {malformed::cpu_value(b, {4}, cpufb::Storage::Input),
+                                 malformed::cpu_value(b, {4}, cpufb::Storage::Output),
+                                 malformed::cpu_value(b, {1, 2, 1, 2}, cpufb::Storage::Input),
+                                 malformed::cpu_value(b, {1, 2, 1, 8}, cpufb::Storage::Workspace),
+                                 malformed::cpu_value(b, {1, 2, 1, 2}, cpufb::Storage::Output),
+                                 malformed::cpu_value(b, {144}, cpufb::Storage::Weights)};
+  std::vector<uint8_t> blob(kernel.size() * sizeof(float));
+  memcpy(blob.data(), kernel.data(), blob.size());
+  const malformed::CpuOps ops = {winograd_conv(b, 2, 5, 3, 5), winograd_conv(b, 3, 5, 4, 10)};
+  const AlignedBytes file = cpu_file_with_workspace(malformed::cpu_payload_of(b, values, ops, 64, blob));
+  LoadedProgram lp(file);
+  ASSERT_EQ(lp.error, Error::Ok) << last_error_message();
+  MethodMemory mem(*lp.program, "forward", 1 << 20);
+  Result<Method> m = Method::load(*lp.program, "forward", mem.manager);
+  ASSERT_TRUE(m.ok()) << last_error_message();
+  ASSERT_EQ(m->set_input(0, x.data(), x.size() * sizeof(float)), Error::Ok);
+  ASSERT_EQ(m->execute(), Error::Ok) << last_error_message();
+  const float* y = m->output(0).data_as<float>();
+  for (int p = 0; p < 2; ++p) {
+    double mid[8];
+    for (int o = 0; o < 8; ++o) {
+      mid[o] = 0;
+      for (int k = 0; k < 2; ++k) mid[o] += winograd_element_of(kernel, 2, o, k, 5) * x[size_t(p * 2 + k)];
+    }
+    for (int j = 0; j < 2; ++j) {
+      double want = 0;
+      for (int o = 0; o < 8; ++o) want += winograd_element_of(kernel, 8, j, o, 10) * mid[o];
+      EXPECT_NEAR(y[p * 2 + j], want, 1e-5 * (1 + std::fabs(want))) << "pixel " << p << " channel " << j;
+    }
+  }
+}
+
+// A winograd_element Conv is refused unless the element is one of 16, the
+// Conv 1x1 and not depthwise, and its weights exactly the 3x3 kernel of its
+// channels, in the payload (load reads them). x, y [1, 2, 1, 2]: c = oc = 2,
+// a kernel of 36 floats.
+TEST_F(CpuCrafted, test_a_winograd_element_conv_is_refused_unless_element_kernel_and_weights_fit) {
+  struct Case {
+    int32_t element, k;
+    bool depthwise;
+    int64_t weight_floats;
+    cpufb::Storage storage;
+    const char* needs;  // nullptr: it loads and runs
+  };
+  const Case cases[] = {
+      {0, 1, false, 36, cpufb::Storage::Weights, nullptr},
+      {15, 1, false, 36, cpufb::Storage::Weights, nullptr},
+      {16, 1, false, 36, cpufb::Storage::Weights, "(needs t < 16)"},
+      {-2, 1, false, 36, cpufb::Storage::Weights, "(needs t >= 0)"},
+      {0, 3, false, 36, cpufb::Storage::Weights, "(needs g.kh == 1)"},
+      {0, 1, true, 36, cpufb::Storage::Weights, "(needs !g.depthwise)"},
+      {0, 1, false, 35, cpufb::Storage::Weights, "(needs w.numel == elements({g.oc, g.c, 9}))"},
+      {0, 1, false, 16 * 36, cpufb::Storage::Weights, "(needs w.numel == elements({g.oc, g.c, 9}))"},
+      {0, 1, false, 36, cpufb::Storage::Workspace, "its winograd kernel (value 4) must be in the payload's weights"},
+  };
+  for (const Case& c : cases) {
+    const AlignedBytes file = cpu_file_with_workspace(one_op_payload(
+        {{{1, 2, 1, 2}, cpufb::Storage::Input}, {{1, 2, 1, 2}, cpufb::Storage::Output}, {{c.weight_floats}, c.storage}},
+        size_t(c.weight_floats),
+        [&](flatbuffers::FlatBufferBuilder& b) { return winograd_conv(b, 2, 4, 3, c.element, c.k, c.depthwise); },
+        c.storage == cpufb::Storage::Workspace ? 144 : 0));
+    clear_last_error();
+    const Error e = load_and_run(file);
+    if (c.needs == nullptr) {
+      EXPECT_EQ(e, Error::Ok) << "element " << c.element << ": " << last_error_message();
+      continue;
+    }
+    EXPECT_EQ(e, Error::InvalidProgram) << c.needs;
+    EXPECT_NE(std::string(last_error_message()).find(c.needs), std::string::npos)
+        << "wanted " << c.needs << ", got " << last_error_message();
+  }
+}
 
 }  // namespace
 }  // namespace tern

@@ -12,8 +12,11 @@
 //         | 0  1  0 -1 |                               | 0    0    1   |
 //
 // a 2 x 2 output tile is A^T [(G g G^T) . (B^T d B)] A for its 4 x 4 input
-// patch d and the 3 x 3 kernel g (G g G^T is computed at export,
-// python/tern/backends/cpu/convolution.py, winograd_weights). v and m hold element t of every
+// patch d and the 3 x 3 kernel g. G g G^T is computed here at load from the
+// kernel the file holds (Conv.winograd_element, winograd_weights below, with
+// conv.h's pack_winograd_weights), or, in payloads before version 5 and with
+// CpuOptions(winograd_expanded_weights), at export (python/tern/backends/cpu/
+// convolution.py, winograd_weights) and used in place. v and m hold element t of every
 // tile together (16 blocks of [tiles][channels], 16 floats apart so that
 // the 16 rows a transform touches do not fall in the same cache sets), so
 // each of the 16 GEMMs reads and writes contiguous rows. The transforms are microkernels
@@ -48,6 +51,10 @@ bool reads_output(const ConvOp& a, const ConvOp& b) {
   return b.x == a.y && b.conv.n == a.conv.n && b.conv.h == a.conv.oh && b.conv.w == a.conv.ow && b.conv.c == a.conv.oc;
 }
 
+Error packed_weights(Loader& ld, uint32_t oi, const CpuOp& op, const ValueInfo& w, const ConvGeometry& g);
+Error winograd_weights(Loader& ld, uint32_t oi, const CpuOp& op, int32_t t, uint32_t vi, const ConvGeometry& g,
+                       const float** out);
+
 // A chain's head runs the chain (run_conv_chain); the Convs it covers, nothing.
 void run_chain(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
   const ConvOp& op = params_of<ConvOp>(cpu_op);
@@ -62,7 +69,12 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *r = nullptr;
   TERN_CHECK_OK(ld.value(oi, c.x(), 4, false, &x));
   TERN_CHECK_OK(ld.value(oi, c.y(), 4, true, &y));
-  TERN_CHECK_OK(ld.value(oi, c.weights(), 1, false, &w));
+  const int32_t element = c.winograd_element();
+  if (element == -1) {
+    TERN_CHECK_OK(ld.value(oi, c.weights(), 1, false, &w));
+  } else {  // a 3x3 kernel load reads: in the payload
+    TERN_CHECK_OK(ld.constant_of(oi, c.weights(), 1, false, "winograd kernel", &w));
+  }
   if (c.residual() >= 0) TERN_CHECK_OK(ld.value(oi, c.residual(), 4, false, &r));
   ConvGeometry& g = par->conv;
   TERN_CHECK_OK(ld.pair(oi, c.kernel(), "kernel", 1, &g.kh, &g.kw));
@@ -115,26 +127,17 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
     return ld.refuse(failed, "op %u (%s): conv sizes do not fit x [%lld, %lld, %lld, %lld] -> y", oi,
                      op->nodes, (long long)g.n, (long long)g.h, (long long)g.w, (long long)g.c);
   }
-  // The packed floats, overflow-checked: an output channel count near 2^40
-  // would wrap conv_packed_floats and let a short weights value pass.
-  uint64_t packed = 0;
-  const uint64_t panels = (uint64_t(g.depthwise ? g.c : g.oc) + 15) / 16;  // of 16 channels (kPanel)
-  const uint64_t taps = uint64_t(g.kh) * uint64_t(g.kw) * uint64_t(g.depthwise ? 1 : g.c);
-  failed = nullptr;
-  TERN_CPU_NEED(failed, checked_mul(panels * 16, 1 + taps, &packed));
-  TERN_CPU_NEED(failed, packed <= (uint64_t(1) << 40));
-  if (failed) {
-    return ld.refuse(failed, "op %u (%s): the packed weights of %lld -> %lld channels do not fit 2^40 floats", oi,
-                     op->nodes, (long long)g.c, (long long)g.oc);
+  if (element != -1) {
+    TERN_CHECK_OK(winograd_weights(ld, oi, *op, element, c.weights(), g, &par->weights));
+  } else {
+    TERN_CHECK_OK(packed_weights(ld, oi, *op, *w, g));
+    par->weights = w->data;
   }
-  TERN_CPU_CHECK(ld, uint64_t(w->numel) == conv_packed_floats(g),
-                 "op %u: %lld packed weight floats, the geometry needs %zu", oi, (long long)w->numel,
-                 conv_packed_floats(g));
   TERN_CPU_CHECK(ld, r == nullptr || memcmp(r->sizes, y->sizes, sizeof(int64_t) * 4) == 0,
                  "op %u: residual sizes differ from the output's", oi);
   TERN_CHECK_OK(ld.epilogue(oi, c.activation(), c.min(), c.max(), &par->ep));
   par->fuse_next = c.fuse_next();
-  par->x = x->data + xo, par->x2 = r ? r->data : nullptr, par->weights = w->data, par->y = y->data + yo;
+  par->x = x->data + xo, par->x2 = r ? r->data : nullptr, par->y = y->data + yo;
   par->numel = y->numel;
   const size_t s = conv_scratch_bytes(g, ld.isa);
   ld.need_scratch(s);
@@ -142,6 +145,63 @@ Error prepare_Conv(Loader& ld, uint32_t oi, const fb::Conv& c, CpuOp* op) {
   ld.need_zeros(zeros);
   return Error::Ok;
 }
+
+namespace {
+
+// A Conv's packed weights value w: exactly the floats its geometry packs.
+Error packed_weights(Loader& ld, uint32_t oi, const CpuOp& op, const ValueInfo& w, const ConvGeometry& g) {
+  // The packed floats, overflow-checked: an output channel count near 2^40
+  // would wrap conv_packed_floats and let a short weights value pass.
+  uint64_t packed = 0;
+  const uint64_t panels = (uint64_t(g.depthwise ? g.c : g.oc) + 15) / 16;  // of 16 channels (kPanel)
+  const uint64_t taps = uint64_t(g.kh) * uint64_t(g.kw) * uint64_t(g.depthwise ? 1 : g.c);
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, checked_mul(panels * 16, 1 + taps, &packed));
+  TERN_CPU_NEED(failed, packed <= (uint64_t(1) << 40));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): the packed weights of %lld -> %lld channels do not fit 2^40 floats", oi,
+                     op.nodes, (long long)g.c, (long long)g.oc);
+  }
+  TERN_CPU_CHECK(ld, uint64_t(w.numel) == conv_packed_floats(g),
+                 "op %u: %lld packed weight floats, the geometry needs %zu", oi, (long long)w.numel,
+                 conv_packed_floats(g));
+  return Error::Ok;
+}
+
+// Conv.winograd_element t: the packed weights of element t of G g G^T for
+// the 3x3 kernel g in value vi, computed into persistent memory the first
+// time a Conv reads vi as a c -> oc kernel (ValueInfo::winograd).
+Error winograd_weights(Loader& ld, uint32_t oi, const CpuOp& op, int32_t t, uint32_t vi, const ConvGeometry& g,
+                       const float** out) {
+  ValueInfo& w = ld.values[vi];  // in range: prepare_Conv read it
+  uint64_t floats = 0;
+  const char* failed = nullptr;
+  TERN_CPU_NEED(failed, t >= 0);
+  TERN_CPU_NEED(failed, t < 16);
+  TERN_CPU_NEED(failed, g.kh == 1);
+  TERN_CPU_NEED(failed, g.kw == 1);
+  TERN_CPU_NEED(failed, !g.depthwise);
+  TERN_CPU_NEED(failed, w.numel == elements({g.oc, g.c, 9}));
+  // 16 elements of ceil(oc / 16) panels of 16 * (1 + c) floats
+  TERN_CPU_NEED(failed, checked_mul(uint64_t(g.oc + 15) / 16 * 256, uint64_t(g.c) + 1, &floats));
+  TERN_CPU_NEED(failed, floats <= (uint64_t(1) << 40));
+  TERN_CPU_NEED(failed, floats <= SIZE_MAX / sizeof(float));
+  if (failed) {
+    return ld.refuse(failed, "op %u (%s): winograd_element %d needs a 1x1 Conv, not depthwise, whose weights (value "
+                     "%u, %lld floats) are its 3x3 kernel [oc %lld][c %lld][3][3]", oi, op.nodes, t, vi,
+                     (long long)w.numel, (long long)g.oc, (long long)g.c);
+  }
+  if (w.winograd == nullptr || w.winograd_c != g.c) {
+    float* packed = static_cast<float*>(ld.ctx.allocate(size_t(floats) * sizeof(float)));
+    if (packed == nullptr) return Error::OutOfMemory;
+    pack_winograd_weights(g.c, g.oc, w.data, packed);
+    w.winograd = packed, w.winograd_c = g.c;
+  }
+  *out = w.winograd + size_t(t) * winograd_element_floats(g.c, g.oc);
+  return Error::Ok;
+}
+
+}  // namespace
 
 void run_Conv(const CpuOp& cpu_op, const CpuProgram& p, RunContext& ctx) {
   const ConvOp& op = params_of<ConvOp>(cpu_op);

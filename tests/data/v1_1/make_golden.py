@@ -32,6 +32,11 @@ runtime keeps reading files that old exporters wrote).
   float op).
 - cpu_qs4_weight.tern: tern.quantize("int4-weight", group_size=32): WLinear
   of packed int4 weights in groups, and an embedding's quantized rows.
+- cpu_winograd_v5.tern (added later, payload version 5): Winograd F(2x2,
+  3x3) convolutions whose 16 GEMMs share the 3x3 kernel, transformed at load
+  (cpu.fbs Conv.winograd_element): with bias and relu, without bias with a
+  residual, and one without padding to an odd output size (made at 16
+  channels and 16 pixels, below the exporter's usual bar).
 - delegated.tern: elementwise chains handed to the "tern_test" backend
   (tests/cpp/test_backend.h, tests/python/tern_test_backend.py) around a
   linear layer and a convolution on kernels: two BackendCall delegates with
@@ -107,6 +112,18 @@ class CpuOpsV2(torch.nn.Module):
         q, k, v = self.qkv(y).reshape(1, 64, 2, 3, 4).permute(3, 0, 2, 1, 4)[:, :, :, :16]
         att = torch.nn.functional.scaled_dot_product_attention(q, k, v, self.mask)  # [1, 2, 16, 4]
         return torch.cat([self.token, att.transpose(1, 2).reshape(1, 16, 8)], 1)
+
+
+class CpuWinogradV5(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.b = torch.nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.c = torch.nn.Conv2d(16, 24, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x))
+        return self.c(torch.relu(self.b(y) + y))
 
 
 class CpuChain(torch.nn.Module):
@@ -187,7 +204,7 @@ def main(names: list[str]) -> None:
     """Writes the files named (all when none): a file added later is written
     alone, so the others stay as their exporter wrote them."""
     names = names or ["attention", "delegated", "cpu_block", "cpu_ops_v2", "cpu_chain", "cpu_qs8", "cpu_qs8_ops",
-                      "cpu_qs8_dynamic", "cpu_qs4_weight"]
+                      "cpu_qs8_dynamic", "cpu_qs4_weight", "cpu_winograd_v5"]
     torch.manual_seed(0)
     if "attention" in names:
         save("attention", Attention(), (torch.randn(2, 5, 16),), partitioners=())
@@ -226,6 +243,11 @@ def main(names: list[str]) -> None:
         args = (torch.randint(0, 20, (1, 6)),)
         qmodel = tern.quantize(CpuQs4Weight().eval(), args, scheme="int4-weight", group_size=32, progress=False)
         save("cpu_qs4_weight", qmodel, (torch.randint(0, 20, (1, 6)),))
+    torch.manual_seed(0)
+    if "cpu_winograd_v5" in names:
+        options = CpuOptions(winograd_min_channels=16, winograd_min_pixels=16)
+        save("cpu_winograd_v5", CpuWinogradV5(), (torch.randn(1, 16, 9, 8),),
+             partitioners=[CpuPartitioner(options=options)])
 
 
 if __name__ == "__main__":

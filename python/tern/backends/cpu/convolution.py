@@ -106,7 +106,11 @@ def lower(c: Builder, node: Any) -> None:
 def _lower_winograd(c: Builder, xv: int, weight: np.ndarray, bias: np.ndarray | None, padding: tuple[int, int],
                     rv: int, y: int, act: tuple[str, float, float], fused: list[Any], decisions: dict[str, Any]) -> None:
     """A 3x3 stride-1 convolution as Winograd F(2x2, 3x3) (cpu.fbs):
-    WinogradInput, 16 1x1 Convs with weights G g G^T, WinogradOutput."""
+    WinogradInput, 16 1x1 Convs with weights G g G^T, WinogradOutput. The
+    16 Convs share one value, the 3x3 kernel, each naming its element of
+    G g G^T (Conv.winograd_element: the runtime transforms and packs at
+    load), unless options.winograd_expanded_weights asks for G g G^T packed
+    here (payload version 2, 16/9 the bytes)."""
     n, oh, ow, oc = c.p.values[y].sizes
     ch = weight.shape[1]
     tiles = n * ((oh + 1) // 2) * ((ow + 1) // 2)
@@ -114,13 +118,17 @@ def _lower_winograd(c: Builder, xv: int, weight: np.ndarray, bias: np.ndarray | 
     v = c.workspace((16, vb))
     m = c.workspace((16, mb))
     c.op("WinogradInput", {"x": xv, "v": v, "padding": padding, "oh": oh, "ow": ow}, fused, [xv], [v], decisions)
-    u = winograd_weights(weight)  # [16, oc, c]
+    expanded = c.options.winograd_expanded_weights
+    u = winograd_weights(weight) if expanded else None  # [16, oc, c]
+    kernel = None if expanded else c.weights(weight)  # [oc, c, 3, 3], PyTorch's layout
     for t in range(16):
         vt = c.part(v, t * vb, (tiles, 1, 1, ch))
         mt = c.part(m, t * mb, (tiles, 1, 1, oc))
-        wv = c.weights(pack_conv(u[t].reshape(oc, ch, 1, 1), None))
+        wv = c.weights(pack_conv(u[t].reshape(oc, ch, 1, 1), None)) if u is not None else kernel
         fields = {"x": vt, "weights": wv, "residual": -1, "y": mt, "kernel": (1, 1), "stride": (1, 1),
                   "padding": (0, 0), "dilation": (1, 1), "depthwise": False, **epilogue(NO_ACTIVATION)}
+        if not expanded:
+            fields["winograd_element"] = t
         c.op("Conv", fields, fused, [vt, wv], [mt], decisions)
     bv = c.weights(bias.reshape(-1)) if bias is not None else -1
     fields = {"m": m, "y": y, "bias": bv, "residual": rv, **epilogue(act)}

@@ -101,6 +101,7 @@ class Builder(Protocol):
     """What a family's lower(c, node) asks of the compiler (compile.Compiler)."""
 
     gm: Any  # the claimed subgraph (torch.fx.GraphModule)
+    options: Any  # the partitioner's CpuOptions
     p: Program
     env: dict[Any, tuple[int, str]]  # node -> (value, layout NHWC or PLAIN)
     done: set[Any]  # nodes an op already covers

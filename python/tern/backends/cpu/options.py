@@ -25,6 +25,15 @@ class CpuOptions:
     winograd: bool = True
     winograd_min_pixels: int = 36
     winograd_min_channels: int = 128
+    # Where a Winograd convolution's weights are transformed. False (the
+    # default): the file holds the 3x3 kernel and the runtime computes
+    # G g G^T and packs it at load (cpu.fbs Conv.winograd_element, payload
+    # version 5), so the file is no bigger than the weights. True: the file
+    # holds G g G^T already packed, 16/9 the kernel's bytes (resnet18: 75.9 MB
+    # instead of 46.8 MB), used in place: no work at load (measured
+    # 2026-12-07, resnet18, 1 thread: the transform takes load from 0.3 ms
+    # to 27 ms; steady latency the same).
+    winograd_expanded_weights: bool = False
     # Row chains (cpu.fbs Conv.fuse_next): a pointwise convolution, the
     # depthwise one that alone reads its output and, where it alone reads the
     # depthwise output, the pointwise projection after it (an inverted

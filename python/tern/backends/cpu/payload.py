@@ -19,7 +19,9 @@ from tern.shapes import SymbolTable
 VERSION = 2  # 2: Attention (a runtime reads 1 and 2)
 VERSION_INT8 = 3  # 3: int8 values and the ops on them (QConv, QPool, ...); written only by programs that use them
 VERSION_BOOL = 4  # 4: bool values (an Attention's mask computed at run time); written only by programs that have one
-VERSION_DYNAMIC = 5  # 5: sizes that are expressions of the delegate's input sizes; written only by programs that have them
+# 5: sizes that are expressions of the delegate's input sizes, and Winograd kernels the runtime transforms
+# at load (Conv.winograd_element); written only by programs that have one or the other
+VERSION_DYNAMIC = VERSION_WINOGRAD_KERNEL = 5
 # The size fields of each op kind that has them: its scalar long fields, in
 # its cpu.fbs table's order, which is the order of its `exprs` (the runtime
 # reads slot i as field i, backends/cpu/ops/).
@@ -85,11 +87,17 @@ def serialize(p: Program) -> bytes:
     FbProgram.AddWorkspaceBytes(b, p.workspace_bytes)
     b.Finish(FbProgram.End(b))
     fb = bytes(b.Output())
-    dtypes = {v.dtype for v in p.values}
-    version = (VERSION_DYNAMIC if symbols_vec is not None else VERSION_BOOL if "Bool" in dtypes
-               else VERSION_INT8 if "Int8" in dtypes else VERSION)
+    version = VERSION_DYNAMIC if symbols_vec is not None else _version(p)
     head = HEADER.pack(b"TCPU", version, len(fb)) + fb
     return head + b"\0" * (align(len(head)) - len(head)) + p.weights
+
+
+def _version(p: Program) -> int:
+    """The lowest payload version that holds p (a runtime reads every version up to its own)."""
+    dtypes = {v.dtype for v in p.values}
+    if any(op.kind == "Conv" and "winograd_element" in op.fields for op in p.ops):
+        return VERSION_WINOGRAD_KERNEL
+    return VERSION_BOOL if "Bool" in dtypes else VERSION_INT8 if "Int8" in dtypes else VERSION
 
 
 def _ints(b: Any, start: Any, prepend: Any, items: Any) -> int:
