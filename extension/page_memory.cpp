@@ -42,10 +42,8 @@ PageMemory& PageMemory::operator=(PageMemory&& other) noexcept {
     data_ = other.data_;
     size_ = other.size_;
     mapped_ = other.mapped_;
-    huge_ = other.huge_;
     other.data_ = nullptr;
     other.size_ = other.mapped_ = 0;
-    other.huge_ = false;
   }
   return *this;
 }
@@ -60,7 +58,6 @@ void PageMemory::unmap() {
   }
   data_ = nullptr;
   size_ = mapped_ = 0;
-  huge_ = false;
 }
 
 #ifdef TERN_PAGE_MEMORY_MMAP
@@ -68,38 +65,20 @@ Error PageMemory::map(size_t bytes, bool prefault) {
   unmap();
   const size_t want = bytes == 0 ? 1 : bytes;
   const size_t page = page_bytes();
-  bool huge = false;
-#ifdef MADV_HUGEPAGE
-  huge = want >= kHugePageBytes && page < kHugePageBytes;
-#endif
-  // Huge pages need a huge-page-aligned start: map that much more and
-  // return the unaligned head and the tail beyond the block to the OS.
-  const size_t align = huge ? kHugePageBytes : page;
-  if (want > SIZE_MAX - 2 * align) {
+  if (want > SIZE_MAX - page) {
     TERN_LOG_ERROR("cannot map %zu bytes: too large", bytes);
     return Error::OutOfMemory;
   }
   const size_t length = (want + page - 1) / page * page;
-  const size_t reserve = length + (align > page ? align : 0);
-  void* raw = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) {
-    TERN_LOG_ERROR("cannot map %zu bytes of memory: %s", reserve, strerror(errno));
+  void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    TERN_LOG_ERROR("cannot map %zu bytes of memory: %s", length, strerror(errno));
     return Error::OutOfMemory;
   }
-  uint8_t* start = static_cast<uint8_t*>(raw);
-  uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(start) + align - 1) & ~uintptr_t(align - 1));
-  if (p > start) munmap(start, static_cast<size_t>(p - start));
-  if (start + reserve > p + length) munmap(p + length, static_cast<size_t>(start + reserve - (p + length)));
-#ifdef MADV_HUGEPAGE
-  // Advice only: without transparent huge pages (a kernel without them,
-  // enabled = never) it fails or does nothing, and small pages serve.
-  if (huge) huge = madvise(p, length, MADV_HUGEPAGE) == 0;
-#endif
-  if (prefault) populate(p, length, page);
-  data_ = p;
+  if (prefault) populate(static_cast<uint8_t*>(p), length, page);
+  data_ = static_cast<uint8_t*>(p);
   size_ = bytes;
   mapped_ = length;
-  huge_ = huge;
   return Error::Ok;
 }
 #else

@@ -10,17 +10,16 @@
 // written. For planned arenas that first write is the first execute(): it
 // took one page fault per 4 KiB of activations (about 1,800 for
 // mobilenet_v2's 7.4 MB), which made the first run after load about a
-// quarter slower than the rest. map() takes those faults at load, where
-// they are cheaper in bulk:
-//   - on Linux, a block of at least kHugePageBytes is aligned to a huge page
-//     and advised MADV_HUGEPAGE, so where the OS has transparent huge pages
-//     (enabled = always or madvise) its whole 2 MiB parts are mapped 512
-//     pages at a time (the tail past the last whole one gets small pages:
-//     no memory is spent on rounding up);
-//   - every page is then made resident: MADV_POPULATE_WRITE (Linux 5.14),
-//     else a zero written to each page (the OS has zeroed them already).
-// The cost moves, it does not grow: the same pages are zeroed either way,
-// and with huge pages fewer faults are taken at all. The memory then stays
+// quarter slower than the rest. map() takes those faults at load, in one
+// call: MADV_POPULATE_WRITE (Linux 5.14), else a zero written to each page
+// (the OS has zeroed them already).
+// Huge pages (a 2 MiB-aligned block advised MADV_HUGEPAGE) were measured
+// and left out: populating mobilenet_v2's arena took 0.6 ms with them
+// against 2.8 ms without at the median, but 14 to 34 ms in half of the runs
+// on a VM that hands free 2 MiB blocks back to its host (virtio-balloon
+// free page reporting), where 4 KiB pages never took more than 6.9 ms.
+// The cost moves, it does not grow: the same pages are zeroed either way.
+// The memory then stays
 // resident (counted in RSS) from load on, all of it: where a run writes only
 // part of an arena, that costs memory (mobilenet_v2's runs write 70% of its
 // 7.4 MB arena's pages: 2.1 MB more RSS; resnet18's write all of theirs).
@@ -44,11 +43,6 @@ namespace tern {
 
 class PageMemory {
  public:
-  // Blocks of at least this many bytes get huge pages advised (where the
-  // platform has the advice): the usual transparent huge page of x86-64 and
-  // arm64 Linux with 4 KiB pages.
-  static constexpr size_t kHugePageBytes = size_t(2) << 20;
-
   PageMemory() = default;
   ~PageMemory() { unmap(); }
   PageMemory(const PageMemory&) = delete;
@@ -66,15 +60,11 @@ class PageMemory {
   uint8_t* data() const { return data_; }
   // The bytes asked for, as given to map() (the mapping itself is whole pages).
   size_t size() const { return size_; }
-  // Whether map() advised huge pages for this block (the OS may still give
-  // small ones: it decides by its settings and free memory).
-  bool huge_pages_advised() const { return huge_; }
 
  private:
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   size_t mapped_ = 0;  // bytes of the mapping at data_ (whole pages)
-  bool huge_ = false;
 };
 
 // The most bytes worth making resident at load: half the physical memory

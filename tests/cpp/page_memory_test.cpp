@@ -44,7 +44,7 @@ TEST(PageMemory, test_map_gives_page_aligned_zeroed_memory_of_the_size_asked) {
 }
 
 TEST(PageMemory, test_map_makes_every_page_resident_and_without_prefault_none) {
-  const size_t bytes = (size_t(5) << 20) + 12345;  // huge pages where offered, and a small-page tail
+  const size_t bytes = (size_t(5) << 20) + 12345;
   PageMemory lazy;
   ASSERT_EQ(lazy.map(bytes, /*prefault=*/false), Error::Ok);
   const long before = resident_pages(lazy.data(), bytes);
@@ -56,20 +56,6 @@ TEST(PageMemory, test_map_makes_every_page_resident_and_without_prefault_none) {
   ASSERT_EQ(ready.map(bytes), Error::Ok);
   const long pages = static_cast<long>((bytes + page_size() - 1) / page_size());
   EXPECT_EQ(resident_pages(ready.data(), bytes), pages);
-}
-
-TEST(PageMemory, test_large_block_starts_on_a_huge_page_where_the_os_has_the_advice) {
-  PageMemory m;
-  ASSERT_EQ(m.map(PageMemory::kHugePageBytes * 2 + 100), Error::Ok);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  EXPECT_TRUE(m.huge_pages_advised()) << "madvise(MADV_HUGEPAGE) refused (a kernel without THP?)";
-#endif
-  if (m.huge_pages_advised()) {
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % PageMemory::kHugePageBytes, 0u);
-  }
-  PageMemory small;
-  ASSERT_EQ(small.map(PageMemory::kHugePageBytes - 1), Error::Ok);
-  EXPECT_FALSE(small.huge_pages_advised()) << "below one huge page: small pages, no alignment waste";
 }
 
 TEST(PageMemory, test_move_transfers_the_block_and_unmap_empties) {
