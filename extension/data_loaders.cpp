@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "extension/page_memory.h"
 #include "runtime/core/log.h"
 
 namespace tern {
@@ -31,6 +32,20 @@ int open_sized(const char* path, size_t* size) {
   return fd;
 }
 
+// Where mmap cannot populate (no MAP_POPULATE: macOS, the BSDs): asks for
+// the whole file to be read ahead, then reads a byte of every page so that
+// each is mapped.
+void prefault_mapping(const uint8_t* p, size_t size) {
+#ifdef POSIX_MADV_WILLNEED
+  (void)posix_madvise(const_cast<uint8_t*>(p), size, POSIX_MADV_WILLNEED);
+#endif
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t step = page > 0 ? static_cast<size_t>(page) : 4096;
+  uint8_t sum = 0;
+  for (size_t i = 0; i < size; i += step) sum += static_cast<const volatile uint8_t*>(p)[i];
+  (void)sum;
+}
+
 Result<const uint8_t*> load_range(const uint8_t* data, size_t total, size_t offset, size_t size) {
   if (offset > total || size > total - offset) {
     TERN_LOG_ERROR("load of [%zu, +%zu) is outside the %zu-byte file", offset, size, total);
@@ -49,7 +64,7 @@ void MmapDataLoader::close() {
   size_ = 0;
 }
 
-Error MmapDataLoader::open(const char* path) {
+Error MmapDataLoader::open(const char* path, bool prefault_pages) {
   close();
   size_t size = 0;
   int fd = open_sized(path, &size);
@@ -59,12 +74,19 @@ Error MmapDataLoader::open(const char* path) {
     TERN_LOG_ERROR("'%s' is empty, not a Tern file", path);
     return Error::NotATernFile;
   }
-  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const bool prefault = prefault_pages && size <= prefault_budget_bytes();
+#ifdef MAP_POPULATE
+  const int populate = prefault ? MAP_POPULATE : 0;
+#else
+  const int populate = 0;
+#endif
+  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | populate, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) {
     TERN_LOG_ERROR("cannot map '%s' (%zu bytes): %s", path, size, strerror(errno));
     return Error::AccessFailed;
   }
+  if (prefault && populate == 0) prefault_mapping(static_cast<const uint8_t*>(p), size);
   data_ = p;  // page-aligned, so 64-byte aligned segments stay aligned
   size_ = size;
   return Error::Ok;

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "extension/heap_allocator.h"
+#include "extension/page_memory.h"
 #include "runtime/core/log.h"
 #include "runtime/core/cpu_info.h"
 
@@ -71,13 +72,15 @@ Error open_file(const char* path, std::unique_ptr<DataLoader>* out) {
 
 }  // namespace
 
-// One loaded method and the memory it runs in: 64-byte aligned planned
-// arenas and a HeapAllocator for its metadata, all from the heap.
+// One loaded method and the memory it runs in: planned arenas mapped from
+// the OS and made resident at load (page_memory.h: so that the first run
+// takes no page faults in them), and a HeapAllocator for its metadata.
 struct Module::LoadedMethod {
   LoadedMethod* next = nullptr;
   char* name = nullptr;
   HeapAllocator allocator;
-  Span<uint8_t>* planned = nullptr;  // num_arenas heap blocks
+  PageMemory* arenas = nullptr;      // num_arenas mappings
+  Span<uint8_t>* planned = nullptr;  // num_arenas views of them
   size_t num_arenas = 0;
   MemoryManager memory;
   std::optional<Method> method;
@@ -86,7 +89,7 @@ struct Module::LoadedMethod {
   ~LoadedMethod() {
     method.reset();  // before the memory it points into
     delete[] outputs;
-    for (size_t i = 0; i < num_arenas; ++i) ::operator delete(planned[i].data(), std::align_val_t(64));
+    delete[] arenas;
     delete[] planned;
     delete[] name;
   }
@@ -96,9 +99,18 @@ struct Module::LoadedMethod {
     const size_t len = strlen(method_name) + 1;
     if ((name = heap_array<char>(len, "its name", method_name)) == nullptr) return Error::OutOfMemory;
     memcpy(name, method_name, len);
-    if ((planned = heap_array<Span<uint8_t>>(meta.num_arenas(), "its arena list", name)) == nullptr) {
+    if ((planned = heap_array<Span<uint8_t>>(meta.num_arenas(), "its arena list", name)) == nullptr ||
+        (arenas = heap_array<PageMemory>(meta.num_arenas(), "its arena list", name)) == nullptr) {
       return Error::OutOfMemory;
     }
+    // The arenas' sizes come from the file: made resident only when they fit
+    // the budget together (page_memory.h), else mapped lazily.
+    uint64_t total = 0;
+    for (size_t i = 0; i < meta.num_arenas(); ++i) {
+      const uint64_t want = *meta.arena_size(i);
+      total = want > UINT64_MAX - total ? UINT64_MAX : total + want;
+    }
+    const bool prefault = total <= prefault_budget_bytes();
     for (size_t i = 0; i < meta.num_arenas(); ++i) {
       const uint64_t want = *meta.arena_size(i);
       if (want > SIZE_MAX - 63) {
@@ -107,12 +119,11 @@ struct Module::LoadedMethod {
         return Error::OutOfMemory;
       }
       const size_t bytes = want == 0 ? 64 : (static_cast<size_t>(want) + 63) / 64 * 64;
-      void* a = ::operator new(bytes, std::align_val_t(64), std::nothrow);
-      if (a == nullptr) {
+      if (arenas[i].map(bytes, prefault) != Error::Ok) {
         TERN_LOG_ERROR("method '%s': out of memory for planned arena %zu (%zu bytes)", name, i, bytes);
         return Error::OutOfMemory;
       }
-      planned[num_arenas++] = Span<uint8_t>(static_cast<uint8_t*>(a), bytes);
+      planned[num_arenas++] = Span<uint8_t>(arenas[i].data(), bytes);
     }
     memory.method_allocator = &allocator;
     memory.planned = Span<const Span<uint8_t>>(planned, num_arenas);

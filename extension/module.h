@@ -16,9 +16,11 @@
 //   const tern::Tensor& logits = (*outputs)[0];   // valid until the next run
 //
 // A Module owns what the runtime core leaves to the application: the file
-// (memory-mapped by default), the method allocator and the planned arenas,
-// all taken from the heap at load(). forward() and run() then allocate
-// nothing: they copy the inputs into planned memory and execute.
+// (memory-mapped by default), the method allocator (from the heap) and the
+// planned arenas (mapped from the OS and made resident: page_memory.h),
+// all taken at load(), so that the first run takes no page faults in them.
+// forward() and run() then allocate nothing: they copy the inputs into
+// planned memory and execute.
 // Out of memory: every heap allocation is the non-throwing kind (this code
 // is built without exceptions, which a std::bad_alloc would unwind through
 // without running its destructors). A failed one makes load() or method()

@@ -5,7 +5,11 @@
 //            [--threads N] [--profile] [--trace out.json] [--seed S] [--verbose]
 //
 // Prints the outputs (shape, range, top-5 of classifier-like outputs), the
-// load time and the latency (median and p90 over the timed iterations).
+// load time, the first run (the first execute after load: its time, its
+// ratio to the median of the timed runs, and load-to-first-output) and the
+// latency (median and p90 over the timed iterations). Where getrusage is
+// there (POSIX), load and first run also say how many page faults they took
+// (minor: a page mapped from memory; major: read from disk).
 // Without --input, inputs are random (floats uniform in [-1, 1), integers in
 // [0, 4), bools random), with a fixed seed. --threads defaults to the number
 // of physical cores. --trace writes the timed runs as a Chrome trace (one
@@ -28,6 +32,11 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/resource.h>
+#define TERN_RUN_HAS_RUSAGE 1
+#endif
 
 #include "extension/module.h"
 #include "backends/cpu/register.h"
@@ -158,6 +167,32 @@ void print_output(size_t i, const tern::Tensor& t) {
   }
 }
 
+// Page faults of this process so far: minor and major (zeros without getrusage).
+struct Faults {
+  long minor = 0, major = 0;
+};
+Faults faults_now() {
+  Faults f;
+#ifdef TERN_RUN_HAS_RUSAGE
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) == 0) {
+    f.minor = u.ru_minflt;
+    f.major = u.ru_majflt;
+  }
+#endif
+  return f;
+}
+std::string faults_since(const Faults& before) {
+#ifdef TERN_RUN_HAS_RUSAGE
+  const Faults now = faults_now();
+  return " (" + std::to_string(now.minor - before.minor) + " minor, " + std::to_string(now.major - before.major) +
+         " major page faults)";
+#else
+  (void)before;
+  return "";
+#endif
+}
+
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t k = static_cast<size_t>(std::ceil(p * v.size())) - 1;
@@ -165,11 +200,12 @@ double percentile(std::vector<double> v, double p) {
 }
 
 // Loads the model and its method; nullptr after printing why.
-tern::Method* load(const Options& o, tern::Module& module, double* load_ms) {
+tern::Method* load(const Options& o, tern::Module& module, double* load_ms, std::string* load_faults) {
   if (tern::register_portable_kernels() != tern::Error::Ok || tern::register_cpu_backend() != tern::Error::Ok) {
     fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
     return nullptr;
   }
+  const Faults f0 = faults_now();
   auto t0 = std::chrono::steady_clock::now();
   const tern::Module::Options options{o.mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, o.threads};
   // a refusal is printed once, below, with the runtime's reason (not also as a log line)
@@ -186,6 +222,7 @@ tern::Method* load(const Options& o, tern::Module& module, double* load_ms) {
     return nullptr;
   }
   *load_ms = ms_since(t0);
+  *load_faults = faults_since(f0);
   printf("model: %s (%s), %d thread%s\n", o.model, module.program().producer(), method->threads(),
          method->threads() == 1 ? "" : "s");
   return method;
@@ -248,12 +285,15 @@ int make_inputs(const Options& o, const tern::Method& method, std::vector<tern::
   return 0;
 }
 
-// Warm-up, then the timed runs (traced when --trace); their times in ms.
+// Warm-up, then the timed runs (traced when --trace); their times in ms. The
+// first run after load (warm-up or timed) in *first_ms, its page faults in
+// *first_faults.
 int time_runs(const Options& o, tern::Module& module, tern::Method& method, tern::Span<const tern::Tensor> in,
-              std::vector<double>* times) {
+              std::vector<double>* times, double* first_ms, std::string* first_faults) {
   std::unique_ptr<tern::ChromeTrace> trace;
   for (int it = 0; it < o.warmup + o.iterations; ++it) {
     if (it == o.warmup && o.trace) trace = std::make_unique<tern::ChromeTrace>(method, o.iterations);
+    const Faults f0 = faults_now();
     auto s = std::chrono::steady_clock::now();
     if (trace) trace->begin_run();
     auto r = module.run(o.method, in);
@@ -262,7 +302,12 @@ int time_runs(const Options& o, tern::Module& module, tern::Method& method, tern
       fprintf(stderr, "tern-run: run failed: %s\n", tern::last_error_message());
       return 1;
     }
-    if (it >= o.warmup) times->push_back(ms_since(s));
+    const double ms = ms_since(s);
+    if (it == 0) {
+      *first_ms = ms;
+      *first_faults = faults_since(f0);
+    }
+    if (it >= o.warmup) times->push_back(ms);
   }
   if (trace) {
     const std::string process = std::string("tern-run ") + o.model;
@@ -296,8 +341,9 @@ int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_args(argc, argv, &o)) return rc < 0 ? 0 : rc;
   tern::Module module;
-  double load_ms = 0;
-  tern::Method* method = load(o, module, &load_ms);
+  double load_ms = 0, first_ms = 0;
+  std::string load_faults, first_faults;
+  tern::Method* method = load(o, module, &load_ms, &load_faults);
   if (method == nullptr) return 1;
   if (o.verbose) {
     if (int rc = print_delegates(module)) return rc;
@@ -307,7 +353,7 @@ int main(int argc, char** argv) {
   if (int rc = make_inputs(o, *method, &arrays, &inputs)) return rc;
   tern::Span<const tern::Tensor> in(inputs.data(), inputs.size());
   std::vector<double> times;
-  if (int rc = time_runs(o, module, *method, in, &times)) return rc;
+  if (int rc = time_runs(o, module, *method, in, &times, &first_ms, &first_faults)) return rc;
 
   auto outs = module.run(o.method, in);
   if (!outs.ok()) return 1;
@@ -320,9 +366,12 @@ int main(int argc, char** argv) {
     }
     printf("wrote output %zu to %s\n", i, o.outputs[i]);
   }
-  printf("load: %.2f ms\n", load_ms);
-  printf("latency over %d runs (%d warm-up): median %.3f ms, p90 %.3f ms\n", o.iterations, o.warmup,
-         percentile(times, 0.5), percentile(times, 0.9));
+  const double median = percentile(times, 0.5);
+  printf("load: %.2f ms%s\n", load_ms, load_faults.c_str());
+  printf("first run: %.3f ms%s, %.2fx the median; load to first output %.2f ms\n", first_ms, first_faults.c_str(),
+         first_ms / median, load_ms + first_ms);
+  printf("latency over %d runs (%d warm-up): median %.3f ms, p90 %.3f ms\n", o.iterations, o.warmup, median,
+         percentile(times, 0.9));
   if (o.profile) return print_profile(o, module, *method, in);
   return 0;
 }

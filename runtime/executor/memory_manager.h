@@ -16,7 +16,10 @@
 // Kernel scratch is sized at load: every kernel states at prepare how many
 // scratch bytes it needs per thread (shapes are static), so the method
 // reserves the largest request once per thread, at load, and no allocator is
-// consulted or reset while it runs.
+// consulted or reset while it runs. Method::load zeroes that scratch, so its
+// pages are resident before the first run; planned arenas the application
+// maps itself are worth the same care (extension/page_memory.h does it for
+// tern::Module).
 #pragma once
 
 #include <cstdint>

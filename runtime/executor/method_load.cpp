@@ -445,6 +445,10 @@ struct Loader {
                      memory.method_allocator->capacity());
       return Error::OutOfMemory;
     }
+    // Written once here so that its pages are resident before the first
+    // execute() (an allocator over fresh heap or mmap memory maps a page at
+    // its first write, which would otherwise be the first run's).
+    memset(*out, 0, static_cast<size_t>(total));
     return Error::Ok;
   }
 

@@ -133,6 +133,51 @@ TEST_F(MethodLoad, test_method_allocator_too_small_is_out_of_memory) {
   EXPECT_TRUE(Method::load(*lp.program, "forward", mem.manager).ok());
 }
 
+// A bump allocator over a buffer full of 0xAB that remembers its blocks.
+class RecordingAllocator final : public MemoryAllocator {
+ public:
+  explicit RecordingAllocator(size_t bytes)
+      : MemoryAllocator(nullptr, 0), pool_(bytes), inner_(pool_.data(), bytes) {
+    memset(pool_.data(), 0xAB, bytes);
+  }
+  void* allocate(size_t size, size_t alignment) override {
+    void* p = inner_.allocate(size, alignment);
+    if (p != nullptr) blocks.push_back({static_cast<uint8_t*>(p), size});
+    return p;
+  }
+  size_t used() const override { return inner_.used(); }
+  size_t capacity() const override { return inner_.capacity(); }
+  std::vector<Span<uint8_t>> blocks;
+
+ private:
+  AlignedBytes pool_;
+  MemoryAllocator inner_;
+};
+
+TEST_F(MethodLoad, test_load_zeroes_the_scratch_so_its_pages_are_resident_before_the_first_run) {
+  ProgramBuilder pb = chain_program();
+  MethodBuilder& m = pb.methods()[0];
+  uint32_t s = m.planned(ScalarType::Float32, {2, 2}, 64, 0);
+  m.call("test::scratch_double", "", {s, s});
+  m.debug.clear();
+  LoadedProgram lp(pb.build());
+  ASSERT_EQ(lp.error, Error::Ok);
+  MethodMemory mem(*lp.program, "forward");
+  RecordingAllocator allocator(64 * 1024);
+  mem.manager.method_allocator = &allocator;
+  Result<Method> method = Method::load(*lp.program, "forward", mem.manager);
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  const size_t scratch = (test_kernels::kScratchRequest + 63) / 64 * 64;  // one thread's block
+  ASSERT_EQ(method->scratch_bytes(), test_kernels::kScratchRequest);
+  int found = 0;
+  for (const Span<uint8_t>& b : allocator.blocks) {
+    if (b.size() != scratch) continue;
+    ++found;
+    for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(b[i], 0) << "scratch byte " << i << " not written at load";
+  }
+  EXPECT_EQ(found, 1) << "one block of the scratch's size";
+}
+
 TEST_F(MethodLoad, test_constant_out_argument_is_invalid_program) {
   ProgramBuilder pb;
   MethodBuilder& m = pb.method("forward");

@@ -3,6 +3,7 @@
 // portable library and the test kernels once.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -210,6 +211,44 @@ TEST_F(ModuleTest, test_huge_arena_is_an_error_not_a_crash) {
     Error e = module.load(f.path());
     EXPECT_EQ(e, arena_bytes > (uint64_t(1) << 48) ? Error::InvalidProgram : Error::OutOfMemory) << arena_bytes;
   }
+}
+
+TEST_F(ModuleTest, test_load_makes_the_planned_arenas_resident_before_the_first_run) {
+  // forward(x) = x + 1 with x at the start and the output at the end of an
+  // 8 MiB arena: the first run writes the output's page; load() has made it
+  // (and every page between) resident already (page_memory.h).
+  const size_t arena_bytes = size_t(8) << 20;
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.method("forward");
+  uint32_t arena = m.arena(arena_bytes);
+  uint32_t x = m.planned(ScalarType::Float32, {4}, 0, arena);
+  uint32_t y = m.planned(ScalarType::Float32, {4}, arena_bytes - 64, arena);
+  m.call("test::add_one", "", {x, y});
+  m.inputs = {x};
+  m.outputs = {y};
+  TempFile f(pb.build());
+  Module module;
+  ASSERT_EQ(module.load(f.path()), Error::Ok) << last_error_message();
+  const Tensor& out = module.method()->output(0);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  uint8_t* first = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(module.method()->input(0).data) / page * page);
+  uint8_t* last = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(out.data) / page * page);
+  const size_t pages = static_cast<size_t>(last - first) / page + 1;
+  ASSERT_GE(pages, arena_bytes / page);
+#if defined(__APPLE__)
+  std::vector<char> resident(pages);
+#else
+  std::vector<unsigned char> resident(pages);
+#endif
+  if (mincore(first, pages * page, resident.data()) != 0) GTEST_SKIP() << "mincore() failed";
+  size_t count = 0;
+  for (auto r : resident) count += (r & 1) != 0;
+  EXPECT_EQ(count, pages) << "pages of the arena not resident after load";
+  float in[4] = {1, 2, 3, 4};
+  Tensor input = make_tensor(in, ScalarType::Float32, {4});
+  Result<Span<const Tensor>> outs = module.forward({&input, 1});
+  ASSERT_TRUE(outs.ok()) << last_error_message();
+  EXPECT_EQ((*outs)[0].data_as<float>()[3], 5.0f);
 }
 
 TEST_F(ModuleTest, test_reload_replaces_the_program) {
