@@ -12,7 +12,11 @@
 //       "k": 512, "threads": 1, "gflops": 130.1, "ms": 2.06, "gflops_best": 135.2}, ...]}
 //
 // Sizes: square 512^3 and 1024^3, and 196 x 1024 x 1024 (a 14x14 feature map
-// through a 1x1 convolution or a ViT-sized linear layer). 2*m*n*k FLOPs per
+// through a 1x1 convolution or a ViT-sized linear layer); then, for the cpu
+// backend only, the linear layers of small text transformers: m tokens (32,
+// 128, 512) through MiniLM-size BERT layers (hidden 384, fused q/k/v 1152,
+// feed-forward 1536) and SmolLM-135M's MLP (hidden 576, 1536).
+// bench/gemm_peers.py times ONNX Runtime on the same shapes. 2*m*n*k FLOPs per
 // call; the median of the timed calls, after one warm-up call, and the best
 // call ("gflops_best": what the machine can do at best, as fma_peak's peak). One JSON line
 // on stdout, for bench/run.py, which puts it next to fma_peak's figure (the
@@ -34,6 +38,7 @@ namespace {
 
 struct Shape {
   int64_t m, n, k;
+  bool portable;  // also time the portable GEMM
 };
 
 double now_ms() {
@@ -120,13 +125,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gemm_bench: TERN_CPU_ISA names an ISA this build or CPU lacks\n");
     return 1;
   }
-  const Shape shapes[] = {{512, 512, 512}, {1024, 1024, 1024}, {196, 1024, 1024}};
+  const Shape shapes[] = {{512, 512, 512, true},    {1024, 1024, 1024, true}, {196, 1024, 1024, true},
+                          {128, 384, 384, false},   {128, 1152, 384, false},  {128, 1536, 384, false},
+                          {128, 384, 1536, false},  {128, 1536, 576, false},  {128, 576, 1536, false},
+                          {32, 1536, 384, false},   {512, 1536, 384, false},  {512, 384, 1536, false}};
   std::printf("{\"gemm\": \"cpu backend, %s\", \"results\": [", isa->name);
   bool first = true;
   for (const char* which : {"cpu", "portable"}) {
+    const bool cpu = which[0] == 'c';
     for (const Shape& s : shapes) {
+      if (!cpu && !s.portable) continue;
       for (int threads : counts) {
-        const bool cpu = which[0] == 'c';
         const Timing t = cpu ? time_cpu(s, threads, pool, *isa) : time_portable(s, threads, pool);
         const double flop = 2.0 * s.m * s.n * s.k;
         std::printf("%s{\"gemm\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"threads\": %d, "

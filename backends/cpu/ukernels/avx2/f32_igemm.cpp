@@ -7,7 +7,6 @@
 #include <immintrin.h>
 
 #include "backends/cpu/ukernels/common/avx2.h"
-#include "backends/cpu/ukernels/common/f32_igemm.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 namespace tern {
@@ -20,33 +19,51 @@ constexpr size_t kMr = 6;
 // is NaN, so a NaN passes as PyTorch's clamp lets it.
 inline __m256 clamp(__m256 v, __m256 lo, __m256 hi) { return _mm256_min_ps(hi, _mm256_max_ps(lo, v)); }
 
+// One k step of one row: c0 (columns 0-7) and c1 (8-15) += a[k] * w[k].
+inline void row_step(const float* ak, __m256 v0, __m256 v1, __m256& c0, __m256& c1) {
+  const __m256 ai = _mm256_broadcast_ss(ak);
+  c0 = _mm256_fmadd_ps(ai, v0, c0);
+  c1 = _mm256_fmadd_ps(ai, v1, c1);
+}
+
 void igemm_6x16(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
                 float* c, size_t c_stride, const float* res, MinMax mm) {
-  __m256 acc[kMr][2];
-  for (size_t i = 0; i < kMr; ++i) {
-    acc[i][0] = _mm256_loadu_ps(w);
-    acc[i][1] = _mm256_loadu_ps(w + 8);
-  }
-  igemm_k_loop<kMr>(kc, ks, a, w + kPanel, [&](const float* const* ap, size_t k, const float* wk) {
-    const __m256 v0 = _mm256_loadu_ps(wk), v1 = _mm256_loadu_ps(wk + 8);
-    for (size_t i = 0; i < kMr; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(ap[i] + k);
-      acc[i][0] = _mm256_fmadd_ps(ai, v0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(ai, v1, acc[i][1]);
+  // Named accumulators and its own k loop, one k a step, not an array and
+  // common/f32_igemm.h's unrolled loop: 12 accumulators + 2 weight vectors
+  // + 1 broadcast are 15 of the 16 ymm registers, and GCC kept an array in
+  // memory (a store per FMA) and, given 4 steps to interleave, hoisted loads
+  // into more registers and spilled. Same operations in the same order as
+  // the loop it replaces: the same bits.
+  __m256 c00 = _mm256_loadu_ps(w), c01 = _mm256_loadu_ps(w + 8);
+  __m256 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00,
+         c51 = c01;
+  const float* wk = w + kPanel;
+  for (size_t t = 0; t < ks; ++t, a += kMr) {
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    for (size_t k = 0; k < kc; ++k, wk += kPanel) {
+      const __m256 v0 = _mm256_loadu_ps(wk), v1 = _mm256_loadu_ps(wk + 8);
+      row_step(a0 + k, v0, v1, c00, c01);
+      row_step(a1 + k, v0, v1, c10, c11);
+      row_step(a2 + k, v0, v1, c20, c21);
+      row_step(a3 + k, v0, v1, c30, c31);
+      row_step(a4 + k, v0, v1, c40, c41);
+      row_step(a5 + k, v0, v1, c50, c51);
     }
-  });
+  }
+  const __m256 acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   const __m256 lo = _mm256_set1_ps(mm.min), hi = _mm256_set1_ps(mm.max);
   // Rows i < kMr with a test, not i < mr: acc is then indexed by constants
   // only and stays in registers (a run-time index spills it to the stack).
 #pragma GCC unroll 6
   for (size_t i = 0; i < kMr; ++i) {
     if (i >= mr) break;
+    __m256 r0 = acc[i][0], r1 = acc[i][1];
     if (res != nullptr) {
-      acc[i][0] = _mm256_add_ps(acc[i][0], load_lanes(res + i * c_stride, nc));
-      if (nc > 8) acc[i][1] = _mm256_add_ps(acc[i][1], load_lanes(res + i * c_stride + 8, nc - 8));
+      r0 = _mm256_add_ps(r0, load_lanes(res + i * c_stride, nc));
+      if (nc > 8) r1 = _mm256_add_ps(r1, load_lanes(res + i * c_stride + 8, nc - 8));
     }
-    store_lanes(c + i * c_stride, clamp(acc[i][0], lo, hi), nc);
-    store_lanes(c + i * c_stride + 8, clamp(acc[i][1], lo, hi), nc > 8 ? nc - 8 : 0);
+    store_lanes(c + i * c_stride, clamp(r0, lo, hi), nc);
+    store_lanes(c + i * c_stride + 8, clamp(r1, lo, hi), nc > 8 ? nc - 8 : 0);
   }
 }
 

@@ -1,5 +1,6 @@
-// The k loop of the float igemm microkernels (ukernels/<isa>/f32_igemm.cpp),
-// written once and compiled into each with its flags: for each tap t < ks,
+// The k loop of the float igemm microkernels (ukernels/<isa>/f32_igemm.cpp;
+// not avx2's, which has its own: avx2/f32_igemm.cpp says why), written once
+// and compiled into each with its flags: for each tap t < ks,
 // tap t's kMr row pointers, then step(ap, k, wk) for each input k < kc, wk
 // being the weights of k (one panel row, kPanel floats; a kernel wider than
 // a panel reads the next panels at wk + p * panel_floats). Unrolled by 4 so
