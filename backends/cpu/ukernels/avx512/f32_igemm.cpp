@@ -8,7 +8,6 @@
 #include <immintrin.h>
 
 #include "backends/cpu/ukernels/common/avx512.h"
-#include "backends/cpu/ukernels/common/f32_igemm.h"
 #include "backends/cpu/ukernels/ukernels.h"
 
 // GCC 12 reports the "undefined" pass-through operand inside the
@@ -21,29 +20,43 @@ namespace {
 
 constexpr size_t kMr = 8;
 
+// One k step of one row: c0 (columns 0-15) and, with two panels, c1
+// (16-31) += a[k] * w[k].
+template <int kPanels>
+inline void row_step(const float* ak, __m512 v0, __m512 v1, __m512& c0, __m512& c1) {
+  const __m512 ai = _mm512_set1_ps(*ak);
+  c0 = _mm512_fmadd_ps(ai, v0, c0);
+  if constexpr (kPanels == 2) c1 = _mm512_fmadd_ps(ai, v1, c1);
+}
+
 template <int kPanels>
 void igemm(size_t mr, size_t nc, size_t kc, size_t ks, const float* const* a, const float* w,
            size_t panel_floats, float* c, size_t c_stride, const float* res, MinMax mm) {
-  __m512 acc[kMr][kPanels];
-  for (int j = 0; j < kPanels; ++j) {
-    const __m512 bias = _mm512_loadu_ps(w + j * panel_floats);
-    for (size_t i = 0; i < kMr; ++i) acc[i][j] = bias;
-  }
-  // one k step: kPanels weight vectors (the second panel_floats after the
-  // first), kMr broadcasts, kMr * kPanels FMAs
-  igemm_k_loop<kMr>(kc, ks, a, w + kPanel, [&](const float* const* ap, size_t k, const float* wk) {
-    const __m512 v0 = _mm512_loadu_ps(wk);
-    if constexpr (kPanels == 2) {
-      const __m512 v1 = _mm512_loadu_ps(wk + panel_floats);
-      for (size_t i = 0; i < kMr; ++i) {
-        const __m512 ai = _mm512_set1_ps(ap[i][k]);
-        acc[i][0] = _mm512_fmadd_ps(ai, v0, acc[i][0]);
-        acc[i][1] = _mm512_fmadd_ps(ai, v1, acc[i][1]);
-      }
-    } else {
-      for (size_t i = 0; i < kMr; ++i) acc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(ap[i][k]), v0, acc[i][0]);
+  // Named accumulators and a k loop of its own, one k a step, not an array
+  // and common/f32_igemm.h's unrolled loop: GCC kept that array on the stack
+  // around the tap loop and copied registers inside the k loop (the avx2
+  // kernel's story: avx2/f32_igemm.cpp). Same operations in the same order:
+  // the same bits.
+  const __m512 b0 = _mm512_loadu_ps(w), b1 = kPanels == 2 ? _mm512_loadu_ps(w + panel_floats) : b0;
+  __m512 c00 = b0, c01 = b1, c10 = b0, c11 = b1, c20 = b0, c21 = b1, c30 = b0, c31 = b1;
+  __m512 c40 = b0, c41 = b1, c50 = b0, c51 = b1, c60 = b0, c61 = b1, c70 = b0, c71 = b1;
+  const float* wk = w + kPanel;
+  for (size_t t = 0; t < ks; ++t, a += kMr) {
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];
+    for (size_t k = 0; k < kc; ++k, wk += kPanel) {
+      const __m512 v0 = _mm512_loadu_ps(wk), v1 = kPanels == 2 ? _mm512_loadu_ps(wk + panel_floats) : v0;
+      row_step<kPanels>(a0 + k, v0, v1, c00, c01);
+      row_step<kPanels>(a1 + k, v0, v1, c10, c11);
+      row_step<kPanels>(a2 + k, v0, v1, c20, c21);
+      row_step<kPanels>(a3 + k, v0, v1, c30, c31);
+      row_step<kPanels>(a4 + k, v0, v1, c40, c41);
+      row_step<kPanels>(a5 + k, v0, v1, c50, c51);
+      row_step<kPanels>(a6 + k, v0, v1, c60, c61);
+      row_step<kPanels>(a7 + k, v0, v1, c70, c71);
     }
-  });
+  }
+  __m512 acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                        {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
   const __m512 lo = _mm512_set1_ps(mm.min), hi = _mm512_set1_ps(mm.max);
   const __mmask16 m0 = tail_mask(nc);
   const __mmask16 m1 = nc > 16 ? tail_mask(nc - 16) : __mmask16(0);
