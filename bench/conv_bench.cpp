@@ -4,8 +4,9 @@
 // per thread count; best is the figure to compare on a noisy machine.
 //
 //   build/bench/conv_bench LAYER... [--threads 1,2]
-//   LAYER = n,h,w,c,oc,k,stride,pad[,dw][,res]    e.g. 1,112,112,32,32,3,1,1,dw
-//   (dw: depthwise, c == oc; res: a residual added before the relu6)
+//   LAYER = n,h,w,c,oc,k,stride,pad[,dw][,res][,silu]    e.g. 1,112,112,32,32,3,1,1,dw
+//   (dw: depthwise, c == oc; res: a residual added before the activation;
+//   silu: SiLU instead of relu6)
 //   -> dw3x3/s1 32->32 112x112 (n=1)  threads 1: best 0.180 ms (40.1 GFLOP/s), median 0.195 ms
 //
 // TERN_CPU_ISA=scalar|avx2|avx512 forces an ISA. Weights and inputs are
@@ -32,7 +33,7 @@ void* align64(std::vector<unsigned char>& buf) {
   return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
 }
 
-bool parse_layer(const char* s, tern::cpu::ConvGeometry* g, bool* res) {
+bool parse_layer(const char* s, tern::cpu::ConvGeometry* g, bool* res, bool* silu) {
   long long v[8];
   int used = 0;
   if (std::sscanf(s, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
@@ -42,8 +43,10 @@ bool parse_layer(const char* s, tern::cpu::ConvGeometry* g, bool* res) {
   const char* rest = s + used;
   const bool dw = std::strncmp(rest, ",dw", 3) == 0;
   if (dw) rest += 3;
-  *res = std::strcmp(rest, ",res") == 0;
-  if (*rest != '\0' && !*res) return false;
+  *res = std::strncmp(rest, ",res", 4) == 0;
+  if (*res) rest += 4;
+  *silu = std::strcmp(rest, ",silu") == 0;
+  if (*rest != '\0' && !*silu) return false;
   if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || v[4] < 1 || v[5] < 1 || v[6] < 1 || v[7] < 0) return false;
   if (dw && v[3] != v[4]) return false;
   *g = tern::cpu::ConvGeometry{};
@@ -60,7 +63,7 @@ bool parse_layer(const char* s, tern::cpu::ConvGeometry* g, bool* res) {
 
 int main(int argc, char** argv) {
   std::vector<tern::cpu::ConvGeometry> layers;
-  std::vector<bool> residuals;
+  std::vector<bool> residuals, silus;
   std::vector<int> counts = {1, 2};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
@@ -73,16 +76,18 @@ int main(int argc, char** argv) {
       continue;
     }
     tern::cpu::ConvGeometry g;
-    bool res = false;
-    if (!parse_layer(argv[i], &g, &res)) {
-      std::fprintf(stderr, "conv_bench: %s: expected n,h,w,c,oc,k,stride,pad[,dw][,res] (dw: c == oc)\n", argv[i]);
+    bool res = false, silu = false;
+    if (!parse_layer(argv[i], &g, &res, &silu)) {
+      std::fprintf(stderr, "conv_bench: %s: expected n,h,w,c,oc,k,stride,pad[,dw][,res][,silu] (dw: c == oc)\n",
+                   argv[i]);
       return 2;
     }
     layers.push_back(g);
     residuals.push_back(res);
+    silus.push_back(silu);
   }
   if (layers.empty() || counts.empty() || *std::min_element(counts.begin(), counts.end()) < 1) {
-    std::fprintf(stderr, "usage: conv_bench n,h,w,c,oc,k,stride,pad[,dw][,res]... [--threads 1,2]\n");
+    std::fprintf(stderr, "usage: conv_bench n,h,w,c,oc,k,stride,pad[,dw][,res][,silu]... [--threads 1,2]\n");
     return 2;
   }
   const tern::cpu::Isa* isa = tern::cpu::select_isa();
@@ -102,12 +107,13 @@ int main(int argc, char** argv) {
     float* packed = static_cast<float*>(align64(packed_buf));
     tern::cpu::pack_conv_weights(g, w.data(), bias.data(), packed);
     tern::cpu::Epilogue ep;
-    ep.activation = tern::cpu::Activation::Clamp;
+    ep.activation = silus[li] ? tern::cpu::Activation::Silu : tern::cpu::Activation::Clamp;
     ep.clamp = {0.f, 6.f};
+    ep.vact = isa->vact;
     const double flop = 2.0 * double(y.size()) * double(cg * g.kh * g.kw);
-    std::printf("%s%dx%d/s%d %lld->%lld %lldx%lld%s (n=%lld, %s)\n", g.depthwise ? "dw" : "", g.kh, g.kw, g.sh,
+    std::printf("%s%dx%d/s%d %lld->%lld %lldx%lld%s%s (n=%lld, %s)\n", g.depthwise ? "dw" : "", g.kh, g.kw, g.sh,
                 (long long)g.c, (long long)g.oc, (long long)g.oh, (long long)g.ow, residuals[li] ? " + residual" : "",
-                (long long)g.n, isa->name);
+                silus[li] ? ", silu" : ", relu6", (long long)g.n, isa->name);
     for (int threads : counts) {
       const size_t bytes = tern::cpu::conv_scratch_bytes(g, *isa), stride = (bytes + 63) & ~size_t(63);
       std::vector<unsigned char> scratch(stride * size_t(threads) + 64);
