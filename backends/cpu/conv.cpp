@@ -182,32 +182,45 @@ void block_pointers(const ConvGeometry& g, int mr, const float* x, const float* 
   }
 }
 
+// Whether run_igemm takes run_rows for g: few output pixels.
+bool by_rows(const ConvGeometry& g, const Isa& isa) {
+  const int64_t pixels = g.n * g.oh * g.ow;
+  return pixels <= kRowsMaxPixels && pixels * 2 <= isa.igemm_main.mr;
+}
+
+// Output pixel q's columns [0, oc) of a convolution that run_rows takes, through
+// the GEMV kernel: taps, kc and n as block_pointers made them for it.
+void row_pixel(const ConvGeometry& g, const Isa& isa, const float* const* taps_q, size_t kc, size_t n,
+               const float* packed, const float* residual, float* y, const Epilogue& ep, int64_t col0, int64_t col1) {
+  const IgemmConfig& k = isa.igemm_row;
+  const size_t panel_floats = size_t(kPanel) * (1 + size_t(taps(g)) * size_t(g.c));
+  const MinMax clamp = kernel_clamp(ep, nullptr);
+  for (; col0 < col1; col0 += k.nr) {
+    const int64_t nc = col1 - col0 < k.nr ? col1 - col0 : k.nr;
+    k.ukernel(1, size_t(nc), kc, n, taps_q, packed + (col0 / kPanel) * panel_floats, panel_floats, y + col0,
+              size_t(y_pixel(g)), residual ? residual + col0 : nullptr, clamp);
+    if (needs_post(ep, nullptr)) post(ep, nullptr, y + col0, 1, nc, y_pixel(g));
+  }
+}
+
 // Few output pixels (a linear layer over one row, a classifier head): one
 // row at a time through the GEMV kernel, which reads each weight once per
 // row instead of computing mr rows to keep one. Threads split the columns.
 void run_rows(const ConvGeometry& g, const Isa& isa, const float* x, const float* packed, const float* zeros,
               const float* residual, float* y, const Epilogue& ep, RunContext& ctx) {
-  const IgemmConfig& k = isa.igemm_row;
+  const int64_t nr = isa.igemm_row.nr;
   const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
-  const int64_t groups = ceil_div(g.oc, k.nr);
-  const size_t panel_floats = size_t(kPanel) * (1 + size_t(ks) * size_t(g.c));
-  const MinMax clamp = kernel_clamp(ep, nullptr);
-  const bool post_pass = needs_post(ep, nullptr);
+  const int64_t groups = ceil_div(g.oc, nr);
   const int64_t yp = y_pixel(g);
-  ctx.parallel_for(groups, grain_for(kMinFlopsPerThread, {pixels, k.nr, ks, g.c}), [&](RunContext& t, int64_t u0, int64_t u1) {
+  ctx.parallel_for(groups, grain_for(kMinFlopsPerThread, {pixels, nr, ks, g.c}), [&](RunContext& t, int64_t u0, int64_t u1) {
     const float** ptrs = static_cast<const float**>(t.scratch());
     bool merged[kTilesPerBlock];
     block_pointers(g, 1, x, zeros, 0, ptrs, merged);  // pixels <= kTilesPerBlock: one block of 1-row tiles
-    for (int64_t u = u0; u < u1; ++u) {
-      const int64_t col0 = u * k.nr, nc = g.oc - col0 < k.nr ? g.oc - col0 : k.nr;
-      const float* w = packed + (col0 / kPanel) * panel_floats;
-      for (int64_t q = 0; q < pixels; ++q) {
-        float* c = y + q * yp + col0;
-        const size_t kc = size_t(merged[q] ? g.kw * g.c : g.c), n = size_t(merged[q] ? g.kh : ks);
-        const float* res = residual ? residual + q * yp + col0 : nullptr;
-        k.ukernel(1, size_t(nc), kc, n, ptrs + q * ks, w, panel_floats, c, size_t(yp), res, clamp);
-        if (post_pass) post(ep, nullptr, c, 1, nc, yp);
-      }
+    const int64_t col0 = u0 * nr, col1 = u1 * nr < g.oc ? u1 * nr : g.oc;
+    for (int64_t q = 0; q < pixels; ++q) {
+      const size_t kc = size_t(merged[q] ? g.kw * g.c : g.c), n = size_t(merged[q] ? g.kh : ks);
+      row_pixel(g, isa, ptrs + q * ks, kc, n, packed, residual ? residual + q * yp : nullptr, y + q * yp, ep, col0,
+                col1);
     }
   });
 }
@@ -217,7 +230,7 @@ void run_igemm(const ConvGeometry& g, const Isa& isa, const float* x, const floa
   const IgemmConfig& main = isa.igemm_main;
   const int mr = main.mr;
   const int64_t pixels = g.n * g.oh * g.ow, ks = taps(g);
-  if (pixels <= kRowsMaxPixels && pixels * 2 <= mr) {
+  if (by_rows(g, isa)) {
     run_rows(g, isa, x, packed, zeros, residual, y, ep, ctx);
     return;
   }
@@ -338,6 +351,14 @@ void pointwise_pixels(const ConvStage& s, const Isa& isa, const float* x, int64_
   const MinMax clamp = kernel_clamp(s.ep, nullptr);
   const bool post_pass = needs_post(s.ep, nullptr);
   const int64_t xp = x_pixel(g);
+  if (by_rows(g, isa)) {  // as run_igemm would: the GEMV kernel's sums, not the tile kernel's
+    for (int64_t q = 0; q < count; ++q) {
+      const float* row = x + q * xp;
+      row_pixel(g, isa, &row, size_t(g.c), 1, s.packed, residual ? residual + q * yp : nullptr, y + q * yp, s.ep, 0,
+                g.oc);
+    }
+    return;
+  }
   for (int64_t q0 = 0; q0 < count; q0 += mr) {
     const int64_t rows = count - q0 < mr ? count - q0 : mr;
     for (int64_t i = 0; i < mr; ++i) ptrs[i] = x + (q0 + (i < rows ? i : rows - 1)) * xp;
