@@ -117,7 +117,7 @@ Error Loader::read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64
   out->rank = sizes ? int(sizes->size()) : 0;
   TERN_CPU_CHECK(*this, out->rank <= kMaxRank, "value %u: rank %d over %d", vi, out->rank, kMaxRank);
   const bool has_dyn = dyn != nullptr && dyn->size() > 0;
-  TERN_CPU_CHECK(*this, !has_dyn || dyn->size() == sizes->size(), "value %u: %u dyn_sizes for %d dims", vi,
+  TERN_CPU_CHECK(*this, !has_dyn || dyn->size() == uint32_t(out->rank), "value %u: %u dyn_sizes for %d dims", vi,
                  dyn ? dyn->size() : 0, out->rank);
   // Every 0 taken as 1 (the span), the elements stay under 2^40: no product
   // of sizes overflows, even in an empty value.
