@@ -1,6 +1,9 @@
 #include "runtime/core/thread_pool.h"
 
 #include <pthread.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include <chrono>
 #include <new>
@@ -24,6 +27,31 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #elif defined(__aarch64__) || defined(__arm__)
   __asm__ __volatile__("yield");
+#endif
+}
+
+// The CPU this thread runs on, -1 where the platform does not say.
+int current_cpu() {
+#if defined(__linux__)
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+// Moves this thread off `cpu` if another CPU is allowed to it: its affinity
+// narrowed to the others (which migrates it now), then restored (which leaves
+// it where it is).
+void move_off_cpu(int cpu) {
+#if defined(__linux__)
+  cpu_set_t allowed;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  if (!CPU_ISSET(cpu, &allowed) || CPU_COUNT(&allowed) < 2) return;
+  cpu_set_t others = allowed;
+  CPU_CLR(cpu, &others);
+  if (sched_setaffinity(0, sizeof(others), &others) == 0) (void)sched_setaffinity(0, sizeof(allowed), &allowed);
+#else
+  (void)cpu;
 #endif
 }
 
@@ -110,6 +138,7 @@ void ThreadPool::run(int n, TaskFn task, void* arg) {
   }
   task_.store(task, std::memory_order_relaxed);
   arg_.store(arg, std::memory_order_relaxed);
+  caller_cpu_.store(current_cpu(), std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   const uint32_t gen = gen_of(cursor_.load(std::memory_order_relaxed)) + 1;
   cursor_.store((uint64_t(gen) << kGenShift) | (uint64_t(n) << 8), std::memory_order_seq_cst);
@@ -125,6 +154,7 @@ void ThreadPool::run(int n, TaskFn task, void* arg) {
 void ThreadPool::work(uint32_t seen) {
   (void)now_micros();
   started_.fetch_add(1, std::memory_order_release);
+  bool woke = true;  // started, or woken: the scheduler placed this thread (the header says why it matters)
   for (;;) {
     uint32_t gen;
     int64_t spin_start = now_micros();
@@ -137,9 +167,15 @@ void ThreadPool::work(uint32_t seen) {
         while (gen_of(cursor_.load(std::memory_order_seq_cst)) == seen && !stop_.load()) wake_.wait(lock);
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
         spin_start = now_micros();
+        woke = true;
       }
     }
     seen = gen;
+    if (woke) {
+      woke = false;
+      const int cpu = current_cpu();
+      if (cpu >= 0 && cpu == caller_cpu_.load(std::memory_order_relaxed)) move_off_cpu(cpu);
+    }
     // The fields of region `gen` (or of a later one, whose tasks claim()
     // then refuses): written before the cursor that announced it.
     const TaskFn task = task_.load(std::memory_order_relaxed);

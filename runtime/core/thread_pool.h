@@ -18,6 +18,15 @@
 // condition variable (a region then costs one wake-up). n == 1 runs the task
 // inline with no synchronization at all.
 //
+// A woken worker may be put on the CPU of the thread that woke it (Linux does
+// that for a thread it thinks shares its cache), where the two then take turns
+// until load balancing moves one, a few milliseconds later: a first run after
+// load at 2 threads took 2x to 3x the median in about one process in three
+// (bert_minilm_32, every region's worker on the caller's CPU). So the first
+// region after a sleep, a worker that finds itself on the caller's CPU moves
+// off it (Linux: its affinity narrowed to the other CPUs allowed, then put
+// back; two system calls, once per wake-up at most).
+//
 // Thread safety: run() may be called from any number of threads at once; one
 // region has the workers at a time, and a call that finds them busy (another
 // Method on another application thread, or a region started from inside a
@@ -88,6 +97,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::atomic<int> sleepers_{0};
   std::atomic<int> started_{0};  // workers that reached their loop
+  std::atomic<int> caller_cpu_{-1};  // the CPU the current region's caller ran on (-1: unknown)
   std::mutex mutex_;  // sleeping and reserve() only
   std::condition_variable wake_;
   std::atomic<int> num_workers_{0};
