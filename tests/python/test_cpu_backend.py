@@ -589,7 +589,7 @@ class WinogradBlock(nn.Module):
         super().__init__()
         self.a = nn.Conv2d(c, c, 3, padding=1)
         self.b = nn.Conv2d(c, c, 3, padding=1, bias=False)
-        self.c = nn.Conv2d(c, 136, 3)  # no padding: 8x9 -> 6x7
+        self.c = nn.Conv2d(c, 136, 3)  # no padding: 10x11 -> 8x9 (at least 64 pixels, odd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.a(x))
@@ -699,7 +699,7 @@ def test_fusion_passes_record_their_decisions_on_the_ops() -> None:
     they took in; with Winograd off the same convolutions are
     direct Convs that record the same epilogue."""
     torch.manual_seed(0)
-    x = torch.randn(1, 128, 8, 9)
+    x = torch.randn(1, 128, 10, 11)
     on, off = _KeepPrograms(), _KeepPrograms(CpuOptions(winograd=False))
     for cpu in (on, off):
         tern.export(WinogradBlock().eval(), (x,), partitioners=[cpu])

@@ -18,7 +18,7 @@ from test_cpu_backend import ISAS, WinogradBlock, _check, _check_on_isa, _payloa
 
 def test_wide_3x3_convolutions_run_as_winograd_and_match_eager(tmp_path: Path) -> None:
     torch.manual_seed(0)
-    path = _check(WinogradBlock(), (torch.randn(1, 128, 8, 9),), tmp_path)
+    path = _check(WinogradBlock(), (torch.randn(1, 128, 10, 11),), tmp_path)
     kinds = [k for ops in _payload_ops(path) for k, _ in ops]
     assert kinds.count("WinogradInput") == 3 and kinds.count("WinogradOutput") == 3, kinds
     assert kinds.count("Conv") == 3 * 16, kinds
@@ -27,7 +27,7 @@ def test_wide_3x3_convolutions_run_as_winograd_and_match_eager(tmp_path: Path) -
 @pytest.mark.parametrize("isa", ISAS)
 def test_winograd_on_each_isa_gives_eager_results(isa: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
-    _check_on_isa(WinogradBlock(), (torch.randn(1, 128, 8, 9),), isa, tmp_path, monkeypatch)
+    _check_on_isa(WinogradBlock(), (torch.randn(1, 128, 10, 11),), isa, tmp_path, monkeypatch)
 
 
 def _winograd_gemms(prog: Any) -> list[tuple[int, int]]:
@@ -52,7 +52,7 @@ def test_winograd_kernels_are_stored_as_3x3_and_the_file_is_no_bigger_than_the_w
     CpuOptions(winograd_expanded_weights=True) stores G g G^T packed (a
     version-2 payload, 16/9 the kernels' bytes). Both match eager and each other."""
     torch.manual_seed(0)
-    model, x = WinogradBlock(), (torch.randn(1, 128, 8, 9),)
+    model, x = WinogradBlock(), (torch.randn(1, 128, 10, 11),)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     (tmp_path / "small").mkdir(), (tmp_path / "big").mkdir()
     small = _check(model, x, tmp_path / "small")

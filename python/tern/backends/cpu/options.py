@@ -21,9 +21,16 @@ class CpuOptions:
     # convolutions in a row, Winograd / direct time): 64 channels at 56x56
     # 1.01, 128 at 28x28 0.77, 256 at 14x14 0.66, 512 at 7x7 0.80: with
     # fewer channels the 16 GEMMs' short k and the transforms eat the 2.25x
-    # fewer multiply-adds.
+    # fewer multiply-adds. Below 64 pixels (7x7), what a run saves does not
+    # pay for the transform at load (winograd_expanded_weights below): its
+    # cost grows with the kernel's bytes, the saving with the pixels, and the
+    # 7x7 layers hold most of the bytes (resnet18: 7.1 M of its 9.3 M
+    # Winograd weights). Measured 2026-12-07 (AVX-512, 1 thread, each load
+    # right after an export, as in a benchmark): with 7x7 Winograd,
+    # resnet18 loads in 29 to 99 ms (66 MB of fresh memory to fault in and
+    # fill) and runs in 26.6 ms; without, in 9.4 to 11.8 ms and 29.0 ms.
     winograd: bool = True
-    winograd_min_pixels: int = 36
+    winograd_min_pixels: int = 64
     winograd_min_channels: int = 128
     # Where a Winograd convolution's weights are transformed. False (the
     # default): the file holds the 3x3 kernel and the runtime computes
