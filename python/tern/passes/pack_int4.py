@@ -27,18 +27,9 @@ _SCHEMA = ("dequantize_affine_int4(Tensor packed, int[] block_size, Tensor scale
 
 def int4_op() -> "torch._ops.OpOverload":
     """torch.ops.tern.dequantize_affine_int4.default, defined on first use."""
-    import torch
+    from tern.custom_ops import define
 
-    if not hasattr(torch.ops.tern, "dequantize_affine_int4"):
-        lib = torch.library.Library("tern", "FRAGMENT")
-        lib.define(_SCHEMA)
-        lib.impl("dequantize_affine_int4", _dequantize_int4, "CompositeExplicitAutograd")
-        lib.impl("dequantize_affine_int4", _dequantize_int4_meta, "Meta")
-        _LIBS.append(lib)  # the registration lives as long as the library object
-    return torch.ops.tern.dequantize_affine_int4.default
-
-
-_LIBS: list[object] = []
+    return define("dequantize_affine_int4", _SCHEMA, _dequantize_int4, _dequantize_int4_meta)
 
 
 def pack_int4(q: "torch.Tensor") -> "torch.Tensor":

@@ -1,0 +1,24 @@
+"""tern.llm: language models from GGUF files.
+
+    import tern.llm
+    model = tern.llm.from_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")   # a torch.nn.Module
+    tok = tern.llm.tokenizer_of("SmolLM2-135M-Instruct.Q4_1.gguf")
+    logits = model(torch.tensor([tok.encode("The capital of France is")]))
+
+from_gguf reads the Llama family (tern.llm.llama says what that covers) and
+keeps the weights in the file's block formats (tern.llm.blocks): the module
+reads the same bits llama.cpp reads. Importing tern.llm imports torch.
+"""
+from __future__ import annotations
+
+from tern.llm.gguf_file import GGUFError, read_gguf, read_tokenizer
+from tern.llm.llama import LlamaGGUF, from_gguf
+from tern.llm.tokenizer import Tokenizer, TokenizerError
+
+
+def tokenizer_of(path) -> Tokenizer:
+    """The byte-level BPE tokenizer stored in GGUF file `path`."""
+    return Tokenizer(read_tokenizer(path))
+
+
+__all__ = ["GGUFError", "LlamaGGUF", "Tokenizer", "TokenizerError", "from_gguf", "read_gguf", "read_tokenizer", "tokenizer_of"]

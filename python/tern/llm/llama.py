@@ -1,0 +1,156 @@
+"""The Llama family as a PyTorch module over a GGUF file's weights, kept in
+the file's formats (tern.llm.blocks): each weight is its rows of blocks, a
+uint8 buffer, read through tern::gguf_dequantize where it is used.
+
+    model = tern.llm.from_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")
+    logits = model(torch.tensor([[1, 2, 3]]))        # [1, 3, vocab]
+
+The arithmetic is llama.cpp's for general.architecture "llama": RMSNorm
+(x / sqrt(mean(x^2) + eps) * w), rotary embeddings on consecutive pairs of
+features (GGUF stores the query and key weights permuted for that form),
+grouped-query attention with a causal mask, SwiGLU (down(silu(gate(x)) *
+up(x))), a final norm and the output layer (the token embedding's rows
+when the file has no output.weight).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tern.llm.blocks import gguf_dequantize_op
+from tern.llm.gguf_file import GGUFError, GGUFModel, LlamaConfig, Weight
+
+
+class GGUFWeight(nn.Module):
+    """A weight [N, K] as its GGUF rows (uint8 [N, row_bytes], a buffer)."""
+
+    def __init__(self, w: Weight) -> None:
+        super().__init__()
+        self.format, self.k = w.format, w.shape[1]
+        self.register_buffer("rows", torch.from_numpy(w.rows.copy()))
+
+    def forward(self) -> torch.Tensor:
+        return gguf_dequantize_op()(self.rows, self.format.code, self.k)
+
+    def gather(self, ids: torch.Tensor) -> torch.Tensor:
+        """Rows `ids` only, dequantized: an embedding lookup."""
+        return gguf_dequantize_op()(self.rows.index_select(0, ids.reshape(-1)), self.format.code, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.format.name}, [{self.rows.shape[0]}, {self.k}]"
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, weight: torch.Tensor, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(weight, requires_grad=False)
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rope_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotates features (2i, 2i + 1) of x [B, T, H, D] by angle i of each
+    position: cos, sin [T, D / 2]."""
+    pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
+    a, b = pairs[..., 0], pairs[..., 1]
+    c, s = cos[None, :, None, :], sin[None, :, None, :]
+    return torch.stack([a * c - b * s, a * s + b * c], dim=-1).reshape(x.shape)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: LlamaConfig, w: dict[str, Weight], i: int, norm) -> None:
+        super().__init__()
+        p = f"blk.{i}."
+        self.cfg = cfg
+        self.attn_norm = norm(p + "attn_norm.weight")
+        self.ffn_norm = norm(p + "ffn_norm.weight")
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"):
+            setattr(self, name, GGUFWeight(w[p + name + ".weight"]))
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        cfg = self.cfg
+        b, t, _ = x.shape
+        h = self.attn_norm(x)
+        q = F.linear(h, self.attn_q()).reshape(b, t, cfg.heads, cfg.head_dim)
+        k = F.linear(h, self.attn_k()).reshape(b, t, cfg.kv_heads, cfg.head_dim)
+        v = F.linear(h, self.attn_v()).reshape(b, t, cfg.kv_heads, cfg.head_dim)
+        q, k = rope_pairs(q, cos, sin), rope_pairs(k, cos, sin)
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
+                                           enable_gqa=cfg.kv_heads != cfg.heads)
+        x = x + F.linear(o.transpose(1, 2).reshape(b, t, cfg.heads * cfg.head_dim), self.attn_output())
+        h = self.ffn_norm(x)
+        return x + F.linear(F.silu(F.linear(h, self.ffn_gate())) * F.linear(h, self.ffn_up()), self.ffn_down())
+
+
+class LlamaGGUF(nn.Module):
+    """forward(tokens int64 [B, T]) -> logits float32 [B, T, vocab], for
+    positions 0 .. T - 1."""
+
+    def __init__(self, model: GGUFModel) -> None:
+        super().__init__()
+        cfg, w = model.config, model.tensors
+        self.config, self.name = cfg, model.name
+        need = ["token_embd.weight", "output_norm.weight"] + [
+            f"blk.{i}.{n}.weight" for i in range(cfg.layers) for n in
+            ("attn_norm", "ffn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")]
+        missing = [n for n in need if n not in w]
+        if missing:
+            raise GGUFError(f"{model.path}: tensors missing for a {cfg.layers}-layer llama: {', '.join(missing[:5])}"
+                            + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+        self._check_shapes(model)
+
+        def norm(name: str) -> RMSNorm:
+            return RMSNorm(torch.from_numpy(w[name].dequantize().reshape(-1)), cfg.norm_eps)
+
+        self.token_embd = GGUFWeight(w["token_embd.weight"])
+        self.blocks = nn.ModuleList(Block(cfg, w, i, norm) for i in range(cfg.layers))
+        self.output_norm = norm("output_norm.weight")
+        self.tied = "output.weight" not in w
+        self.output = self.token_embd if self.tied else GGUFWeight(w["output.weight"])
+        inv = 1.0 / (cfg.rope_base ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
+        if "rope_freqs.weight" in w:  # Llama 3's per-frequency factors: angle / factor
+            inv = inv / torch.from_numpy(w["rope_freqs.weight"].dequantize().reshape(-1)).double()
+        self.register_buffer("inv_freq", inv.float(), persistent=False)
+
+    @staticmethod
+    def _check_shapes(model: GGUFModel) -> None:
+        cfg, w = model.config, model.tensors
+        kv = cfg.kv_heads * cfg.head_dim
+        want = {"token_embd.weight": (cfg.vocab, cfg.dim), "output_norm.weight": (1, cfg.dim),
+                "output.weight": (cfg.vocab, cfg.dim), "rope_freqs.weight": (1, cfg.head_dim // 2)}
+        for i in range(cfg.layers):
+            p = f"blk.{i}."
+            want.update({p + "attn_norm.weight": (1, cfg.dim), p + "ffn_norm.weight": (1, cfg.dim),
+                         p + "attn_q.weight": (cfg.heads * cfg.head_dim, cfg.dim), p + "attn_k.weight": (kv, cfg.dim),
+                         p + "attn_v.weight": (kv, cfg.dim), p + "attn_output.weight": (cfg.dim, cfg.heads * cfg.head_dim),
+                         p + "ffn_gate.weight": (cfg.ffn, cfg.dim), p + "ffn_up.weight": (cfg.ffn, cfg.dim),
+                         p + "ffn_down.weight": (cfg.dim, cfg.ffn)})
+        for name, shape in want.items():
+            if name in w and w[name].shape != shape:
+                raise GGUFError(f"{model.path}: {name} is [{w[name].shape[0]}, {w[name].shape[1]}] (rows, row "
+                                f"length); the hyperparameters make it [{shape[0]}, {shape[1]}]")
+
+    def rope(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        ang = torch.arange(t, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+        return ang.cos(), ang.sin()
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        b, t = tokens.shape
+        x = self.token_embd.gather(tokens).reshape(b, t, self.config.dim)
+        cos, sin = self.rope(t)
+        for blk in self.blocks:
+            x = blk(x, cos, sin)
+        return F.linear(self.output_norm(x), self.output())
+
+
+def from_gguf(path) -> LlamaGGUF:
+    """The PyTorch module of the Llama-family model in GGUF file `path`
+    (eval mode, its weights in the file's formats). A file of another
+    architecture, or with weights in formats other than F32, F16, Q8_0,
+    Q4_0 and Q4_1, raises GGUFError naming them."""
+    from tern.llm.gguf_file import read_gguf
+
+    return LlamaGGUF(read_gguf(path)).eval()
