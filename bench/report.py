@@ -144,7 +144,8 @@ def _ratio_cell(results: dict, model: str, t: str) -> str:
 
 def _load_table(results: dict, models: list[str], t: str) -> list[str]:
     lines = [f"## Load-to-first-output and memory ({t} thread{'s' if t != '1' else ''}, fresh process)", "",
-             "Load-to-first-output: from before the file is opened to the first output in hand. Memory: peak RSS "
+             "Load-to-first-output: from before the file is opened to the first output in hand (every runtime's "
+             "file read once before the loads, so that each starts in the page cache). Memory: peak RSS "
              "growth over the process after its imports (ExecuTorch's and PyTorch's processes import torch).", "",
              "| model | " + " | ".join(f"{LABELS[rt]} ms" for rt in _runtimes(results)) + " | Tern / ET XNNPACK | "
              + " | ".join(f"{LABELS[rt]} MB" for rt in _runtimes(results)) + " | Tern / ET XNNPACK |",
