@@ -262,18 +262,22 @@ def read_through(path: Path) -> None:
     (this VM's balloon can take page cache back): Tern's load of
     bert_minilm_32 took 59 ms in one make bench and 0.5 ms from the cache
     (2026-12-07)."""
-    for p in (path, Path(str(path) + ".data")):
-        if p.is_file():
-            with open(p, "rb") as f:
-                while f.read(1 << 24):
-                    pass
+    for p in _file_parts(path):
+        with open(p, "rb") as f:
+            while f.read(1 << 24):
+                pass
+
+
+def _file_parts(path: Path) -> list[Path]:
+    """A runtime's model file and, beside it, its ONNX external data, if any."""
+    extra = Path(str(path) + ".data")
+    return [path] + ([extra] if extra.exists() else [])
 
 
 def file_bytes(path: Path | None) -> int | None:
     if path is None:
         return None
-    extra = Path(str(path) + ".data")  # ONNX external data, if any
-    return path.stat().st_size + (extra.stat().st_size if extra.exists() else 0)
+    return sum(p.stat().st_size for p in _file_parts(path))
 
 
 # ---- machine, versions, probes ----------------------------------------------

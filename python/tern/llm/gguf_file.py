@@ -12,7 +12,7 @@ Q4_0 and Q4_1, is a GGUFError that names it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +72,6 @@ class TokenizerData:
     eos: int | None
     add_bos: bool
     chat_template: str | None
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -83,7 +82,6 @@ class GGUFModel:
     config: LlamaConfig
     tensors: dict[str, Weight]
     tokenizer: TokenizerData
-    metadata: dict
 
 
 def _fields(reader, path: Path) -> dict:
@@ -129,7 +127,8 @@ def _tokenizer(meta: dict, path: Path) -> TokenizerData:
 
 
 def read_tokenizer(path: str | Path) -> TokenizerData:
-    """The tokenizer of GGUF file `path` (its metadata only)."""
+    """The tokenizer of GGUF file `path`, without the model's checks (a file
+    that holds only a vocabulary will do)."""
     path, _, meta = _open(path)
     return _tokenizer(meta, path)
 
@@ -188,6 +187,4 @@ def read_gguf(path: str | Path) -> GGUFModel:
                             f"{n * nbytes}")
         tensors[t.name] = Weight(t.name, fmt, (n, k), raw.reshape(n, nbytes))
 
-    name = str(meta.get("general.name", path.stem))
-    small = {k: v for k, v in meta.items() if not (isinstance(v, list) and len(v) > 64)}
-    return GGUFModel(path, arch, name, config, tensors, tok, small)
+    return GGUFModel(path, arch, str(meta.get("general.name", path.stem)), config, tensors, tok)

@@ -60,14 +60,33 @@ def rope_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return torch.stack([a * c - b * s, a * s + b * c], dim=-1).reshape(x.shape)
 
 
+_NORMS = ("attn_norm", "ffn_norm")  # a block's norm weights (F32 rows, read as floats)
+_MATRICES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")  # kept as blocks
+
+
+def expected_tensors(cfg: LlamaConfig) -> dict[str, tuple[tuple[int, int], bool]]:
+    """Each tensor a Llama of `cfg` reads: its (rows, row length) and
+    whether the file must have it (output.weight: the embedding's rows when
+    absent; rope_freqs.weight: Llama 3's per-frequency factors)."""
+    q, kv = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+    out = {"token_embd.weight": ((cfg.vocab, cfg.dim), True), "output_norm.weight": ((1, cfg.dim), True),
+           "output.weight": ((cfg.vocab, cfg.dim), False), "rope_freqs.weight": ((1, cfg.head_dim // 2), False)}
+    shapes = {"attn_norm": (1, cfg.dim), "ffn_norm": (1, cfg.dim), "attn_q": (q, cfg.dim), "attn_k": (kv, cfg.dim),
+              "attn_v": (kv, cfg.dim), "attn_output": (cfg.dim, q), "ffn_gate": (cfg.ffn, cfg.dim),
+              "ffn_up": (cfg.ffn, cfg.dim), "ffn_down": (cfg.dim, cfg.ffn)}
+    for i in range(cfg.layers):
+        out.update({f"blk.{i}.{n}.weight": (shapes[n], True) for n in _NORMS + _MATRICES})
+    return out
+
+
 class Block(nn.Module):
     def __init__(self, cfg: LlamaConfig, w: dict[str, Weight], i: int, norm) -> None:
         super().__init__()
         p = f"blk.{i}."
         self.cfg = cfg
-        self.attn_norm = norm(p + "attn_norm.weight")
-        self.ffn_norm = norm(p + "ffn_norm.weight")
-        for name in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"):
+        for name in _NORMS:
+            setattr(self, name, norm(p + name + ".weight"))
+        for name in _MATRICES:
             setattr(self, name, GGUFWeight(w[p + name + ".weight"]))
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -93,14 +112,15 @@ class LlamaGGUF(nn.Module):
         super().__init__()
         cfg, w = model.config, model.tensors
         self.config, self.name = cfg, model.name
-        need = ["token_embd.weight", "output_norm.weight"] + [
-            f"blk.{i}.{n}.weight" for i in range(cfg.layers) for n in
-            ("attn_norm", "ffn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")]
-        missing = [n for n in need if n not in w]
+        expected = expected_tensors(cfg)
+        missing = [n for n, (_, required) in expected.items() if required and n not in w]
         if missing:
             raise GGUFError(f"{model.path}: tensors missing for a {cfg.layers}-layer llama: {', '.join(missing[:5])}"
                             + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
-        self._check_shapes(model)
+        for name, (shape, _) in expected.items():
+            if name in w and w[name].shape != shape:
+                raise GGUFError(f"{model.path}: {name} is [{w[name].shape[0]}, {w[name].shape[1]}] (rows, row "
+                                f"length); the hyperparameters make it [{shape[0]}, {shape[1]}]")
 
         def norm(name: str) -> RMSNorm:
             return RMSNorm(torch.from_numpy(w[name].dequantize().reshape(-1)), cfg.norm_eps)
@@ -114,24 +134,6 @@ class LlamaGGUF(nn.Module):
         if "rope_freqs.weight" in w:  # Llama 3's per-frequency factors: angle / factor
             inv = inv / torch.from_numpy(w["rope_freqs.weight"].dequantize().reshape(-1)).double()
         self.register_buffer("inv_freq", inv.float(), persistent=False)
-
-    @staticmethod
-    def _check_shapes(model: GGUFModel) -> None:
-        cfg, w = model.config, model.tensors
-        kv = cfg.kv_heads * cfg.head_dim
-        want = {"token_embd.weight": (cfg.vocab, cfg.dim), "output_norm.weight": (1, cfg.dim),
-                "output.weight": (cfg.vocab, cfg.dim), "rope_freqs.weight": (1, cfg.head_dim // 2)}
-        for i in range(cfg.layers):
-            p = f"blk.{i}."
-            want.update({p + "attn_norm.weight": (1, cfg.dim), p + "ffn_norm.weight": (1, cfg.dim),
-                         p + "attn_q.weight": (cfg.heads * cfg.head_dim, cfg.dim), p + "attn_k.weight": (kv, cfg.dim),
-                         p + "attn_v.weight": (kv, cfg.dim), p + "attn_output.weight": (cfg.dim, cfg.heads * cfg.head_dim),
-                         p + "ffn_gate.weight": (cfg.ffn, cfg.dim), p + "ffn_up.weight": (cfg.ffn, cfg.dim),
-                         p + "ffn_down.weight": (cfg.dim, cfg.ffn)})
-        for name, shape in want.items():
-            if name in w and w[name].shape != shape:
-                raise GGUFError(f"{model.path}: {name} is [{w[name].shape[0]}, {w[name].shape[1]}] (rows, row "
-                                f"length); the hyperparameters make it [{shape[0]}, {shape[1]}]")
 
     def rope(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
         ang = torch.arange(t, dtype=torch.float32)[:, None] * self.inv_freq[None, :]

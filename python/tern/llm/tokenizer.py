@@ -74,10 +74,9 @@ class Tokenizer:
             self.ranks.setdefault((a, b), r)
         self.regexes = [regex.compile(p) for p in PRE_TOKENIZERS[data.pre]]
         types = data.token_types or [1] * len(data.tokens)
-        self.special = sorted((t for t, ty in zip(data.tokens, types) if ty in (CONTROL, USER_DEFINED) and t),
-                              key=len, reverse=True)
-        self.special_set = set(self.special)
-        self._special_re = regex.compile("|".join(regex.escape(s) for s in self.special)) if self.special else None
+        self.special = {t for t, ty in zip(data.tokens, types) if ty in (CONTROL, USER_DEFINED) and t}
+        longest_first = sorted(self.special, key=len, reverse=True)
+        self._special_re = regex.compile("|".join(regex.escape(s) for s in longest_first)) if self.special else None
         self.byte_of = {c: b for b, c in enumerate(byte_chars())}
         self._cache: dict[str, list[int]] = {}
 
@@ -158,7 +157,7 @@ class Tokenizer:
         if not 0 <= i < len(self.tokens):
             raise TokenizerError(f"token id {i} is outside the vocabulary (0 .. {len(self.tokens) - 1})")
         t = self.tokens[i]
-        if t in self.special_set:
+        if t in self.special:
             return t.encode("utf-8")
         return bytes(self.byte_of[c] if c in self.byte_of else 0x3F for c in t)
 
