@@ -489,8 +489,10 @@ def build_program(gm: "torch.fx.GraphModule") -> Program:
     from tern.aliasing import alias_views
     from tern.memory_plan import check_plan, lifetimes, plan, with_aliases
     from tern.serialize import serialize
+    from tern.state_in_place import write_state_in_place
 
     method = emit_method(gm)
+    write_state_in_place(method)  # before the views: a state no Move writes may be viewed
     views = alias_views(method)  # views that need no copy: their bytes are their source's
     root = {v: a.root for v, a in views.items()}
     nbytes = {i: v.data.nbytes for i, v in enumerate(method.values)

@@ -4,6 +4,7 @@
     model = tern.llm.from_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")   # a torch.nn.Module
     tok = tern.llm.tokenizer_of("SmolLM2-135M-Instruct.Q4_1.gguf")
     logits = model(torch.tensor([tok.encode("The capital of France is")]))
+    tern.llm.export(model, max_context=1024).save("smollm2.tern")   # tern.llm.generation
 
 from_gguf reads the Llama family (tern.llm.llama says what that covers) and
 keeps the weights in the file's block formats (tern.llm.blocks): the module
@@ -11,6 +12,7 @@ reads the same bits llama.cpp reads. Importing tern.llm imports torch.
 """
 from __future__ import annotations
 
+from tern.llm.generation import export
 from tern.llm.gguf_file import GGUFError, read_gguf, read_tokenizer
 from tern.llm.llama import LlamaGGUF, from_gguf
 from tern.llm.tokenizer import Tokenizer, TokenizerError
@@ -21,4 +23,4 @@ def tokenizer_of(path) -> Tokenizer:
     return Tokenizer(read_tokenizer(path))
 
 
-__all__ = ["GGUFError", "LlamaGGUF", "Tokenizer", "TokenizerError", "from_gguf", "read_gguf", "read_tokenizer", "tokenizer_of"]
+__all__ = ["GGUFError", "export", "LlamaGGUF", "Tokenizer", "TokenizerError", "from_gguf", "read_gguf", "read_tokenizer", "tokenizer_of"]

@@ -14,6 +14,8 @@ when the file has no output.weight).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -89,7 +91,13 @@ class Block(nn.Module):
         for name in _MATRICES:
             setattr(self, name, GGUFWeight(w[p + name + ".weight"]))
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: "KVCache | None" = None
+                ) -> torch.Tensor:
+        """x [B, T, dim] at the positions cos, sin [T, head_dim / 2] rotate
+        by. Without a cache: causal attention over x's own T positions. With
+        one (batch 1): the step's keys and values are written into it at
+        cache.positions and the step attends over its first cache.length
+        positions under cache.mask."""
         cfg = self.cfg
         b, t, _ = x.shape
         h = self.attn_norm(x)
@@ -97,11 +105,33 @@ class Block(nn.Module):
         k = F.linear(h, self.attn_k()).reshape(b, t, cfg.kv_heads, cfg.head_dim)
         v = F.linear(h, self.attn_v()).reshape(b, t, cfg.kv_heads, cfg.head_dim)
         q, k = rope_pairs(q, cos, sin), rope_pairs(k, cos, sin)
-        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
-                                           enable_gqa=cfg.kv_heads != cfg.heads)
+        gqa = cfg.kv_heads != cfg.heads
+        if cache is None:
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                               is_causal=True, enable_gqa=gqa)
+        else:
+            cache.keys.index_copy_(1, cache.positions, k)
+            cache.values.index_copy_(1, cache.positions, v)
+            keys, values = cache.keys[:, :cache.length], cache.values[:, :cache.length]  # [1, L, kv_heads, d]
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
+                                               attn_mask=cache.mask, enable_gqa=gqa)
         x = x + F.linear(o.transpose(1, 2).reshape(b, t, cfg.heads * cfg.head_dim), self.attn_output())
         h = self.ffn_norm(x)
         return x + F.linear(F.silu(F.linear(h, self.ffn_gate())) * F.linear(h, self.ffn_up()), self.ffn_down())
+
+
+@dataclass
+class KVCache:
+    """One layer's cache for a step (tern.llm.decoder): keys and values
+    [1, max_context, kv_heads, head_dim], the step's positions int64 [T],
+    the positions attended (0 .. length - 1) and the additive mask
+    [1, 1, T, length]."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    positions: torch.Tensor
+    length: int
+    mask: torch.Tensor
 
 
 class LlamaGGUF(nn.Module):
@@ -112,6 +142,7 @@ class LlamaGGUF(nn.Module):
         super().__init__()
         cfg, w = model.config, model.tensors
         self.config, self.name = cfg, model.name
+        self.tokenizer = model.tokenizer  # tern.llm.gguf_file.TokenizerData: what tern.llm.export stores
         expected = expected_tensors(cfg)
         missing = [n for n, (_, required) in expected.items() if required and n not in w]
         if missing:
@@ -135,14 +166,15 @@ class LlamaGGUF(nn.Module):
             inv = inv / torch.from_numpy(w["rope_freqs.weight"].dequantize().reshape(-1)).double()
         self.register_buffer("inv_freq", inv.float(), persistent=False)
 
-    def rope(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
-        ang = torch.arange(t, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+    def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin [T, head_dim / 2] of the angles position * inv_freq."""
+        ang = positions.to(torch.float32)[:, None] * self.inv_freq[None, :]
         return ang.cos(), ang.sin()
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         b, t = tokens.shape
         x = self.token_embd.gather(tokens).reshape(b, t, self.config.dim)
-        cos, sin = self.rope(t)
+        cos, sin = self.rope(torch.arange(t))
         for blk in self.blocks:
             x = blk(x, cos, sin)
         return F.linear(self.output_norm(x), self.output())
