@@ -26,8 +26,9 @@ set_target_properties(tern_runtime PROPERTIES EXPORT_NAME runtime)
 set_target_properties(tern_portable_kernels PROPERTIES EXPORT_NAME portable_kernels)
 set_target_properties(tern_extension PROPERTIES EXPORT_NAME extension)
 set_target_properties(tern_cpu_backend PROPERTIES EXPORT_NAME cpu_backend)
+set_target_properties(tern_llm PROPERTIES EXPORT_NAME llm)
 
-install(TARGETS tern_core tern_runtime tern_portable_kernels tern_cpu_backend tern_extension
+install(TARGETS tern_core tern_runtime tern_portable_kernels tern_cpu_backend tern_extension tern_llm
         EXPORT TernTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 

@@ -8,10 +8,13 @@
 
 from_gguf reads the Llama family (tern.llm.llama says what that covers) and
 keeps the weights in the file's block formats (tern.llm.blocks): the module
-reads the same bits llama.cpp reads. Importing tern.llm imports torch.
+reads the same bits llama.cpp reads. llm_metadata(tok, max_context) is the
+tokenizer and settings a .tern file carries for the C++ runner
+(tern.llm.file_meta, extension/llm/). Importing tern.llm imports torch.
 """
 from __future__ import annotations
 
+from tern.llm.file_meta import llm_metadata
 from tern.llm.generation import export
 from tern.llm.gguf_file import GGUFError, read_gguf, read_tokenizer
 from tern.llm.llama import LlamaGGUF, from_gguf
@@ -23,4 +26,5 @@ def tokenizer_of(path) -> Tokenizer:
     return Tokenizer(read_tokenizer(path))
 
 
-__all__ = ["GGUFError", "export", "LlamaGGUF", "Tokenizer", "TokenizerError", "from_gguf", "read_gguf", "read_tokenizer", "tokenizer_of"]
+__all__ = ["GGUFError", "LlamaGGUF", "Tokenizer", "TokenizerError", "export", "from_gguf", "llm_metadata", "read_gguf",
+           "read_tokenizer", "tokenizer_of"]
