@@ -6,6 +6,7 @@ that both compute with the same weights.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +20,12 @@ Q = gguf.GGMLQuantizationType
 ROPE_THETA = 10000.0
 
 
-def hf_llama(tied: bool, seed: int = 0, init_std: float = 0.02) -> transformers.LlamaForCausalLM:
+def hf_llama(tied: bool, seed: int = 0, init_std: float = 0.02, vocab: int = 128) -> transformers.LlamaForCausalLM:
     """A 2-layer Llama, 4 heads over 2 kv heads of 16, vocabulary 128. Its
     weights are normal with init_std (HF's default 0.02 makes a model
     whose greedy continuations repeat one token; 0.15 one whose
     continuations depend on the context)."""
-    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+    cfg = transformers.LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
                                    rms_norm_eps=1e-5, rope_theta=ROPE_THETA, tie_word_embeddings=tied,
                                    initializer_range=init_std)
@@ -59,10 +60,12 @@ def tokens_section(w, vocab: int) -> None:
     w.add_eos_token_id(2)
 
 
-def write_gguf(model, path: Path, fmt: str, arch: str = "llama") -> None:
+def write_gguf(model, path: Path, fmt: str, arch: str = "llama", bpe: "Bpe | None" = None) -> None:
     """model's weights as a GGUF file, the 2-D ones in `fmt`; then the HF
     model's weights are set to what the file holds (the dequantized
-    values), so that both compute with the same weights."""
+    values), so that both compute with the same weights. The tokenizer is
+    `bpe` (its vocabulary the model's), else tokens "<t0>", "<t1>", ...
+    without merges."""
     cfg = model.config
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name("tiny")
@@ -75,7 +78,11 @@ def write_gguf(model, path: Path, fmt: str, arch: str = "llama") -> None:
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_rope_freq_base(ROPE_THETA)
     w.add_vocab_size(cfg.vocab_size)
-    tokens_section(w, cfg.vocab_size)
+    if bpe is not None:
+        assert len(bpe.tokens) == cfg.vocab_size, (len(bpe.tokens), cfg.vocab_size)
+        bpe.add_to(w)
+    else:
+        tokens_section(w, cfg.vocab_size)
     sd = {k: v.detach().numpy().astype(np.float32) for k, v in model.state_dict().items()}
     out: dict[str, tuple[np.ndarray, str]] = {"token_embd.weight": (sd["model.embed_tokens.weight"], fmt),
                                               "output_norm.weight": (sd["model.norm.weight"], "F32")}
@@ -112,3 +119,62 @@ def write_gguf(model, path: Path, fmt: str, arch: str = "llama") -> None:
     with torch.no_grad():
         for k, v in new.items():
             model.get_parameter(k).copy_(torch.from_numpy(v))
+
+
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog. It's 2026, and we've 12,345 apples!",
+    "Ünïcödé tëxt, ça va? Grüße aus Köln — 東京は晴れ。 Emoji: 🦊🐶🎉 and tabs\tand\nnewlines  double  spaces",
+    "def f(x):\n    return x * 2  # code, with indentation\n\n\nprint(f(21))",
+    "Numbers 3.14159 and 1000000 and 0x1F; it'll be fine, they'd say; I'm here, you're there.",
+] * 20
+
+CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+          "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+@dataclass
+class Bpe:
+    """A byte-level BPE vocabulary as GGUF holds it."""
+
+    hf: object  # the Hugging Face tokenizers.Tokenizer it was trained as
+    tokens: list[str]
+    types: list[int]
+    merges: list[str]
+    chat_template: str | None = None
+
+    def add_to(self, w) -> None:
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("smollm")
+        w.add_token_list(self.tokens)
+        w.add_token_types(self.types)
+        w.add_token_merges(self.merges)
+        w.add_bos_token_id(self.tokens.index("<|im_start|>"))
+        w.add_eos_token_id(self.tokens.index("<|im_end|>"))
+        if self.chat_template:
+            w.add_chat_template(self.chat_template)
+
+
+def trained_bpe(vocab: int = 600, chat_template: str | None = None) -> Bpe:
+    """A byte-level BPE of `vocab` tokens trained on CORPUS with Hugging Face
+    tokenizers (the "smollm" pre-tokenizer: single digits, then GPT-2's
+    regex), three special tokens (<|endoftext|>, <|im_start|>, <|im_end|>:
+    BOS is <|im_start|> and EOS <|im_end|>, as in SmolLM2)."""
+    import json
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    hf.train_from_iterator(CORPUS, trainer)
+    table = hf.get_vocab()
+    tokens = [""] * len(table)
+    for t, i in table.items():
+        tokens[i] = t
+    merges = json.loads(hf.to_str())["model"]["merges"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
+    types = [3 if t in ("<|endoftext|>", "<|im_start|>", "<|im_end|>") else 1 for t in tokens]
+    return Bpe(hf, tokens, types, merges, chat_template)

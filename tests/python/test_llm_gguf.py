@@ -56,7 +56,7 @@ def test_the_dequantize_op_refuses_rows_of_the_wrong_size() -> None:
 # ---- a tiny Llama written as llama.cpp's converter writes it ---------------
 
 
-from llm_files import Q, hf_llama as _hf_llama, tokens_section as _tokens_section, write_gguf as _write_gguf  # noqa: E402,F401
+from llm_files import Q, hf_llama as _hf_llama, tokens_section as _tokens_section, trained_bpe, write_gguf as _write_gguf  # noqa: E402,F401,E501
 
 
 @pytest.mark.parametrize("fmt,tied", [("F32", True), ("F16", False), ("Q8_0", True), ("Q4_0", False),
@@ -116,51 +116,19 @@ def test_a_file_that_is_not_gguf_is_named(tmp_path: Path) -> None:
 
 # ---- the tokenizer ---------------------------------------------------------
 
-_CORPUS = [
-    "The quick brown fox jumps over the lazy dog. It's 2026, and we've 12,345 apples!",
-    "Ünïcödé tëxt, ça va? Grüße aus Köln — 東京は晴れ。 Emoji: 🦊🐶🎉 and tabs\tand\nnewlines  double  spaces",
-    "def f(x):\n    return x * 2  # code, with indentation\n\n\nprint(f(21))",
-    "Numbers 3.14159 and 1000000 and 0x1F; it'll be fine, they'd say; I'm here, you're there.",
-] * 20
-
-
 def _trained_tokenizer(tmp_path: Path):
-    """A byte-level BPE trained on _CORPUS with Hugging Face tokenizers (the
-    "smollm" pre-tokenizer: single digits, then GPT-2's regex), two special
-    tokens; and the same vocabulary in a GGUF file."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    hf = Tokenizer(models.BPE())
-    hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
-                                                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
-    hf.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    hf.train_from_iterator(_CORPUS, trainer)
-    vocab = hf.get_vocab()
-    tokens = [""] * len(vocab)
-    for t, i in vocab.items():
-        tokens[i] = t
-    import json
-
-    merges = json.loads(hf.to_str())["model"]["merges"]
-    merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
-    types = [3 if t in ("<|endoftext|>", "<|im_start|>", "<|im_end|>") else 1 for t in tokens]
+    """A byte-level BPE trained with Hugging Face tokenizers (llm_files.trained_bpe),
+    and the same vocabulary in a GGUF file."""
+    bpe = trained_bpe()
     path = tmp_path / "tok.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("smollm")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_tensor("token_embd.weight", np.zeros((len(tokens), 32), np.float32))
+    bpe.add_to(w)
+    w.add_tensor("token_embd.weight", np.zeros((len(bpe.tokens), 32), np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return hf, path
+    return bpe.hf, path
 
 
 _TEXTS = [

@@ -61,8 +61,6 @@ def export(module: LlamaGGUF, max_context: int = 1024, *, max_tokens_per_step: i
 
 
 def _generation_metadata(module: LlamaGGUF, max_context: int, defaults: Mapping[str, Any]) -> dict[str, bytes]:
-    try:
-        from tern.llm import file_meta
-    except ImportError:  # the tokenizer and chat format in the file come with tern.llm.file_meta
-        return {}
-    return file_meta.generation_metadata(module.tokenizer, max_context=max_context, **defaults)
+    from tern.llm.file_meta import llm_metadata
+
+    return llm_metadata(module.tokenizer, max_context, **defaults)
