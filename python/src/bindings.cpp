@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/register.h"
+#include "extension/llm/generator.h"
 #include "extension/module.h"
 #include "kernels/portable/register.h"
 #include "runtime/backend/backend.h"
@@ -257,6 +259,112 @@ std::vector<std::tuple<std::string, std::string>> cpu_op_kinds() {
   };
 }
 
+
+// tern::llm::Generator for tern.llm.load (python/tern/llm/generation.py):
+// token ids and bytes in and out; the text and the options are Python's.
+class PyGenerator {
+ public:
+  PyGenerator(const std::string& path, int threads) {
+    tern::clear_last_error();
+    if (threads < 0) throw nb::value_error("threads must be >= 1 (or 0 for the physical cores)");
+    tern::Error e = g_.load(path.c_str(), {threads});
+    if (e != tern::Error::Ok) raise(e, "cannot load the language model '" + path + "'");
+  }
+
+  std::vector<int32_t> tokenize(const std::string& text, bool special) {
+    return ok(g_.tokenizer().encode(text, special), "tokenize");
+  }
+
+  nb::bytes token_bytes(int32_t id) {
+    std::string_view b = ok(g_.tokenizer().token_bytes(id), "detokenize");
+    return nb::bytes(b.data(), b.size());
+  }
+
+  std::vector<int32_t> text_prompt(const std::string& text) { return ok(g_.text_prompt(text), "the prompt"); }
+
+  std::vector<int32_t> chat_prompt(const std::vector<std::pair<std::string, std::string>>& messages) {
+    std::vector<tern::llm::ChatMessage> m;
+    for (const auto& [role, content] : messages) m.push_back({role, content});
+    return ok(g_.chat_prompt(m), "the chat prompt");
+  }
+
+  std::vector<int32_t> chat_turn(const std::string& content, bool after_stop) {
+    return ok(g_.chat_turn(content, after_stop), "the chat turn");
+  }
+
+  // The file's defaults: (temperature, top_k, top_p, repeat_penalty, repeat_last_n).
+  std::tuple<float, int, float, float, int> defaults() const {
+    tern::llm::GenerateOptions o = g_.defaults();
+    return {o.sampling.temperature, o.sampling.top_k, o.sampling.top_p, o.repeat_penalty, o.repeat_last_n};
+  }
+
+  void start(const std::vector<int32_t>& prompt, int max_tokens, float temperature, int top_k, float top_p,
+             uint64_t seed, float repeat_penalty, int repeat_last_n, bool stop) {
+    tern::llm::GenerateOptions o;
+    o.max_tokens = max_tokens;
+    o.sampling = {temperature, top_k, top_p, seed};
+    o.repeat_penalty = repeat_penalty;
+    o.repeat_last_n = repeat_last_n;
+    o.stop_at_stop_tokens = stop;
+    tern::clear_last_error();
+    tern::Error e;
+    {
+      nb::gil_scoped_release release;
+      e = g_.start({prompt.data(), prompt.size()}, o);
+    }
+    if (e != tern::Error::Ok) raise(e, "the prompt");
+  }
+
+  // (more, id): the next token, or (False, stop token or -1) at the end.
+  std::pair<bool, int32_t> next() {
+    int32_t id = -1;
+    tern::Error e = tern::Error::Ok;
+    bool more = false;
+    {
+      nb::gil_scoped_release release;
+      tern::clear_last_error();
+      tern::Result<bool> r = g_.next(&id);
+      if (r.ok()) {
+        more = *r;
+      } else {
+        e = r.error();
+      }
+    }
+    if (e != tern::Error::Ok) raise(e, "generation");
+    return {more, id};
+  }
+
+  nb::dict stats() const {
+    const tern::llm::GenerateStats& s = g_.stats();
+    nb::dict d;
+    d["prompt_tokens"] = s.prompt_tokens;
+    d["generated"] = s.generated;
+    d["load_ms"] = s.load_ms;
+    d["prefill_ms"] = s.prefill_ms;
+    d["decode_ms"] = s.decode_ms;
+    d["decode_steps"] = s.decode_steps;
+    d["first_token_ms"] = s.first_token_ms;
+    d["prefill_tokens_per_s"] = s.prefill_tokens_per_s();
+    d["decode_tokens_per_s"] = s.decode_tokens_per_s();
+    return d;
+  }
+
+  void reset() { g_.reset(); }
+  int position() { return g_.runner().position(); }
+  int max_context() { return g_.runner().max_context(); }
+  int vocab() { return g_.runner().vocab(); }
+  bool has_chat() const { return g_.config().has_chat; }
+
+ private:
+  template <typename T>
+  T ok(tern::Result<T>&& r, const char* what) {
+    if (!r.ok()) raise(r.error(), what);
+    return std::move(*r);
+  }
+
+  tern::llm::Generator g_;
+};
+
 }  // namespace
 
 NB_MODULE(_runtime, m) {
@@ -280,6 +388,24 @@ NB_MODULE(_runtime, m) {
       .def("state", &PyModule::state, nb::arg("method"))
       .def("reset_state", &PyModule::reset_state, nb::arg("method"))
       .def("run", &PyModule::run, nb::arg("method"), nb::arg("inputs"));
+  nb::class_<PyGenerator>(m, "Generator")
+      .def(nb::init<const std::string&, int>(), nb::arg("path"), nb::arg("threads") = 0)
+      .def("tokenize", &PyGenerator::tokenize, nb::arg("text"), nb::arg("special") = true)
+      .def("token_bytes", &PyGenerator::token_bytes, nb::arg("id"))
+      .def("text_prompt", &PyGenerator::text_prompt, nb::arg("text"))
+      .def("chat_prompt", &PyGenerator::chat_prompt, nb::arg("messages"))
+      .def("chat_turn", &PyGenerator::chat_turn, nb::arg("content"), nb::arg("after_stop"))
+      .def("defaults", &PyGenerator::defaults)
+      .def("start", &PyGenerator::start, nb::arg("prompt"), nb::arg("max_tokens"), nb::arg("temperature"),
+           nb::arg("top_k"), nb::arg("top_p"), nb::arg("seed"), nb::arg("repeat_penalty"), nb::arg("repeat_last_n"),
+           nb::arg("stop"))
+      .def("next", &PyGenerator::next)
+      .def("stats", &PyGenerator::stats)
+      .def("reset", &PyGenerator::reset)
+      .def("position", &PyGenerator::position)
+      .def("max_context", &PyGenerator::max_context)
+      .def("vocab", &PyGenerator::vocab)
+      .def("has_chat", &PyGenerator::has_chat);
   m.def("check_program", [](nb::bytes data) {
     // what tern.load would do with these bytes (verify, then load every
     // method: each kernel's and backend's own checks), on one thread

@@ -166,3 +166,47 @@ def test_a_file_that_is_not_a_language_model_is_named(tmp_path: Path) -> None:
     r = _run(str(tmp_path / "affine.tern"), "--prompt-ids", "1", check=False)
     assert r.returncode == 1
     assert "is not a decoder step" in r.stderr
+
+
+# ---- the same runner from Python: tern.llm.load -----------------------------
+
+
+def test_python_generate_equals_eager_and_stream_equals_generate(chat_model) -> None:
+    gguf_path, path = chat_model
+    g = tern.llm.load(str(path), threads=1)
+    tok = tokenizer_of(gguf_path)
+    text = "The quick brown fox, 12345 apples!"
+    assert g.tokenize(text) == tok.encode(text)
+    assert g.detokenize(g.tokenize(text)) == text
+    r = g.generate(text, max_tokens=20, temperature=0.0, stop=False)
+    want, _ = _eager_greedy(from_gguf(gguf_path), tok.encode(text), 20)
+    assert r.tokens == want and r.prompt_tokens == len(tok.encode(text))
+    assert r.decode_tokens_per_s > 0 and r.prefill_tokens_per_s > 0
+    g.reset()
+    pieces = list(g.stream(text, max_tokens=20, temperature=0.0, stop=False))
+    assert "".join(pieces) == r.text and len(pieces) > 1
+
+
+def test_python_chat_turns_continue_the_conversation(chat_model) -> None:
+    gguf_path, path = chat_model
+    g = tern.llm.load(str(path), threads=2)
+    a = g.generate("Hello there", chat=True, max_tokens=12, temperature=0.0)
+    b = g.generate("and 12,345 apples?", chat=True, max_tokens=12, temperature=0.0)
+    cli = _run(str(path), "--chat", "--interactive", "--max-tokens", "12", "--temperature", "0",
+               stdin="Hello there\nand 12,345 apples?\n").stdout
+    tok = tokenizer_of(gguf_path)
+    assert cli == b"".join(tok.token_bytes(t) for t in a.tokens) + b"\n" + b"".join(
+        tok.token_bytes(t) for t in b.tokens) + b"\n"
+
+
+def test_python_errors_name_the_problem(chat_model, tmp_path: Path) -> None:
+    _, path = chat_model
+    g = tern.llm.load(str(path), threads=1)
+    with pytest.raises(ValueError, match=f"exceed its context of {CONTEXT} tokens"):
+        g.generate([5] * (CONTEXT + 3))
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        g.generate([100000])
+    with pytest.raises(ValueError, match="max_tokens must be"):
+        g.generate("hi", max_tokens=0)
+    with pytest.raises(ValueError, match="cannot load the language model"):
+        tern.llm.load(str(tmp_path / "missing.tern"))

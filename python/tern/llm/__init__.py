@@ -5,6 +5,8 @@
     tok = tern.llm.tokenizer_of("SmolLM2-135M-Instruct.Q4_1.gguf")
     logits = model(torch.tensor([tok.encode("The capital of France is")]))
     tern.llm.export(model, max_context=1024).save("smollm2.tern")   # tern.llm.generation
+    g = tern.llm.load("smollm2.tern", threads=2)
+    print(g.generate("What is the capital of France?", chat=True, temperature=0.0).text)
 
 from_gguf reads the Llama family (tern.llm.llama says what that covers) and
 keeps the weights in the file's block formats (tern.llm.blocks): the module
@@ -15,7 +17,7 @@ tokenizer and settings a .tern file carries for the C++ runner
 from __future__ import annotations
 
 from tern.llm.file_meta import llm_metadata
-from tern.llm.generation import export
+from tern.llm.generation import Generation, Generator, export, load
 from tern.llm.gguf_file import GGUFError, read_gguf, read_tokenizer
 from tern.llm.llama import LlamaGGUF, from_gguf
 from tern.llm.tokenizer import Tokenizer, TokenizerError
@@ -26,5 +28,5 @@ def tokenizer_of(path) -> Tokenizer:
     return Tokenizer(read_tokenizer(path))
 
 
-__all__ = ["GGUFError", "LlamaGGUF", "Tokenizer", "TokenizerError", "export", "from_gguf", "llm_metadata", "read_gguf",
+__all__ = ["GGUFError", "Generation", "Generator", "LlamaGGUF", "Tokenizer", "TokenizerError", "export", "from_gguf", "llm_metadata", "load", "read_gguf",
            "read_tokenizer", "tokenizer_of"]

@@ -17,7 +17,8 @@ tokenizer, the chat format and the generation defaults.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
 
 from tern.llm.llama import LlamaGGUF
 
@@ -64,3 +65,144 @@ def _generation_metadata(module: LlamaGGUF, max_context: int, defaults: Mapping[
     from tern.llm.file_meta import llm_metadata
 
     return llm_metadata(module.tokenizer, max_context, **defaults)
+
+
+# ---- generation: the C++ runner (extension/llm/generator.h) ----------------
+
+
+@dataclass
+class Generation:
+    """What Generator.generate returns."""
+
+    tokens: list[int]  # the generated ids (a stop token that ended it not included)
+    text: str  # their text (bytes that are not UTF-8 replaced)
+    prompt_tokens: int
+    stopped: bool  # ended by a stop token (else by max_tokens or the context's end)
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+    first_token_ms: float  # from the start of the prompt's steps to the first token
+
+
+class Generator:
+    """A language model's .tern file loaded for generation (tern.llm.load).
+
+        g = tern.llm.load("smollm2.tern", threads=2)
+        r = g.generate("The capital of France is", max_tokens=16, temperature=0.0)
+        r.text, r.tokens, r.decode_tokens_per_s
+        for piece in g.stream("Tell me a story", chat=True):   # text as it comes
+            print(piece, end="", flush=True)
+
+    The sequence continues across calls (the KV cache keeps the
+    conversation): reset() starts a new one; a chat=True prompt after
+    a chat=True generation is the conversation's next user turn. Not
+    thread-safe: one Generator per thread.
+    """
+
+    def __init__(self, path: str, threads: int | None = None) -> None:
+        from tern import _runtime
+
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise ValueError(f"threads must be a whole number >= 1 (or None for the physical cores), got {threads!r}")
+        self.path = str(path)
+        self._g = _runtime.Generator(self.path, threads or 0)
+        self._chatting = False
+        self._stopped = False
+
+    @property
+    def max_context(self) -> int:
+        return self._g.max_context()
+
+    @property
+    def position(self) -> int:
+        """Tokens the sequence holds."""
+        return self._g.position()
+
+    def tokenize(self, text: str, special: bool = True) -> list[int]:
+        """Token ids of `text`, no BOS or EOS added; with special=True the
+        special tokens' texts in it ("<|im_end|>") are their ids."""
+        return self._g.tokenize(text, special)
+
+    def detokenize(self, ids) -> str:
+        return self.detokenize_bytes(ids).decode("utf-8", errors="replace")
+
+    def detokenize_bytes(self, ids) -> bytes:
+        return b"".join(self._g.token_bytes(int(i)) for i in ids)
+
+    def reset(self) -> None:
+        """A new sequence."""
+        self._g.reset()
+        self._chatting = False
+
+    def generate(self, prompt: str | list[int], max_tokens: int = 128, **options: Any) -> Generation:
+        """Generates after `prompt` (text, or token ids fed as they are) and
+        returns the tokens, their text and the speeds. Options: chat=False
+        (the prompt is a user message in the file's chat format), system=None
+        (its system message), temperature, top_k, top_p, repeat_penalty,
+        repeat_last_n (the file's defaults when not given; temperature=0.0
+        is greedy), seed=0, stop=True (end at the file's stop tokens).
+        A prompt that does not fit the context is a ValueError saying so."""
+        tokens = list(self._run(prompt, max_tokens, **options))
+        s = self._g.stats()
+        return Generation(tokens, self.detokenize(tokens), s["prompt_tokens"], self._stopped,
+                          s["prefill_tokens_per_s"], s["decode_tokens_per_s"], s["first_token_ms"])
+
+    def stream(self, prompt: str | list[int], max_tokens: int = 128, **options: Any) -> Iterator[str]:
+        """generate(), yielding the text as tokens come (never inside a
+        UTF-8 character)."""
+        held = b""
+        for t in self._run(prompt, max_tokens, **options):
+            held += self._g.token_bytes(t)
+            cut = _complete_utf8(held)
+            if cut:
+                yield held[:cut].decode("utf-8", errors="replace")
+                held = held[cut:]
+        if held:
+            yield held.decode("utf-8", errors="replace")
+
+    def stats(self) -> dict[str, float]:
+        """The last generation's figures (tokens, milliseconds, tokens/s)."""
+        return self._g.stats()
+
+    def _run(self, prompt: str | list[int], max_tokens: int, chat: bool = False, system: str | None = None,
+             temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
+             repeat_penalty: float | None = None, repeat_last_n: int | None = None, seed: int = 0,
+             stop: bool = True) -> Iterator[int]:
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+        if isinstance(prompt, str):
+            if chat and self._chatting and self.position > 0:
+                ids = self._g.chat_turn(prompt, self._stopped)
+            elif chat:
+                ids = self._g.chat_prompt(([("system", system)] if system else []) + [("user", prompt)])
+            else:
+                ids = self._g.text_prompt(prompt)
+        else:
+            ids = [int(i) for i in prompt]
+        d = self._g.defaults()
+        self._g.start(ids, max_tokens, d[0] if temperature is None else float(temperature),
+                      d[1] if top_k is None else int(top_k), d[2] if top_p is None else float(top_p), int(seed),
+                      d[3] if repeat_penalty is None else float(repeat_penalty),
+                      d[4] if repeat_last_n is None else int(repeat_last_n), bool(stop))
+        self._chatting = chat
+        self._stopped = False
+        while True:
+            more, t = self._g.next()
+            if not more:
+                self._stopped = t >= 0
+                return
+            yield t
+
+
+def _complete_utf8(b: bytes) -> int:
+    """Bytes of b up to a trailing incomplete UTF-8 sequence (all when none)."""
+    for back in range(1, min(4, len(b)) + 1):
+        c = b[-back]
+        if c & 0xC0 != 0x80:  # the last sequence's lead byte (or ASCII)
+            need = 1 if c < 0x80 else 2 if c >> 5 == 6 else 3 if c >> 4 == 14 else 4 if c >> 3 == 30 else 1
+            return len(b) if back >= need else len(b) - back
+    return len(b)
+
+
+def load(path: str, threads: int | None = None) -> Generator:
+    """A language model's .tern file (tern.llm.export) ready to generate."""
+    return Generator(path, threads)
