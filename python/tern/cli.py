@@ -3,9 +3,11 @@
     tern inspect model.tern     # header, inputs, outputs, ops, memory plan, metadata keys
     tern ops                    # the operators the runtime has kernels for
     tern ops --for a.tern b.tern [--format def]   # the operators (and dtypes) those files use
+    tern llm-export model.gguf -o model.tern [--max-context 1024]   # a language model for tern-llm
 
-To run and time a file, use `tern-run` (installed beside this command).
-Does not import torch.
+To run and time a file, use `tern-run` (installed beside this command);
+to generate with a language model's file, `tern-llm`. Imports torch only
+for llm-export.
 """
 
 from __future__ import annotations
@@ -53,7 +55,48 @@ def inspect_file(path: str) -> str:
         lines.append(f"  metadata: {len(info['metadata'])} entries, {total:,} bytes")
         width = min(40, max(len(k) for k, _ in info["metadata"]))  # a long key takes its own width
         lines += [f"    {k:<{width}}  {len(v):>12,} bytes" for k, v in info["metadata"]]
+        lines += _language_model(dict(info["metadata"]))
     return "\n".join(lines)
+
+
+def _language_model(meta: dict[str, bytes]) -> list[str]:
+    """What a language model's file (tern.llm.export) holds for generation:
+    its tokenizer, chat format, stop tokens and sampling defaults."""
+    from tern.llm.file_meta import CONFIG_KEY, TOKENIZER_KEY, FileMetaError, read_config, read_tokenizer_blob
+
+    if TOKENIZER_KEY not in meta and CONFIG_KEY not in meta:
+        return []
+    lines = ["  language model (tern-llm, tern.llm.load):"]
+    try:
+        tok = read_tokenizer_blob(meta[TOKENIZER_KEY]) if TOKENIZER_KEY in meta else None
+        cfg = read_config(meta[CONFIG_KEY]) if CONFIG_KEY in meta else None
+    except FileMetaError as e:
+        return lines + [f"    unreadable: {e}"]
+
+    def name(i: int | None) -> str:
+        return "none" if i is None else f"{i} {tok.tokens[i]!r}" if tok and 0 <= i < len(tok.tokens) else str(i)
+
+    if tok is not None:
+        special = sum(1 for t in tok.token_types if t in (3, 4))
+        lines.append(f"    tokenizer: byte-level BPE, pre-tokenizer {tok.pre!r}, {len(tok.tokens):,} tokens "
+                     f"({special} special), {len(tok.merges):,} merges")
+    if cfg is not None:
+        lines.append(f"    context: {cfg.max_context} tokens; BOS {name(cfg.bos)}"
+                     f"{' (added)' if cfg.add_bos else ''}; EOS {name(cfg.eos)}; stop at "
+                     + (", ".join(name(i) for i in cfg.stop) or "nothing"))
+        lines.append(f"    sampling defaults: temperature {cfg.temperature:g}, top_k {cfg.top_k}, top_p {cfg.top_p:g}"
+                     + (f", repeat_penalty {cfg.repeat_penalty:g} over {cfg.repeat_last_n}"
+                        if cfg.repeat_penalty is not None else ""))
+        if cfg.chat:
+            lines.append("    chat format (role: prefix ... suffix):")
+            for role in ("system", "user", "assistant"):
+                lines.append(f"      {role:9s} {cfg.chat[role + '_prefix']!r} ... {cfg.chat[role + '_suffix']!r}")
+            lines.append(f"      generation prompt {cfg.chat['generation_prompt']!r}")
+            if cfg.chat.get("default_system"):
+                lines.append(f"      default system message {cfg.chat['default_system']!r}")
+        else:
+            lines.append("    no chat format")
+    return lines
 
 
 def _refusals(text: bytes | None) -> list[str]:
@@ -72,6 +115,34 @@ def _refusals(text: bytes | None) -> list[str]:
         shown = ", ".join(nodes[:4]) + (f", ... ({len(nodes)})" if len(nodes) > 4 else "")
         lines.append(f"    {backend}: {op}: {why} [{shown}]")
     return lines
+
+
+def llm_export_command(args: argparse.Namespace) -> int:
+    """`tern llm-export`: tern.llm.from_gguf, then tern.llm.export, with progress."""
+    import time
+
+    import tern.llm
+    from tern.errors import ExportError
+
+    t0 = time.perf_counter()
+    try:
+        print(f"reading {args.gguf}", file=sys.stderr)
+        model = tern.llm.from_gguf(args.gguf)
+        cfg = model.config
+        print(f"  {model.name}: {cfg.layers} layers, dim {cfg.dim}, {cfg.heads} heads ({cfg.kv_heads} kv), "
+              f"vocabulary {cfg.vocab}; exporting (max_context {args.max_context}, about a minute for 100 M "
+              "parameters)", file=sys.stderr)
+        program = tern.llm.export(model, max_context=args.max_context, max_tokens_per_step=args.max_tokens_per_step,
+                                  fast=not args.exact)
+        program.save(args.output)
+    except (tern.llm.GGUFError, ExportError, ValueError, OSError) as e:
+        print(f"tern llm-export: {e}", file=sys.stderr)
+        return 1
+    import os
+
+    print(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.1f} MB) in {time.perf_counter() - t0:.1f} s",
+          file=sys.stderr)
+    return 0
 
 
 def _runtime_verdict(path: str) -> str | None:
@@ -120,6 +191,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="describe a .tern file")
     p.add_argument("file")
+    p = sub.add_parser("llm-export", help="export a GGUF language model (Llama family) for tern-llm")
+    p.add_argument("gguf")
+    p.add_argument("-o", "--output", required=True, help="the .tern file to write")
+    p.add_argument("--max-context", type=int, default=1024, help="tokens a sequence holds (default 1024)")
+    p.add_argument("--max-tokens-per-step", type=int, default=128,
+                   help="prompt tokens one step takes (default 128)")
+    p.add_argument("--exact", action="store_true",
+                   help="float arithmetic throughout, eager PyTorch's values (slow; for checking)")
     p = sub.add_parser("ops", help="list the operators the runtime has kernels for, or that .tern files use")
     p.add_argument("--for", dest="files", nargs="+", metavar="FILE",
                    help="list the ops these .tern files use, with their dtypes")
@@ -136,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `tern ops | head` ends quietly
     if args.command == "ops":
         return ops_command(args.files, args.format, args.ops_def)
+    if args.command == "llm-export":
+        return llm_export_command(args)
     try:
         print(inspect_file(args.file))
     except OSError as e:

@@ -210,3 +210,27 @@ def test_python_errors_name_the_problem(chat_model, tmp_path: Path) -> None:
         g.generate("hi", max_tokens=0)
     with pytest.raises(ValueError, match="cannot load the language model"):
         tern.llm.load(str(tmp_path / "missing.tern"))
+
+
+# ---- the tern command: llm-export, inspect ---------------------------------
+
+
+def test_tern_llm_export_writes_a_file_tern_inspect_describes(chat_model, tmp_path: Path) -> None:
+    import sys
+
+    gguf_path, _ = chat_model
+    out = tmp_path / "cli.tern"
+    tern_cmd = [sys.executable, "-m", "tern.cli"]
+    r = subprocess.run([*tern_cmd, "llm-export", str(gguf_path), "-o", str(out), "--max-context", "48",
+                        "--max-tokens-per-step", "4"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "2 layers, dim 64, 4 heads (2 kv), vocabulary 451" in r.stderr and "wrote" in r.stderr
+    shown = subprocess.run([*tern_cmd, "inspect", str(out)], capture_output=True, text=True, timeout=60).stdout
+    assert "tokenizer: byte-level BPE, pre-tokenizer 'smollm', 451 tokens (3 special)" in shown
+    assert "context: 48 tokens; BOS 1 '<|im_start|>'; EOS 2 '<|im_end|>'; stop at 2 '<|im_end|>'" in shown
+    assert "user      '<|im_start|>user\\n' ... '<|im_end|>\\n'" in shown
+    g = json.loads(_run(str(out), "--prompt-ids", "1,2,3", "--max-tokens", "4", "--json").stdout)
+    assert g["generated"] >= 1
+    bad = subprocess.run([*tern_cmd, "llm-export", str(tmp_path / "none.gguf"), "-o", str(tmp_path / "x.tern")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "none.gguf: no such file" in bad.stderr

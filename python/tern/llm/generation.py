@@ -18,15 +18,16 @@ tokenizer, the chat format and the generation defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from tern.llm.llama import LlamaGGUF
+if TYPE_CHECKING:
+    from tern.llm.llama import LlamaGGUF
 
 # The method's input names, in order (tern.llm.decoder.LlamaDecoder.forward).
 INPUTS = ("tokens", "positions", "mask")
 
 
-def export(module: LlamaGGUF, max_context: int = 1024, *, max_tokens_per_step: int = 128, fast: bool = True,
+def export(module: "LlamaGGUF", max_context: int = 1024, *, max_tokens_per_step: int = 128, fast: bool = True,
            metadata: Mapping[str, bytes] | None = None, **defaults: Any):
     """The generation program of `module` (tern.llm.from_gguf) -> tern.Program.
 
@@ -45,6 +46,7 @@ def export(module: LlamaGGUF, max_context: int = 1024, *, max_tokens_per_step: i
     import tern
     from tern.backends.cpu import CpuOptions, CpuPartitioner
     from tern.llm.decoder import LlamaDecoder, causal_mask
+    from tern.llm.llama import LlamaGGUF
 
     if not isinstance(module, LlamaGGUF):
         raise TypeError(f"tern.llm.export takes the module tern.llm.from_gguf builds, not {type(module).__name__}")
@@ -61,7 +63,7 @@ def export(module: LlamaGGUF, max_context: int = 1024, *, max_tokens_per_step: i
     return tern.export(step, args, dynamic_shapes=dynamic, partitioners=[CpuPartitioner(options)], metadata=entries)
 
 
-def _generation_metadata(module: LlamaGGUF, max_context: int, defaults: Mapping[str, Any]) -> dict[str, bytes]:
+def _generation_metadata(module: "LlamaGGUF", max_context: int, defaults: Mapping[str, Any]) -> dict[str, bytes]:
     from tern.llm.file_meta import llm_metadata
 
     return llm_metadata(module.tokenizer, max_context, **defaults)
