@@ -1,0 +1,119 @@
+// The block-quantized kernels on AVX-512 VNNI (ukernels/qb.h): two blocks a
+// 512-bit vector, their 64 products by vpdpbusd (unsigned x signed bytes,
+// 4 a lane into int32: exact). Q4: the nibbles (0..15) are the unsigned
+// operand, Q4_0's -8 taken off the sum as 8 * s; Q8_0: |w| (128 for -128,
+// right as unsigned) times a negated where w < 0. 8 blocks' sums are
+// transposed into one 256-bit vector, the spec's 8 lanes, and the float
+// step is qb_x86.h's, as in the avx2 file.
+#include <immintrin.h>
+
+#include "backends/cpu/ukernels/common/qb_x86.h"
+
+// GCC 12 reports the undefined upper halves inside its AVX-512 intrinsics
+// (inserti64x4, unpack) as maybe-uninitialized at -O3: a false alarm.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+// Blocks t and t + 1 of a group (the second absent when `two` is false:
+// zeros), unpacked: Q4 nibbles in element order, Q8_0 int8.
+template <int F>
+inline __m512i pair_weights(const uint8_t* blk, bool two) {
+  constexpr size_t bs = kQbBlockBytes[F];
+  if (F == kQbQ8_0) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + bs + 2)) : _mm256_setzero_si256();
+    return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
+  }
+  constexpr size_t off = F == kQbQ4_1 ? 4 : 2;
+  const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + off));
+  const __m128i r1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + bs + off)) : _mm_setzero_si128();
+  // 128-bit lanes r0, r0, r1, r1; the second of each pair shifted to its high nibbles
+  const __m512i z = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
+                                             _mm512_zextsi256_si512(_mm256_set_m128i(r1, r0)));
+  const __m512i shifted = _mm512_mask_blend_epi64(0xCC, z, _mm512_srli_epi16(z, 4));
+  return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+}
+
+// Lane t of the result = the sum of block t's 8 int32 lanes, blocks 2i and
+// 2i + 1 being the low and high halves of z[i].
+inline __m256i sum8(const __m512i* z) {
+  const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
+  const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
+  // each 128-bit lane L: the sums over L of z[0], z[1], z[2], z[3]
+  const __m512i s = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+  // lanes 0 + 1 (the blocks 2i) and 2 + 3 (the blocks 2i + 1)
+  const __m512i s2 = _mm512_add_epi32(s, _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, s2));
+}
+
+template <int F, size_t N>
+inline void group(size_t n, const uint8_t* blk, size_t b0, size_t mr, size_t k, const uint8_t* a, size_t a_stride,
+                  __m256* acc) {
+  constexpr size_t bs = kQbBlockBytes[F];
+  if (N != 0) n = N;
+  __m512i wv[4];
+  __mmask64 neg[4];
+  for (size_t t = 0; t < 4; ++t) {
+    const bool any = 2 * t < n;
+    wv[t] = any ? pair_weights<F>(blk + 2 * t * bs, 2 * t + 1 < n) : _mm512_setzero_si512();
+    if (F == kQbQ8_0) {
+      neg[t] = _mm512_movepi8_mask(wv[t]);
+      wv[t] = _mm512_abs_epi8(wv[t]);
+    }
+  }
+  const __m256 dw = qb_gather_half8(blk, bs, n);
+  const __m256 mw = F == kQbQ4_1 ? qb_gather_half8(blk + 2, bs, n) : _mm256_setzero_ps();
+  for (size_t i = 0; i < mr; ++i) {
+    const uint8_t* ar = a + i * a_stride;
+    const int8_t* q = reinterpret_cast<const int8_t*>(ar) + b0 * kQbBlock;
+    __m512i p[4];
+    for (size_t t = 0; t < 4; ++t) {
+      if (2 * t >= n) {
+        p[t] = _mm512_setzero_si512();
+        continue;
+      }
+      const __mmask64 m = 2 * t + 1 < n ? ~__mmask64(0) : (__mmask64(1) << 32) - 1;
+      __m512i av = _mm512_maskz_loadu_epi8(m, q + 2 * t * kQbBlock);
+      if (F == kQbQ8_0) av = _mm512_mask_sub_epi8(av, neg[t], _mm512_setzero_si512(), av);
+      p[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[t], av);
+    }
+    acc[i] = _mm256_add_ps(acc[i], qb_terms8<F>(sum8(p), dw, mw, ar, k, b0, n));
+  }
+}
+
+template <int F>
+void gemm(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride, const uint8_t* w, size_t w_stride,
+          float* c, size_t c_stride) {
+  const size_t nb = k / kQbBlock, full = nb / 8 * 8;
+  for (size_t j = 0; j < nc; ++j, w += w_stride) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    size_t b = 0;
+    for (; b < full; b += 8) group<F, 8>(8, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
+    if (b < nb) group<F, 0>(nb - b, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
+    for (size_t i = 0; i < mr; ++i) c[i * c_stride + j] = qb_combine8(acc[i]);
+  }
+}
+
+}  // namespace
+
+void qb_quantize_ukernel__avx512vnni(size_t k, const float* x, uint8_t* row) { qb_quantize_avx2(k, x, row); }
+
+void qb_q4_0_gemm_ukernel_4x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
+                                          const uint8_t* w, size_t w_stride, float* c, size_t c_stride) {
+  gemm<kQbQ4_0>(mr, nc, k, a, a_stride, w, w_stride, c, c_stride);
+}
+void qb_q4_1_gemm_ukernel_4x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
+                                          const uint8_t* w, size_t w_stride, float* c, size_t c_stride) {
+  gemm<kQbQ4_1>(mr, nc, k, a, a_stride, w, w_stride, c, c_stride);
+}
+void qb_q8_0_gemm_ukernel_4x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
+                                          const uint8_t* w, size_t w_stride, float* c, size_t c_stride) {
+  gemm<kQbQ8_0>(mr, nc, k, a, a_stride, w, w_stride, c, c_stride);
+}
+
+}  // namespace cpu
+}  // namespace tern
