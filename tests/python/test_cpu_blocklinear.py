@@ -31,7 +31,7 @@ from compare import assert_close
 from tern.backends.cpu import CpuOptions, CpuPartitioner
 from tern.inspect import read_program
 from tern.llm.blocks import FORMATS, gguf_dequantize_op, row_bytes
-from test_cpu_backend import _payload_ops, load_on_isa
+from test_cpu_backend import _payload_ops, _payloads, load_on_isa
 
 BLOCK_RTOL = 0.03  # the error of x's quantization to int8 blocks (module docstring)
 
@@ -93,6 +93,7 @@ def test_gguf_linear_layers_run_as_block_linear_ops_near_eager(fmt: str, tmp_pat
     (ops,) = _payload_ops(path)
     blocks = [nodes for kind, nodes in ops if kind == "BlockLinear"]
     assert len(blocks) == 2 and all("gguf_dequantize" in n for n in blocks), ops
+    assert [version for version, _ in _payloads(path)] == [6]  # BlockLinear came with payload version 6
     with torch.no_grad():
         want = model(x)
     outs = [tern.load(str(path), threads=t)(x)[0] for t in (1, 2, 3)]

@@ -51,8 +51,9 @@ inline void group(size_t n, const uint8_t* blk, size_t b0, size_t mr, size_t k, 
       wv[t] = nibbles(blk + t * bs + (F == kQbQ4_1 ? 4 : 2));
     }
   }
-  const __m256 dw = qb_gather_half8(blk, bs, n);
-  const __m256 mw = F == kQbQ4_1 ? qb_gather_half8(blk + 2, bs, n) : _mm256_setzero_ps();
+  const __m256i heads = qb_gather_heads(blk, bs, n);
+  const __m256 dw = qb_half8(heads);
+  const __m256 mw = F == kQbQ4_1 ? qb_half8(_mm256_srli_epi32(heads, 16)) : _mm256_setzero_ps();
   for (size_t i = 0; i < mr; ++i) {
     const uint8_t* ar = a + i * a_stride;
     const int8_t* q = reinterpret_cast<const int8_t*>(ar) + b0 * kQbBlock;

@@ -50,6 +50,12 @@ inline __m256i sum8(const __m512i* z) {
   return _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, s2));
 }
 
+// The low halves of 8 lanes as floats: AVX-512F's conversion, exact (a
+// NaN's payload aside, which qb_half keeps and this quiets).
+inline __m256 half8(__m256i h) {
+  return _mm512_castps512_ps256(_mm512_cvtph_ps(_mm256_zextsi128_si256(_mm256_cvtepi32_epi16(h))));
+}
+
 template <int F, size_t N>
 inline void group(size_t n, const uint8_t* blk, size_t b0, size_t mr, size_t k, const uint8_t* a, size_t a_stride,
                   __m256* acc) {
@@ -65,8 +71,9 @@ inline void group(size_t n, const uint8_t* blk, size_t b0, size_t mr, size_t k, 
       wv[t] = _mm512_abs_epi8(wv[t]);
     }
   }
-  const __m256 dw = qb_gather_half8(blk, bs, n);
-  const __m256 mw = F == kQbQ4_1 ? qb_gather_half8(blk + 2, bs, n) : _mm256_setzero_ps();
+  const __m256i heads = qb_gather_heads(blk, bs, n);
+  const __m256 dw = half8(heads);
+  const __m256 mw = F == kQbQ4_1 ? half8(_mm256_srli_epi32(heads, 16)) : _mm256_setzero_ps();
   for (size_t i = 0; i < mr; ++i) {
     const uint8_t* ar = a + i * a_stride;
     const int8_t* q = reinterpret_cast<const int8_t*>(ar) + b0 * kQbBlock;

@@ -17,9 +17,10 @@ namespace tern {
 namespace cpu {
 namespace {
 
-// 8 halves (16-bit lanes) as 8 floats, exactly as qb_half converts them.
-inline __m256 qb_half8(__m128i h16) {
-  const __m256i h = _mm256_cvtepu16_epi32(h16);
+// 8 halves (the low 16 bits of each 32-bit lane) as 8 floats, exactly as
+// qb_half converts them, by integer moves (AVX2 has no half conversion
+// without F16C, which the avx2 set does not require).
+inline __m256 qb_half8(__m256i h) {
   const __m256i em = _mm256_and_si256(h, _mm256_set1_epi32(0x7FFF));
   const __m256i e = _mm256_srli_epi32(em, 10);
   const __m256i rebias = _mm256_set1_epi32(112 << 23);
@@ -31,11 +32,19 @@ inline __m256 qb_half8(__m128i h16) {
   return _mm256_castsi256_ps(r);
 }
 
-// The halves at p + t * stride (+ offset), t < n <= 8; zeros after.
-inline __m256 qb_gather_half8(const uint8_t* p, size_t stride, size_t n) {
-  alignas(16) uint16_t h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (size_t t = 0; t < n; ++t) memcpy(&h[t], p + t * stride, 2);
-  return qb_half8(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+// Lanes below n of 8, as a maskload / gather mask.
+inline __m256i qb_lanes(size_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The first 4 bytes of blocks t < n (p + t * stride), zeros after: one
+// gather of the d halves (low 16 bits) and, in Q4_1, the m halves (high 16
+// bits). Each read stays inside its block.
+inline __m256i qb_gather_heads(const uint8_t* p, size_t stride, size_t n) {
+  const __m256i index = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(stride)));
+  const int* base = reinterpret_cast<const int*>(p);
+  if (n >= 8) return _mm256_i32gather_epi32(base, index, 1);
+  return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), base, index, qb_lanes(n), 1);
 }
 
 // The spec's tree over the 8 lanes: ((0+4)+(2+6))+((1+5)+(3+7)).
@@ -43,11 +52,6 @@ inline float qb_combine8(__m256 acc) {
   const __m128 b = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));  // 0+4, 1+5, 2+6, 3+7
   const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));                                      // (0+4)+(2+6), (1+5)+(3+7)
   return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
-
-// Lanes below n of 8 as a maskload mask.
-inline __m256i qb_lanes(size_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // The float step of 8 blocks (b0 .. b0 + n) of one activation row: isum the
