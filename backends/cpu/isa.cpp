@@ -321,6 +321,7 @@ constexpr QbKernels qb_scalar() {
   QbKernels k{};
   k.name = "scalar";
   k.mr = 4;
+  k.nr = 1;
   TERN_CPU_USE(k, quantize, qb_quantize_ukernel__scalar);
   TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__scalar);
   TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__scalar);
@@ -333,6 +334,7 @@ constexpr QbKernels qb_avx2() {
   QbKernels k{};
   k.name = "avx2";
   k.mr = 4;
+  k.nr = 1;
   TERN_CPU_USE(k, quantize, qb_quantize_ukernel__avx2);
   TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__avx2);
   TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__avx2);
@@ -343,10 +345,11 @@ constexpr QbKernels qb_vnni() {
   QbKernels k{};
   k.name = "avx512vnni";
   k.mr = 4;
+  k.nr = 2;
   TERN_CPU_USE(k, quantize, qb_quantize_ukernel__avx512vnni);
-  TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__avx512vnni);
-  TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__avx512vnni);
-  TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x1__avx512vnni);
+  TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x2__avx512vnni);
+  TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x2__avx512vnni);
+  TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x2__avx512vnni);
   return k;
 }
 constexpr QbKernels kQbAvx2 = qb_avx2();
@@ -357,6 +360,7 @@ constexpr QbKernels qb_neondot() {
   QbKernels k{};
   k.name = "neondot";
   k.mr = 4;
+  k.nr = 1;
   TERN_CPU_USE(k, quantize, qb_quantize_ukernel__neondot);
   TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__neondot);
   TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__neondot);
@@ -381,12 +385,12 @@ constexpr const QbKernels* kBuiltQb[] = {
 constexpr size_t kNumBuiltQb = sizeof(kBuiltQb) / sizeof(kBuiltQb[0]);
 static_assert(kNumBuiltQb <= size_t(kMaxKernelSets), "kMaxKernelSets (isa.h) is smaller than kBuiltQb");
 static_assert(kBuiltQb[kNumBuiltQb - 1] == &kQbScalar, "kBuiltQb must end with the scalar fallback");
-// Each gemm kernel's name carries its set's rows (and one weight row a step).
+// Each gemm kernel's name carries its set's tile, mr x nr.
 constexpr bool qb_tiles_named() {
   for (const QbKernels* k : kBuiltQb) {
     const char* const roles[kQbFormats] = {"gemm[0]", "gemm[1]", "gemm[2]"};
     for (const char* role : roles) {
-      if (!named_tile(k->names.of(role), k->mr, 1)) return false;
+      if (!named_tile(k->names.of(role), k->mr, k->nr)) return false;
     }
   }
   return true;

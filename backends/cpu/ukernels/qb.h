@@ -53,14 +53,16 @@ using QbQuantizeUkernel = void (*)(size_t k, const float* x, uint8_t* row);
 
 // c[i * c_stride + j] = the product of quantized activation row i (at
 // a + i * a_stride) and weight row j (at w + j * w_stride), for i < mr <=
-// QbKernels::mr and j < nc (any count: the kernels walk the weight rows one
-// tile at a time, each block unpacked once for the mr rows).
+// QbKernels::mr and j < nc (any count: the kernels walk the weight rows nr
+// at a time, each block unpacked once for the mr rows, each activation
+// block loaded once for the nr rows).
 using QbGemmUkernel = void (*)(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride, const uint8_t* w,
                                size_t w_stride, float* c, size_t c_stride);
 
 struct QbKernels {
   const char* name;
   int mr;  // activation rows per gemm call
+  int nr;  // weight rows a gemm kernel's inner step takes (its name's tile: mr x nr)
   QbQuantizeUkernel quantize;
   QbGemmUkernel gemm[kQbFormats];  // by QbFormat: gemm[0] Q4_0, gemm[1] Q4_1, gemm[2] Q8_0
   KernelNames<4> names;
@@ -101,7 +103,7 @@ inline float qb_combine(const float* acc) {
 
 }  // namespace
 
-// The kernels, defined in ukernels/<isa>/qb_gemm.cpp; the tile is
+// The kernels, defined in ukernels/<isa>/qb_gemm.cpp; the tile is mr x nr,
 // activation rows x weight rows per inner step.
 UkernelFn<QbQuantizeUkernel> qb_quantize_ukernel__scalar;
 UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__scalar, qb_q4_1_gemm_ukernel_4x1__scalar,
@@ -112,8 +114,8 @@ UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__avx2, qb_q4_1_gemm_ukernel_4x
     qb_q8_0_gemm_ukernel_4x1__avx2;
 
 UkernelFn<QbQuantizeUkernel> qb_quantize_ukernel__avx512vnni;
-UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__avx512vnni, qb_q4_1_gemm_ukernel_4x1__avx512vnni,
-    qb_q8_0_gemm_ukernel_4x1__avx512vnni;
+UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x2__avx512vnni, qb_q4_1_gemm_ukernel_4x2__avx512vnni,
+    qb_q8_0_gemm_ukernel_4x2__avx512vnni;
 
 UkernelFn<QbQuantizeUkernel> qb_quantize_ukernel__neondot;
 UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__neondot, qb_q4_1_gemm_ukernel_4x1__neondot,

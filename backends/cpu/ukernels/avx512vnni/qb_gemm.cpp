@@ -18,7 +18,7 @@ namespace cpu {
 namespace {
 
 // Blocks t and t + 1 of a group (the second absent when `two` is false:
-// zeros), unpacked: Q4 nibbles in element order, Q8_0 int8.
+// zeros), unpacked: Q4 nibbles in element order, Q8_0 int8 as they are.
 template <int F>
 inline __m512i pair_weights(const uint8_t* blk, bool two) {
   constexpr size_t bs = kQbBlockBytes[F];
@@ -56,68 +56,87 @@ inline __m256 half8(__m256i h) {
   return _mm512_castps512_ps256(_mm512_cvtph_ps(_mm256_zextsi128_si256(_mm256_cvtepi32_epi16(h))));
 }
 
-template <int F, size_t N>
-inline void group(size_t n, const uint8_t* blk, size_t b0, size_t mr, size_t k, const uint8_t* a, size_t a_stride,
-                  __m256* acc) {
+// Blocks b0 .. b0 + n (n <= 8; N: n known) of NR weight rows (w: block b0 of
+// the first, w_stride apart) against mr activation rows: each weight pair
+// unpacked once, each activation pair loaded once, acc[i * NR + r] +=
+// the terms of activation row i and weight row r.
+template <int F, size_t N, int NR>
+inline void group(size_t n, const uint8_t* w, size_t w_stride, size_t b0, size_t mr, size_t k, const uint8_t* a,
+                  size_t a_stride, __m256* acc) {
   constexpr size_t bs = kQbBlockBytes[F];
   if (N != 0) n = N;
-  __m512i wv[4];
-  __mmask64 neg[4];
-  for (size_t t = 0; t < 4; ++t) {
-    const bool any = 2 * t < n;
-    wv[t] = any ? pair_weights<F>(blk + 2 * t * bs, 2 * t + 1 < n) : _mm512_setzero_si512();
-    if (F == kQbQ8_0) {
-      neg[t] = _mm512_movepi8_mask(wv[t]);
-      wv[t] = _mm512_abs_epi8(wv[t]);
+  __m512i wv[NR][4];
+  __m256 dw[NR], mw[NR];
+  for (int r = 0; r < NR; ++r) {
+    const uint8_t* blk = w + r * w_stride;
+    for (size_t t = 0; t < 4; ++t) {
+      wv[r][t] = 2 * t < n ? pair_weights<F>(blk + 2 * t * bs, 2 * t + 1 < n) : _mm512_setzero_si512();
     }
+    const __m256i heads = qb_gather_heads(blk, bs, n);
+    dw[r] = half8(heads);
+    mw[r] = F == kQbQ4_1 ? half8(_mm256_srli_epi32(heads, 16)) : _mm256_setzero_ps();
   }
-  const __m256i heads = qb_gather_heads(blk, bs, n);
-  const __m256 dw = half8(heads);
-  const __m256 mw = F == kQbQ4_1 ? half8(_mm256_srli_epi32(heads, 16)) : _mm256_setzero_ps();
   for (size_t i = 0; i < mr; ++i) {
     const uint8_t* ar = a + i * a_stride;
     const int8_t* q = reinterpret_cast<const int8_t*>(ar) + b0 * kQbBlock;
-    __m512i p[4];
+    __m512i av[4];
     for (size_t t = 0; t < 4; ++t) {
-      if (2 * t >= n) {
-        p[t] = _mm512_setzero_si512();
-        continue;
-      }
-      const __mmask64 m = 2 * t + 1 < n ? ~__mmask64(0) : (__mmask64(1) << 32) - 1;
-      __m512i av = _mm512_maskz_loadu_epi8(m, q + 2 * t * kQbBlock);
-      if (F == kQbQ8_0) av = _mm512_mask_sub_epi8(av, neg[t], _mm512_setzero_si512(), av);
-      p[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[t], av);
+      const __mmask64 m = 2 * t >= n ? 0 : 2 * t + 1 < n ? ~__mmask64(0) : (__mmask64(1) << 32) - 1;
+      av[t] = _mm512_maskz_loadu_epi8(m, q + 2 * t * kQbBlock);
     }
-    acc[i] = _mm256_add_ps(acc[i], qb_terms8<F>(sum8(p), dw, mw, ar, k, b0, n));
+    for (int r = 0; r < NR; ++r) {
+      __m512i p[4];
+      for (size_t t = 0; t < 4; ++t) {
+        if (2 * t >= n) {
+          p[t] = _mm512_setzero_si512();
+        } else if (F == kQbQ8_0) {  // |w| times a negated where w < 0
+          const __m512i x = _mm512_mask_sub_epi8(av[t], _mm512_movepi8_mask(wv[r][t]), _mm512_setzero_si512(), av[t]);
+          p[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(wv[r][t]), x);
+        } else {
+          p[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[r][t], av[t]);
+        }
+      }
+      acc[i * NR + r] = _mm256_add_ps(acc[i * NR + r], qb_terms8<F>(sum8(p), dw[r], mw[r], ar, k, b0, n));
+    }
+  }
+}
+
+// Weight rows j .. j + NR against the mr activation rows.
+template <int F, int NR>
+inline void rows(size_t mr, size_t k, const uint8_t* a, size_t a_stride, const uint8_t* w, size_t w_stride, float* c,
+                 size_t c_stride) {
+  const size_t nb = k / kQbBlock, full = nb / 8 * 8;
+  __m256 acc[4 * NR];
+  for (__m256& v : acc) v = _mm256_setzero_ps();
+  size_t b = 0;
+  for (; b < full; b += 8) group<F, 8, NR>(8, w + b * kQbBlockBytes[F], w_stride, b, mr, k, a, a_stride, acc);
+  if (b < nb) group<F, 0, NR>(nb - b, w + b * kQbBlockBytes[F], w_stride, b, mr, k, a, a_stride, acc);
+  for (size_t i = 0; i < mr; ++i) {
+    for (int r = 0; r < NR; ++r) c[i * c_stride + size_t(r)] = qb_combine8(acc[i * NR + r]);
   }
 }
 
 template <int F>
 void gemm(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride, const uint8_t* w, size_t w_stride,
           float* c, size_t c_stride) {
-  const size_t nb = k / kQbBlock, full = nb / 8 * 8;
-  for (size_t j = 0; j < nc; ++j, w += w_stride) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    size_t b = 0;
-    for (; b < full; b += 8) group<F, 8>(8, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
-    if (b < nb) group<F, 0>(nb - b, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
-    for (size_t i = 0; i < mr; ++i) c[i * c_stride + j] = qb_combine8(acc[i]);
-  }
+  size_t j = 0;
+  for (; j + 2 <= nc; j += 2) rows<F, 2>(mr, k, a, a_stride, w + j * w_stride, w_stride, c + j, c_stride);
+  if (j < nc) rows<F, 1>(mr, k, a, a_stride, w + j * w_stride, w_stride, c + j, c_stride);
 }
 
 }  // namespace
 
 void qb_quantize_ukernel__avx512vnni(size_t k, const float* x, uint8_t* row) { qb_quantize_avx2(k, x, row); }
 
-void qb_q4_0_gemm_ukernel_4x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
+void qb_q4_0_gemm_ukernel_4x2__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
                                           const uint8_t* w, size_t w_stride, float* c, size_t c_stride) {
   gemm<kQbQ4_0>(mr, nc, k, a, a_stride, w, w_stride, c, c_stride);
 }
-void qb_q4_1_gemm_ukernel_4x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
+void qb_q4_1_gemm_ukernel_4x2__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
                                           const uint8_t* w, size_t w_stride, float* c, size_t c_stride) {
   gemm<kQbQ4_1>(mr, nc, k, a, a_stride, w, w_stride, c, c_stride);
 }
-void qb_q8_0_gemm_ukernel_4x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
+void qb_q8_0_gemm_ukernel_4x2__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride,
                                           const uint8_t* w, size_t w_stride, float* c, size_t c_stride) {
   gemm<kQbQ8_0>(mr, nc, k, a, a_stride, w, w_stride, c, c_stride);
 }
