@@ -170,6 +170,21 @@ std::vector<float> run(const QbKernels& ks, int f, const std::vector<float>& x, 
   return y;
 }
 
+// The same product through the set's tiles of 16 rows (if it has them).
+std::vector<float> run_tiles(const QbKernels& ks, int f, const std::vector<uint8_t>& rows, const std::vector<uint8_t>& w,
+                             size_t m, size_t n, size_t k) {
+  const size_t rb = qb_row_bytes(k), wrb = k / 32 * kBytes[f];
+  std::vector<uint8_t> tile(qb_tile_bytes(k) + 64);
+  uint8_t* t = tile.data() + (64 - reinterpret_cast<uintptr_t>(tile.data()) % 64) % 64;  // 64-byte aligned
+  std::vector<float> y(m * n, NAN);
+  for (size_t i = 0; i < m; i += kQbTileRows) {
+    const size_t mr = m - i < kQbTileRows ? m - i : kQbTileRows;
+    ks.pack_tile(mr, k, rows.data() + i * rb, rb, t);
+    ks.gemm_tile[f](mr, n, k, t, w.data(), wrb, y.data() + i * n, n);
+  }
+  return y;
+}
+
 void check_quantized(const QbKernels& ks, const std::vector<uint8_t>& rows, const std::vector<float>& x, size_t m,
                      size_t k, const std::string& what) {
   const size_t rb = qb_row_bytes(k), nb = k / 32;
@@ -200,6 +215,13 @@ void check_case(int f, const Shape& s, bool extreme, uint32_t seed) {
     std::vector<uint8_t> rows;
     const std::vector<float> y = run(*ks, f, x, w, s.m, s.n, s.k, &rows);
     check_quantized(*ks, rows, x, s.m, s.k, what);
+    if (ks->pack_tile != nullptr) {  // the tiles give the same bits
+      const std::vector<float> yt = run_tiles(*ks, f, rows, w, s.m, s.n, s.k);
+      for (size_t i = 0; i < yt.size(); ++i) {
+        ASSERT_TRUE(same_bits(yt[i], y[i])) << ks->name << " tiles " << what << " at " << i << ": " << yt[i]
+                                            << ", the gemm kernel " << y[i];
+      }
+    }
     for (size_t i = 0; i < s.m; ++i) {
       for (size_t j = 0; j < s.n; ++j) {
         const float want = dot_ref(f, w.data() + j * wrb, q[i], s.k);
@@ -241,7 +263,7 @@ TEST(CpuBlockLinear, EveryKernelSetIsTested) {
   for (const QbKernels* ks : sets) {
     EXPECT_GE(ks->mr, 1);
     EXPECT_LE(ks->mr, 4);
-    printf("qb kernels: %s\n", ks->name);
+    printf("qb kernels: %s%s\n", ks->name, ks->pack_tile ? " (with tiles of 16 rows)" : "");
   }
 }
 

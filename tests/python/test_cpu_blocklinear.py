@@ -84,9 +84,10 @@ def _portable(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("fmt", ["Q4_0", "Q4_1", "Q8_0"])
-def test_gguf_linear_layers_run_as_block_linear_ops_near_eager(fmt: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch", [1, 3], ids=["7-rows", "21-rows"])  # 21: tiles of 16 rows where the ISA has them
+def test_gguf_linear_layers_run_as_block_linear_ops_near_eager(fmt: str, batch: int, tmp_path: Path) -> None:
     torch.manual_seed(0)
-    model, x = GGUFMlp(fmt).eval(), torch.randn(1, 7, 64)
+    model, x = GGUFMlp(fmt).eval(), torch.randn(batch, 7, 64)
     path = tmp_path / "mlp.tern"
     cpu = _export(model, (x,), path)
     assert _portable(path) == [], cpu.report()

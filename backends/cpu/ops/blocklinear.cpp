@@ -9,7 +9,10 @@
 // contiguous ranges of kRowTile rows: the weights stream through once. More
 // rows (a prompt) run in tiles of a chunk of weight rows (about kChunkBytes,
 // so it stays in cache) by a block of x's rows, the kernel taking mr rows of
-// x at a time so that each weight block is unpacked once for all of them.
+// x at a time so that each weight block is unpacked once for all of them;
+// with a kernel set that has tiles of 16 rows (qb.h) and kMinTileRows rows
+// or more, the blocks of x's rows are those tiles, packed once into
+// scratch after the quantized rows.
 #include <cstring>
 
 #include "backends/cpu/loader.h"
@@ -22,6 +25,7 @@ namespace {
 constexpr int64_t kRowTile = 16;                 // weight rows a GEMV range is a multiple of
 constexpr int64_t kChunkBytes = int64_t(1) << 16;  // of weight rows in one tile of a GEMM
 constexpr int64_t kRowBlock = 64;                // x's rows in one tile of a GEMM
+constexpr int64_t kMinTileRows = 8;              // the fewest rows that run as tiles of 16 (when the set has them)
 
 struct BlockLinearOp {
   const float* x;     // [m, k]
@@ -33,6 +37,8 @@ struct BlockLinearOp {
   QbQuantizeUkernel quantize;
   QbGemmUkernel gemm;
   int mr;
+  QbPackTileUkernel pack_tile;  // or nullptr
+  QbGemmTileUkernel gemm_tile;
 };
 
 int qb_format(int32_t code) {
@@ -94,15 +100,56 @@ Error prepare_BlockLinear(Loader& ld, uint32_t oi, const fb::BlockLinear& l, Cpu
   }
   const QbKernels& kernels = qb_kernels_for(ld.qs8.name);
   *par = BlockLinearOp{x->data, y->data, b ? b->data : nullptr, reinterpret_cast<const uint8_t*>(w->data),
-                       row_bytes, m, k, n, kernels.quantize, kernels.gemm[f], kernels.mr};
-  // m * k <= 2^40 (a value's elements), a row at most 1.25 k + 64 bytes: no overflow
-  ld.need_scratch(size_t(m) * qb_row_bytes(size_t(k)));
+                       row_bytes, m, k, n, kernels.quantize, kernels.gemm[f], kernels.mr, kernels.pack_tile,
+                       kernels.gemm_tile[f]};
+  // m * k <= 2^40 (a value's elements), a row at most 1.25 k + 64 bytes, a
+  // tile's row 1.375 k: no overflow. Scratch: the quantized rows, then the tiles.
+  size_t scratch = size_t(m) * qb_row_bytes(size_t(k));
+  if (kernels.pack_tile != nullptr && m >= kMinTileRows) {
+    scratch += (size_t(m) + kQbTileRows - 1) / kQbTileRows * qb_tile_bytes(size_t(k));
+  }
+  ld.need_scratch(scratch);
   return Error::Ok;
 }
+
+namespace {
+
+// m >= kMinTileRows with tiles: each tile's rows quantized and packed, then
+// tiles of a chunk of weight rows by one tile of x's rows.
+void run_tiles(const BlockLinearOp& o, uint8_t* xq, RunContext& ctx) {
+  const size_t rb = qb_row_bytes(size_t(o.k)), tb = qb_tile_bytes(size_t(o.k));
+  const int64_t rows = int64_t(kQbTileRows), tiles = (o.m + rows - 1) / rows;
+  uint8_t* packed = xq + size_t(o.m) * rb;  // rb: a multiple of 64, so the tiles are 64-byte aligned
+  ctx.parallel_for(tiles, 1, [&](RunContext&, int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i0 = t * rows, i1 = i0 + rows < o.m ? i0 + rows : o.m;
+      for (int64_t i = i0; i < i1; ++i) o.quantize(size_t(o.k), o.x + i * o.k, xq + size_t(i) * rb);
+      o.pack_tile(size_t(i1 - i0), size_t(o.k), xq + size_t(i0) * rb, rb, packed + size_t(t) * tb);
+    }
+  });
+  int64_t chunk = kChunkBytes / o.w_stride;
+  chunk = chunk < 1 ? 1 : chunk;
+  const int64_t chunks = (o.n + chunk - 1) / chunk;
+  ctx.parallel_for(chunks * tiles, 1, [&](RunContext&, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t j0 = u / tiles * chunk, j1 = j0 + chunk < o.n ? j0 + chunk : o.n, t = u % tiles;
+      const int64_t i0 = t * rows, i1 = i0 + rows < o.m ? i0 + rows : o.m;
+      o.gemm_tile(size_t(i1 - i0), size_t(j1 - j0), size_t(o.k), packed + size_t(t) * tb, o.w + j0 * o.w_stride,
+                  size_t(o.w_stride), o.y + i0 * o.n + j0, size_t(o.n));
+      add_bias(o, i0, i1, j0, j1);
+    }
+  });
+}
+
+}  // namespace
 
 void run_BlockLinear(const CpuOp& cpu_op, const CpuProgram&, RunContext& ctx) {
   const BlockLinearOp& o = params_of<BlockLinearOp>(cpu_op);
   uint8_t* xq = static_cast<uint8_t*>(ctx.scratch());  // this thread's; the others read it below
+  if (o.pack_tile != nullptr && o.m >= kMinTileRows) {
+    run_tiles(o, xq, ctx);
+    return;
+  }
   const size_t rb = qb_row_bytes(size_t(o.k));
   if (o.m == 1) {
     o.quantize(size_t(o.k), o.x, xq);

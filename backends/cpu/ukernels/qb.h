@@ -59,13 +59,34 @@ using QbQuantizeUkernel = void (*)(size_t k, const float* x, uint8_t* row);
 using QbGemmUkernel = void (*)(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride, const uint8_t* w,
                                size_t w_stride, float* c, size_t c_stride);
 
+// Tiles of activation rows (optional, for many rows: a prompt): 16
+// quantized rows (standard layout above) transposed so that a 512-bit
+// vector holds 4 bytes of each of the 16 rows, and each weight's 4 bytes,
+// broadcast, meet all 16 rows in one vpdpbusd (no sums across lanes to
+// take, no weight repacked). Per block b, kQbTileBlockBytes bytes
+// (qb_tile_bytes(k) a tile):
+//   q:  [8 chunks][16 rows][4 int8]   (chunk c: elements 4c .. 4c + 3)
+//   d:  [16 float]  s: [16 int32]  ds: [16 float] (d * float(s), Q4_1's)
+// Rows past the tile's count are zeros. The products are the definition's,
+// bit for bit.
+constexpr size_t kQbTileRows = 16;
+constexpr size_t kQbTileBlockBytes = 32 * kQbTileRows + 12 * kQbTileRows;  // a block of a tile: 704
+// rows <= 16 quantized rows (a, a_stride apart) into one tile.
+using QbPackTileUkernel = void (*)(size_t rows, size_t k, const uint8_t* a, size_t a_stride, uint8_t* tile);
+// c[i * c_stride + j] for i < mr <= 16 (the tile's rows) and j < nc.
+using QbGemmTileUkernel = void (*)(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                   size_t w_stride, float* c, size_t c_stride);
+
 struct QbKernels {
   const char* name;
   int mr;  // activation rows per gemm call
   int nr;  // weight rows a gemm kernel's inner step takes (its name's tile: mr x nr)
   QbQuantizeUkernel quantize;
   QbGemmUkernel gemm[kQbFormats];  // by QbFormat: gemm[0] Q4_0, gemm[1] Q4_1, gemm[2] Q8_0
-  KernelNames<4> names;
+  // The tiled product, or nullptrs: pack_tile, then gemm_tile[format].
+  QbPackTileUkernel pack_tile;
+  QbGemmTileUkernel gemm_tile[kQbFormats];
+  KernelNames<8> names;
 };
 
 // The helpers below are compiled into files of every ISA: an unnamed
@@ -74,6 +95,8 @@ namespace {
 
 // Bytes of one quantized activation row of k values (k a multiple of 32).
 constexpr size_t qb_row_bytes(size_t k) { return (k + 8 * (k / kQbBlock) + 63) / 64 * 64; }
+// Bytes of one tile of 16 rows of k values (a multiple of 64).
+constexpr size_t qb_tile_bytes(size_t k) { return (k / kQbBlock) * kQbTileBlockBytes; }
 
 // The half at p (little-endian) as float, exactly, by moving bits: normal
 // halves rebiased, subnormals as m * 2^-24 (a product of normal floats, so
@@ -114,6 +137,9 @@ UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__avx2, qb_q4_1_gemm_ukernel_4x
     qb_q8_0_gemm_ukernel_4x1__avx2;
 
 UkernelFn<QbQuantizeUkernel> qb_quantize_ukernel__avx512vnni;
+UkernelFn<QbPackTileUkernel> qb_pack_tile_ukernel__avx512vnni;
+UkernelFn<QbGemmTileUkernel> qb_q4_0_gemm_tile_ukernel_16x1__avx512vnni, qb_q4_1_gemm_tile_ukernel_16x1__avx512vnni,
+    qb_q8_0_gemm_tile_ukernel_16x1__avx512vnni;
 UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x2__avx512vnni, qb_q4_1_gemm_ukernel_4x2__avx512vnni,
     qb_q8_0_gemm_ukernel_4x2__avx512vnni;
 

@@ -124,7 +124,100 @@ void gemm(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride, con
   if (j < nc) rows<F, 1>(mr, k, a, a_stride, w + j * w_stride, w_stride, c + j, c_stride);
 }
 
+// ---- tiles of 16 activation rows (qb.h): the lanes are the rows
+
+// A block's 32 weights as the unsigned operand, in element order: Q4 the
+// nibbles; Q8_0 w + 128 (w ^ 0x80), its extra 128 * s taken off after.
+template <int F>
+inline __m256i tile_weights(const uint8_t* blk) {
+  if (F == kQbQ8_0) {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)), _mm256_set1_epi8(char(0x80)));
+  }
+  const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + (F == kQbQ4_1 ? 4 : 2)));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(r, 4), r), _mm256_set1_epi8(0x0F));
+}
+
+// Block b's terms for the tile's 16 rows and one weight row.
+template <int F>
+inline __m512 tile_terms(const uint8_t* blk, const uint8_t* tb) {
+  alignas(32) int32_t wq[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(wq), tile_weights<F>(blk));
+  __m512i isum = _mm512_setzero_si512();
+  for (int c = 0; c < 8; ++c) {
+    const __m512i av = _mm512_load_si512(tb + 64 * c);
+    isum = _mm512_dpbusd_epi32(isum, _mm512_set1_epi32(wq[c]), av);
+  }
+  const uint8_t* tail = tb + 32 * kQbTileRows;
+  const __m512 da = _mm512_load_ps(reinterpret_cast<const float*>(tail));
+  const __m512i sa = _mm512_load_si512(tail + 64);
+  if (F == kQbQ4_0) isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(sa, 3));
+  if (F == kQbQ8_0) isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(sa, 7));
+  __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(qb_half(blk)), da), _mm512_cvtepi32_ps(isum));
+  if (F == kQbQ4_1) {
+    t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(qb_half(blk + 2)), _mm512_load_ps(reinterpret_cast<const float*>(tail + 128))));
+  }
+  return t;
+}
+
+template <int F>
+void gemm_tile(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w, size_t w_stride, float* c,
+               size_t c_stride) {
+  constexpr size_t bs = kQbBlockBytes[F];
+  const size_t nb = k / kQbBlock;
+  for (size_t j = 0; j < nc; ++j, w += w_stride) {
+    __m512 acc[8];
+    for (__m512& v : acc) v = _mm512_setzero_ps();
+    size_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+      for (size_t u = 0; u < 8; ++u) {
+        acc[u] = _mm512_add_ps(acc[u], tile_terms<F>(w + (b + u) * bs, tile + (b + u) * kQbTileBlockBytes));
+      }
+    }
+    for (size_t u = 0; b + u < nb; ++u) {
+      acc[u] = _mm512_add_ps(acc[u], tile_terms<F>(w + (b + u) * bs, tile + (b + u) * kQbTileBlockBytes));
+    }
+    // the definition's tree, lane by lane
+    const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+                                   _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+    alignas(64) float out[16];
+    _mm512_store_ps(out, y);
+    for (size_t i = 0; i < mr; ++i) c[i * c_stride + j] = out[i];
+  }
+}
+
 }  // namespace
+
+void qb_pack_tile_ukernel__avx512vnni(size_t rows, size_t k, const uint8_t* a, size_t a_stride, uint8_t* tile) {
+  const size_t nb = k / kQbBlock;
+  memset(tile, 0, qb_tile_bytes(k));
+  for (size_t r = 0; r < rows; ++r) {
+    const uint8_t* row = a + r * a_stride;
+    const float* d = reinterpret_cast<const float*>(row + k);
+    const int32_t* s = reinterpret_cast<const int32_t*>(row + k + 4 * nb);
+    for (size_t b = 0; b < nb; ++b) {
+      uint8_t* tb = tile + b * kQbTileBlockBytes;
+      for (size_t c = 0; c < 8; ++c) memcpy(tb + 64 * c + 4 * r, row + 32 * b + 4 * c, 4);
+      uint8_t* tail = tb + 32 * kQbTileRows;
+      const float ds = d[b] * float(s[b]);
+      memcpy(tail + 4 * r, &d[b], 4);
+      memcpy(tail + 64 + 4 * r, &s[b], 4);
+      memcpy(tail + 128 + 4 * r, &ds, 4);
+    }
+  }
+}
+
+void qb_q4_0_gemm_tile_ukernel_16x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                                size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ4_0>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
+void qb_q4_1_gemm_tile_ukernel_16x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                                size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ4_1>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
+void qb_q8_0_gemm_tile_ukernel_16x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                                size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ8_0>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
 
 void qb_quantize_ukernel__avx512vnni(size_t k, const float* x, uint8_t* row) { qb_quantize_avx2(k, x, row); }
 
