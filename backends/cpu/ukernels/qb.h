@@ -138,8 +138,8 @@ UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__avx2, qb_q4_1_gemm_ukernel_4x
 
 UkernelFn<QbQuantizeUkernel> qb_quantize_ukernel__avx512vnni;
 UkernelFn<QbPackTileUkernel> qb_pack_tile_ukernel__avx512vnni;
-UkernelFn<QbGemmTileUkernel> qb_q4_0_gemm_tile_ukernel_16x1__avx512vnni, qb_q4_1_gemm_tile_ukernel_16x1__avx512vnni,
-    qb_q8_0_gemm_tile_ukernel_16x1__avx512vnni;
+UkernelFn<QbGemmTileUkernel> qb_q4_0_gemm_tile_ukernel_16x2__avx512vnni, qb_q4_1_gemm_tile_ukernel_16x2__avx512vnni,
+    qb_q8_0_gemm_tile_ukernel_16x2__avx512vnni;
 UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x2__avx512vnni, qb_q4_1_gemm_ukernel_4x2__avx512vnni,
     qb_q8_0_gemm_ukernel_4x2__avx512vnni;
 

@@ -137,52 +137,66 @@ inline __m256i tile_weights(const uint8_t* blk) {
   return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(r, 4), r), _mm256_set1_epi8(0x0F));
 }
 
-// Block b's terms for the tile's 16 rows and one weight row.
-template <int F>
-inline __m512 tile_terms(const uint8_t* blk, const uint8_t* tb) {
-  alignas(32) int32_t wq[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(wq), tile_weights<F>(blk));
-  __m512i isum = _mm512_setzero_si512();
+// Block b's terms for the tile's 16 rows and NR weight rows (blk: block b
+// of the first, w_stride apart), each activation vector loaded once.
+template <int F, int NR>
+inline void tile_terms(const uint8_t* blk, size_t w_stride, const uint8_t* tb, __m512* t) {
+  alignas(32) int32_t wq[NR][8];
+  __m512i isum[NR];
+  for (int r = 0; r < NR; ++r) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(wq[r]), tile_weights<F>(blk + r * w_stride));
+    isum[r] = _mm512_setzero_si512();
+  }
   for (int c = 0; c < 8; ++c) {
     const __m512i av = _mm512_load_si512(tb + 64 * c);
-    isum = _mm512_dpbusd_epi32(isum, _mm512_set1_epi32(wq[c]), av);
+    for (int r = 0; r < NR; ++r) isum[r] = _mm512_dpbusd_epi32(isum[r], _mm512_set1_epi32(wq[r][c]), av);
   }
   const uint8_t* tail = tb + 32 * kQbTileRows;
   const __m512 da = _mm512_load_ps(reinterpret_cast<const float*>(tail));
   const __m512i sa = _mm512_load_si512(tail + 64);
-  if (F == kQbQ4_0) isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(sa, 3));
-  if (F == kQbQ8_0) isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(sa, 7));
-  __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(qb_half(blk)), da), _mm512_cvtepi32_ps(isum));
-  if (F == kQbQ4_1) {
-    t = _mm512_add_ps(t, _mm512_mul_ps(_mm512_set1_ps(qb_half(blk + 2)), _mm512_load_ps(reinterpret_cast<const float*>(tail + 128))));
+  for (int r = 0; r < NR; ++r) {
+    const uint8_t* br = blk + r * w_stride;
+    if (F == kQbQ4_0) isum[r] = _mm512_sub_epi32(isum[r], _mm512_slli_epi32(sa, 3));
+    if (F == kQbQ8_0) isum[r] = _mm512_sub_epi32(isum[r], _mm512_slli_epi32(sa, 7));
+    t[r] = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(qb_half(br)), da), _mm512_cvtepi32_ps(isum[r]));
+    if (F == kQbQ4_1) {
+      const __m512 ds = _mm512_load_ps(reinterpret_cast<const float*>(tail + 128));
+      t[r] = _mm512_add_ps(t[r], _mm512_mul_ps(_mm512_set1_ps(qb_half(br + 2)), ds));
+    }
   }
-  return t;
+}
+
+// NR weight rows (w, w_stride apart) against the tile: c's columns 0 .. NR.
+template <int F, int NR>
+inline void tile_rows(size_t mr, size_t k, const uint8_t* tile, const uint8_t* w, size_t w_stride, float* c,
+                      size_t c_stride) {
+  constexpr size_t bs = kQbBlockBytes[F];
+  const size_t nb = k / kQbBlock;
+  __m512 acc[8][NR];
+  for (auto& lane : acc) {
+    for (__m512& v : lane) v = _mm512_setzero_ps();
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    __m512 t[NR];
+    tile_terms<F, NR>(w + b * bs, w_stride, tile + b * kQbTileBlockBytes, t);
+    for (int r = 0; r < NR; ++r) acc[b % 8][r] = _mm512_add_ps(acc[b % 8][r], t[r]);
+  }
+  for (int r = 0; r < NR; ++r) {
+    // the definition's tree, lane by lane
+    const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[4][r]), _mm512_add_ps(acc[2][r], acc[6][r]));
+    const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[1][r], acc[5][r]), _mm512_add_ps(acc[3][r], acc[7][r]));
+    alignas(64) float out[16];
+    _mm512_store_ps(out, _mm512_add_ps(lo, hi));
+    for (size_t i = 0; i < mr; ++i) c[i * c_stride + size_t(r)] = out[i];
+  }
 }
 
 template <int F>
 void gemm_tile(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w, size_t w_stride, float* c,
                size_t c_stride) {
-  constexpr size_t bs = kQbBlockBytes[F];
-  const size_t nb = k / kQbBlock;
-  for (size_t j = 0; j < nc; ++j, w += w_stride) {
-    __m512 acc[8];
-    for (__m512& v : acc) v = _mm512_setzero_ps();
-    size_t b = 0;
-    for (; b + 8 <= nb; b += 8) {
-      for (size_t u = 0; u < 8; ++u) {
-        acc[u] = _mm512_add_ps(acc[u], tile_terms<F>(w + (b + u) * bs, tile + (b + u) * kQbTileBlockBytes));
-      }
-    }
-    for (size_t u = 0; b + u < nb; ++u) {
-      acc[u] = _mm512_add_ps(acc[u], tile_terms<F>(w + (b + u) * bs, tile + (b + u) * kQbTileBlockBytes));
-    }
-    // the definition's tree, lane by lane
-    const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
-                                   _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
-    alignas(64) float out[16];
-    _mm512_store_ps(out, y);
-    for (size_t i = 0; i < mr; ++i) c[i * c_stride + j] = out[i];
-  }
+  size_t j = 0;
+  for (; j + 2 <= nc; j += 2) tile_rows<F, 2>(mr, k, tile, w + j * w_stride, w_stride, c + j, c_stride);
+  if (j < nc) tile_rows<F, 1>(mr, k, tile, w + j * w_stride, w_stride, c + j, c_stride);
 }
 
 }  // namespace
@@ -206,15 +220,15 @@ void qb_pack_tile_ukernel__avx512vnni(size_t rows, size_t k, const uint8_t* a, s
   }
 }
 
-void qb_q4_0_gemm_tile_ukernel_16x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+void qb_q4_0_gemm_tile_ukernel_16x2__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
                                                 size_t w_stride, float* c, size_t c_stride) {
   gemm_tile<kQbQ4_0>(mr, nc, k, tile, w, w_stride, c, c_stride);
 }
-void qb_q4_1_gemm_tile_ukernel_16x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+void qb_q4_1_gemm_tile_ukernel_16x2__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
                                                 size_t w_stride, float* c, size_t c_stride) {
   gemm_tile<kQbQ4_1>(mr, nc, k, tile, w, w_stride, c, c_stride);
 }
-void qb_q8_0_gemm_tile_ukernel_16x1__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+void qb_q8_0_gemm_tile_ukernel_16x2__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
                                                 size_t w_stride, float* c, size_t c_stride) {
   gemm_tile<kQbQ8_0>(mr, nc, k, tile, w, w_stride, c, c_stride);
 }
