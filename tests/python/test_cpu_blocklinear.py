@@ -184,3 +184,33 @@ def test_another_format_or_use_of_a_gguf_weight_stays_portable_and_says_why(tmp_
                     "a dequantized GGUF weight used other than as the weight of one linear layer"}, cpu.report()
     with torch.no_grad():
         assert_close(tern.load(str(tmp_path / "other.tern"))(x)[0], model(x), rtol=1e-5)
+
+
+@pytest.mark.parametrize("fmt", ["Q4_0", "Q4_1", "Q8_0"])
+def test_a_tiny_llama_from_a_gguf_file_runs_its_linear_layers_as_block_linear(fmt: str, tmp_path: Path) -> None:
+    """tern.llm's module of a GGUF file (test_llm_gguf's tiny Llama: 2
+    layers, d 64): its 15 linear layers become BlockLinear ops (the
+    embedding's gather of rows stays portable, saying why); the logits are
+    eager's within the quantization's error, and with block_linear=False
+    within float32 rounding, as before."""
+    pytest.importorskip("gguf")
+    pytest.importorskip("transformers")
+    from test_llm_gguf import _hf_llama, _write_gguf
+    from tern.llm import from_gguf
+
+    _write_gguf(_hf_llama(False), tmp_path / "tiny.gguf", fmt)
+    model = from_gguf(tmp_path / "tiny.gguf").eval()
+    ids = torch.tensor([[5, 17, 99, 3, 64, 1, 127, 40, 8, 33, 21]])
+    with torch.no_grad():
+        want = model(ids)
+    path = tmp_path / "tiny.tern"
+    cpu = _export(model, (ids,), path)
+    kinds = [kind for ops in _payload_ops(path) for kind, _ in ops]
+    assert kinds.count("BlockLinear") == 15, cpu.report()
+    assert _portable(path).count("tern::gguf_dequantize") == 1  # the embedding's rows, gathered
+    assert ("tern::gguf_dequantize", "GGUF rows that are not a constant [n, row_bytes]") in {
+        (op, why) for _, op, why in cpu.refused}
+    assert_close(tern.load(str(path))(ids)[0], want, rtol=BLOCK_RTOL, what=f"{fmt} logits, BlockLinear")
+    plain = tmp_path / "plain.tern"
+    _export(model, (ids,), plain, CpuOptions(block_linear=False))
+    assert_close(tern.load(str(plain))(ids)[0], want, what=f"{fmt} logits, block_linear=False")
