@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/ukernels/qb.h"
 #include "backends/cpu/ukernels/qs8.h"
 #include "runtime/core/cpu_info.h"
 #include "runtime/core/log.h"
@@ -315,8 +316,90 @@ constexpr Qs8Kernels qs8_neondot() {
 constexpr Qs8Kernels kQs8NeonDot = qs8_neondot();
 #endif
 
+// Each ISA's block-quantized kernels (ukernels/qb.h), by name as the others.
+constexpr QbKernels qb_scalar() {
+  QbKernels k{};
+  k.name = "scalar";
+  k.mr = 4;
+  k.nr = 1;
+  TERN_CPU_USE(k, quantize, qb_quantize_ukernel__scalar);
+  TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__scalar);
+  TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__scalar);
+  TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x1__scalar);
+  return k;
+}
+constexpr QbKernels kQbScalar = qb_scalar();
+#if defined(__x86_64__)
+constexpr QbKernels qb_avx2() {
+  QbKernels k{};
+  k.name = "avx2";
+  k.mr = 4;
+  k.nr = 1;
+  TERN_CPU_USE(k, quantize, qb_quantize_ukernel__avx2);
+  TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__avx2);
+  TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__avx2);
+  TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x1__avx2);
+  return k;
+}
+constexpr QbKernels qb_vnni() {
+  QbKernels k{};
+  k.name = "avx512vnni";
+  k.mr = 4;
+  k.nr = 2;
+  TERN_CPU_USE(k, quantize, qb_quantize_ukernel__avx512vnni);
+  TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x2__avx512vnni);
+  TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x2__avx512vnni);
+  TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x2__avx512vnni);
+  TERN_CPU_USE(k, pack_tile, qb_pack_tile_ukernel__avx512vnni);
+  TERN_CPU_USE(k, gemm_tile[0], qb_q4_0_gemm_tile_ukernel_16x2__avx512vnni);
+  TERN_CPU_USE(k, gemm_tile[1], qb_q4_1_gemm_tile_ukernel_16x2__avx512vnni);
+  TERN_CPU_USE(k, gemm_tile[2], qb_q8_0_gemm_tile_ukernel_16x2__avx512vnni);
+  return k;
+}
+constexpr QbKernels kQbAvx2 = qb_avx2();
+constexpr QbKernels kQbVnni = qb_vnni();
+#endif
+#if defined(__aarch64__)
+constexpr QbKernels qb_neondot() {
+  QbKernels k{};
+  k.name = "neondot";
+  k.mr = 4;
+  k.nr = 1;
+  TERN_CPU_USE(k, quantize, qb_quantize_ukernel__neondot);
+  TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__neondot);
+  TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__neondot);
+  TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x1__neondot);
+  return k;
+}
+constexpr QbKernels kQbNeonDot = qb_neondot();
+#endif
+
 #undef TERN_CPU_USE
 #undef TERN_CPU_USE_IGEMM
+
+// Every block-quantized kernel set this build has, best first.
+constexpr const QbKernels* kBuiltQb[] = {
+#if defined(__x86_64__)
+    &kQbVnni, &kQbAvx2,
+#endif
+#if defined(__aarch64__)
+    &kQbNeonDot,
+#endif
+    &kQbScalar};
+constexpr size_t kNumBuiltQb = sizeof(kBuiltQb) / sizeof(kBuiltQb[0]);
+static_assert(kNumBuiltQb <= size_t(kMaxKernelSets), "kMaxKernelSets (isa.h) is smaller than kBuiltQb");
+static_assert(kBuiltQb[kNumBuiltQb - 1] == &kQbScalar, "kBuiltQb must end with the scalar fallback");
+// Each gemm kernel's name carries its set's tile, mr x nr.
+constexpr bool qb_tiles_named() {
+  for (const QbKernels* k : kBuiltQb) {
+    const char* const roles[kQbFormats] = {"gemm[0]", "gemm[1]", "gemm[2]"};
+    for (const char* role : roles) {
+      if (!named_tile(k->names.of(role), k->mr, k->nr)) return false;
+    }
+  }
+  return true;
+}
+static_assert(qb_tiles_named(), "a qb gemm kernel's name does not carry its set's rows");
 
 // Every int8 kernel set this build has, best first (as kBuiltIsas, with
 // the same checks).
@@ -433,6 +516,24 @@ KernelChoice choose_kernels(const char* forced) {
 }
 
 KernelChoice choose_kernels() { return choose_kernels(getenv("TERN_CPU_ISA")); }
+
+int supported_qb_kernels(const QbKernels** out, int max) {
+  const CpuFeatures& f = cpu_features();
+  int n = 0;
+  for (const QbKernels* k : kBuiltQb) {
+    if (n < max && cpu_runs(k->name, f)) out[n++] = k;
+  }
+  return n;
+}
+
+const QbKernels& qb_kernels_for(const char* qs8_name) {
+  // amx's int8 sets are avx512vnni's but for the GEMM tiles
+  const char* want = strcmp(qs8_name, "amx") == 0 ? "avx512vnni" : qs8_name;
+  for (const QbKernels* k : kBuiltQb) {
+    if (strcmp(k->name, want) == 0) return *k;
+  }
+  return kQbScalar;
+}
 
 const Qs8Kernels* select_qs8_kernels() {
   const KernelChoice c = choose_kernels();

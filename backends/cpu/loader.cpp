@@ -16,9 +16,10 @@ namespace {
 constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
 // Version 2 added Attention, version 3 int8 values and QConv, Quantize,
 // Dequantize, version 4 bool values (an Attention's mask), version 5 dynamic
-// sizes and Winograd kernels transformed at load (Conv.winograd_element); an
-// older payload is a newer one without them.
-constexpr uint32_t kVersion = 5;
+// sizes and Winograd kernels transformed at load (Conv.winograd_element),
+// version 6 BlockLinear (GGUF's block formats read in place); an older
+// payload is a newer one without them.
+constexpr uint32_t kVersion = 6;
 
 // The most symbols and expressions a payload may have, and the largest size
 // an expression may give (a delegate input's dims are at most 2^40).

@@ -146,6 +146,20 @@ inline AlignedBytes cpu_qbinary_scales_overflow() {
   const CpuOps ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::QBinary, add.Union(), "qadd")};
   return cpu_delegate_file(cpu_payload_of(b, values, ops, 0, {}), ScalarType::Int8, {4}, ScalarType::Int8, {4}, 0);
 }
+
+// A BlockLinear (GGUF's Q8_0 rows read in place) whose weights value says
+// [8, 34]: rows of 64 elements take 68 bytes; the kernels would read past
+// the value (and the payload) at run.
+inline AlignedBytes cpu_blocklinear_rows_too_short() {
+  flatbuffers::FlatBufferBuilder b;
+  const CpuValues values = {cpu_value(b, {2, 64}, cpufb::Storage::Input),
+                            cpu_value(b, {2, 8}, cpufb::Storage::Output),
+                            cpu_value(b, {8, 34}, cpufb::Storage::Weights, 0, cpufb::DType::Int8)};
+  const auto bl = cpufb::CreateBlockLinear(b, 0, 2, -1, 1, 8);
+  const CpuOps ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::BlockLinear, bl.Union(), "mm")};
+  return cpu_delegate_file(cpu_payload_of(b, values, ops, 0, std::vector<uint8_t>(8 * 34, 1)), kF32, {2, 64}, kF32,
+                           {2, 8}, 0);
+}
 }  // namespace malformed
 }  // namespace test
 }  // namespace tern

@@ -527,6 +527,7 @@ inline const std::vector<Recipe>& recipes() {
       {"cpu_qconv_requant_overflows.tern", cpu_qconv_requant_overflows},
       {"cpu_qconv_weights_in_workspace.tern", cpu_qconv_weights_in_workspace},
       {"cpu_qbinary_scales_overflow.tern", cpu_qbinary_scales_overflow},
+      {"cpu_blocklinear_rows_too_short.tern", cpu_blocklinear_rows_too_short},
   };
   return kRecipes;
 }

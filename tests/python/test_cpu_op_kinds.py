@@ -81,6 +81,13 @@ def _float() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return _FloatOps().eval(), (torch.randn(1, 128, 8, 8),)
 
 
+def _gguf() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """Linear layers over GGUF weights (BlockLinear; test_cpu_blocklinear.py)."""
+    from test_cpu_blocklinear import GGUFMlp
+
+    return GGUFMlp("Q4_0").eval(), (torch.randn(1, 5, 64),)
+
+
 def _quantized(scheme: str, make_name: str) -> Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]]:
     def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
         import test_quantize
@@ -97,7 +104,7 @@ def test_every_op_of_an_exported_program_is_one_its_family_emits() -> None:
     family's EMITS; and across these models each family emits every kind it
     lists, so EMITS neither lies nor promises."""
     seen: set[tuple[str, str]] = set()
-    for make in (_float, _quantized("int8", "_cnn"), _quantized("int8-dynamic", "_mlp"),
+    for make in (_float, _gguf, _quantized("int8", "_cnn"), _quantized("int8-dynamic", "_mlp"),
                  _quantized("int8-weight", "_mlp")):
         torch.manual_seed(0)
         model, args = make()

@@ -1,6 +1,7 @@
 """The cpu backend's microkernel names, read from the sources: every function
 with external linkage that backends/cpu/ukernels/<isa>/ defines ends in
-__<isa> and follows <dtype>_<op>_ukernel[_<tile>]__<isa> (ukernels/ukernels.h),
+__<isa> and follows <dtype>_<op>_ukernel[_<tile>]__<isa> (ukernels/ukernels.h;
+dtype f32, qs8, or qb for GGUF's blocks, ukernels/qb.h),
 the GEMMs and Winograd transforms with their tile; isa.cpp assigns kernels
 only through TERN_CPU_USE, which records each name with its pointer; and the
 code the ISA folders share through headers has internal linkage."""
@@ -18,8 +19,8 @@ ISAS = sorted(p.name for p in UKERNELS.iterdir() if p.is_dir() and p.name != "co
 
 # A definition's head: what stands between the last ';', '{' or '}' and its '{'.
 FUNCTION_HEAD = re.compile(r"^(?P<pre>[\w\s:<>,*&]*?)\b(?P<name>\w+)\s*\([^;{}]*\)\s*(?:const\s*)?$", re.DOTALL)
-NAME = re.compile(r"^(?:f32|qs8)_[a-z0-9_]+?(?:_(?P<tile>\d+x\d+))?__(?P<isa>[a-z0-9]+)$")
-TILED = ("igemm_ukernel", "igemm_f32_ukernel", "winograd_in_ukernel", "winograd_out_ukernel")
+NAME = re.compile(r"^(?:f32|qs8|qb)_[a-z0-9_]+?(?:_(?P<tile>\d+x\d+))?__(?P<isa>[a-z0-9]+)$")
+TILED = ("igemm_ukernel", "igemm_f32_ukernel", "winograd_in_ukernel", "winograd_out_ukernel", "gemm_ukernel")
 
 
 def _code(text: str) -> str:
@@ -88,7 +89,7 @@ def test_every_kernel_an_isa_folder_defines_is_named_for_that_isa(isa: str) -> N
 
 
 def test_every_defined_kernel_is_declared_in_the_ukernel_headers() -> None:
-    headers = (UKERNELS / "ukernels.h").read_text() + (UKERNELS / "qs8.h").read_text()
+    headers = "".join((UKERNELS / h).read_text() for h in ("ukernels.h", "qs8.h", "qb.h"))
     missing = [n for isa in ISAS for f in sorted((UKERNELS / isa).glob("*.cpp"))
                for n in external_functions(f.read_text()) if not re.search(rf"\b{n}\b", headers)]
     assert not missing, missing
@@ -102,7 +103,7 @@ def test_isa_cpp_assigns_kernels_only_through_the_naming_macro() -> None:
     assert not direct, direct
 
 
-@pytest.mark.parametrize("header", sorted((UKERNELS / "common").glob("*.h")) + [UKERNELS / "qs8.h"],
+@pytest.mark.parametrize("header", sorted((UKERNELS / "common").glob("*.h")) + [UKERNELS / "qs8.h", UKERNELS / "qb.h"],
                          ids=lambda p: p.name)
 def test_code_the_isa_files_share_through_headers_is_internal_to_each(header: Path) -> None:
     """A header's inline function of external linkage, compiled into files

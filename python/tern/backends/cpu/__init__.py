@@ -12,7 +12,9 @@ lowering; and EMITS, the cpu.fbs ops that lowering emits):
   convolution.py   float32 convolutions: 2-d, general, grouped, depthwise or
                    transposed; Winograd for wide 3x3 ones; a zero pad before
                    one taken into its padding
-  linear.py        linear layers (addmm, mm of a constant weight), batched matmul
+  linear.py        linear layers (addmm, mm of a constant weight), batched matmul;
+                   linear layers of GGUF weights (tern::gguf_dequantize of Q4_0,
+                   Q4_1 or Q8_0 rows) as BlockLinear (CpuOptions.block_linear)
   attention.py     scaled dot-product attention as one op (float or constant
                    bool mask, causal, grouped-query; no dropout)
   elementwise.py   add/sub/mul of tensors (same shape, a number, a per-channel
@@ -209,6 +211,9 @@ class CpuPartitioner(Partitioner):
             return _lacking(elementwise) or not_float32(node)
         if attention.repeat_claimed(node):  # k and v repeated per head: the Attention reads past them
             return _lacking(attention)
+        block = linear.block_linear_refusal(node, self.options)  # a GGUF weight's dequantize and its linear layer
+        if block is not False:
+            return block if block is not None else _lacking(linear)
         name = name_of(node)
         supports = SUPPORTS.get(name)
         if supports is None:

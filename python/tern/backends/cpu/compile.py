@@ -33,7 +33,8 @@ import tern.backends.cpu.linear as linear
 import tern.backends.cpu.pooling as pooling
 import tern.backends.cpu.quantized_ops as quantized_ops
 from tern.backends.cpu.activations import ACTIVATIONS, AFFINE
-from tern.backends.cpu.fusion import choose_epilogues, choose_pads, choose_winograd, mark_row_chains
+from tern.backends.cpu.fusion import (choose_block_linears, choose_epilogues, choose_pads, choose_winograd,
+                                      mark_row_chains)
 from tern.backends.cpu.ir import (ELEMENT_BYTES, NHWC, PLAIN, TO_NCHW, TO_NHWC, Op, Program, Value, before,
                                   dtype_of, name_of, shape)
 from tern.backends.cpu.options import CpuOptions
@@ -102,7 +103,9 @@ class Compiler:
         self.done.update(n for sdpa in self.gm.graph.nodes if name_of(sdpa) == "aten::scaled_dot_product_attention"
                          and not isinstance(at := attention.attention_of(sdpa), str) for n in at.repeats)
         choose_winograd(self.gm, self.options)
-        choose_epilogues(self.gm, skip=set(rms))  # an RMSNorm's own mul and add are no heads
+        block_heads, block_covered = choose_block_linears(self.gm, self.options)
+        self.done.update(block_covered)  # a GGUF weight's dequantize and transpose: read by its BlockLinear
+        choose_epilogues(self.gm, skip=set(rms) | set(block_heads))  # an RMSNorm's own mul and add are no heads
         for node in self.gm.graph.nodes:  # quantized operators cover reshapes before them, run with them
             if node.op == "call_function":
                 self.done.update(n for n in quantized_ops.covered_views(node)

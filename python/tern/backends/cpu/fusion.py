@@ -12,7 +12,9 @@ Run by the compiler (compile.py) in this order:
      Winograd F(2x2, 3x3)); choose_epilogues (meta[EPILOGUE], an
      ir.Epilogue: the bias add, residual add and activation a head op takes
      in; and meta[INT8], a quantized_ops.Int8Op: the int8 operator a node
-     belongs to, its requantize and clamp included);
+     belongs to, its requantize and clamp included); choose_block_linears
+     first (meta[BLOCK_LINEAR] on a linear layer of a GGUF weight: one
+     BlockLinear, no head);
   2. after lowering, over the ops: mark_row_chains (Conv.fuse_next, and
      `decisions["row_chain"]`).
 Concat's writers (layout.lower_cat: a Conv writing straight into its slice
@@ -30,6 +32,7 @@ from tern.backends.cpu.elementwise import BINARY
 from tern.backends.cpu.ir import (EPILOGUE, VIEWS, Epilogue, Op, Program, before, is_const, name_of, only_user,
                                   pad_amounts, shape)
 from tern.backends.cpu.layout import expanded_weight, simplify_permute
+from tern.backends.cpu.linear import BLOCK_LINEAR, block_weight_of
 from tern.backends.cpu.options import CpuOptions
 from tern.backends.cpu.quantized_ops import INT8
 
@@ -87,6 +90,24 @@ def choose_winograd(gm: "torch.fx.GraphModule", options: CpuOptions) -> None:
         oh, ow = shape(node)[2:]
         node.meta[WINOGRAD] = winograd_fits(tuple(w.meta["val"].shape), tuple(stride), tuple(dilation), oh, ow,
                                             options)
+
+
+def choose_block_linears(gm: "torch.fx.GraphModule", options: CpuOptions) -> tuple[list[Any], list[Any]]:
+    """Records on each addmm / mm of a GGUF weight the partitioner claimed
+    (linear.block_weight_of) its BlockWeight (meta[BLOCK_LINEAR], read by
+    linear.lower_linear: one BlockLinear). Returns (those linear layers,
+    the gguf_dequantize and permute nodes their ops cover). The linear
+    layers are no heads (choose_epilogues' skip): a bias add, residual add
+    or activation after them runs as its own op."""
+    heads, covered = [], []
+    for node in gm.graph.nodes:
+        node.meta.pop(BLOCK_LINEAR, None)
+        bw = block_weight_of(node) if options.block_linear and name_of(node) in ("aten::mm", "aten::addmm") else None
+        if bw is not None:
+            node.meta[BLOCK_LINEAR] = bw
+            heads.append(node)
+            covered += [bw.dequantize, bw.transpose]
+    return heads, covered
 
 
 def choose_epilogues(gm: "torch.fx.GraphModule", skip: set[Any] | None = None) -> None:

@@ -1,24 +1,89 @@
 """Linear layers and matrix products: addmm / mm with a constant weight as
 a 1x1 Conv (a bias add, a residual add and an activation fused after it,
 past reshapes), bmm of a constant matrix expanded over the batch the same
-way, and other batched products as MatMul.
+way, and other batched products as MatMul; and (CpuOptions.block_linear)
+addmm / mm of a GGUF weight, tern::gguf_dequantize of constant Q4_0, Q4_1
+or Q8_0 rows transposed (what F.linear(x, gguf_dequantize(...)) exports
+as), as one BlockLinear over the rows as the file holds them.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tern.backends.cpu.activations import epilogue
-from tern.backends.cpu.ir import PLAIN, Builder, epilogue_of, is_const, name_of, rank, shape
+from tern.backends.cpu.ir import PLAIN, Builder, epilogue_of, is_const, name_of, only_user, rank, shape
 from tern.backends.cpu.pack import pack_linear
 from tern.backends.cpu.layout import expanded_weight
 
 # the cpu.fbs ops its lowering emits (checked against the runtime's ops.def: __init__.py)
-EMITS = ("Conv", "MatMul")
+EMITS = ("Conv", "MatMul", "BlockLinear")
+
+GGUF = "tern::gguf_dequantize"
+BLOCK_FORMATS = {2: "Q4_0", 3: "Q4_1", 8: "Q8_0"}  # GGML's type numbers BlockLinear reads (cpu.fbs)
+BLOCK_LINEAR = "tern_cpu_block_linear"  # node.meta key of an addmm / mm: its BlockWeight (choose_block_linears)
 
 
-def supports_linear(node: Any) -> str | None:
+@dataclass(frozen=True)
+class BlockWeight:
+    """A linear layer's weight that BlockLinear reads: the gguf_dequantize
+    of constant rows and the transpose (permute [1, 0]) the linear layer reads."""
+    rows: Any  # the get_attr of uint8 [n, row_bytes]
+    code: int  # its format, a BLOCK_FORMATS key
+    k: int
+    dequantize: Any
+    transpose: Any
+    linear: Any  # the addmm or mm
+
+
+def block_weight(node: Any) -> BlockWeight | str:
+    """node, a tern::gguf_dequantize, as a BlockWeight if it is one linear
+    layer's weight and nothing else; else why not."""
+    rows, code, k = node.args[:3]
+    if code not in BLOCK_FORMATS:
+        return f"a GGUF weight of format {code} (BlockLinear reads Q4_0 (2), Q4_1 (3), Q8_0 (8))"
+    if not is_const(rows) or rank(rows) != 2:
+        return "GGUF rows that are not a constant [n, row_bytes]"
+    t = only_user(node)
+    if t is None or name_of(t) != "aten::permute" or [int(d) % 2 for d in t.args[1]] != [1, 0]:
+        return "a dequantized GGUF weight used other than as the weight of one linear layer"
+    lin = only_user(t)
+    if lin is None or name_of(lin) not in ("aten::mm", "aten::addmm"):
+        return "a dequantized GGUF weight used other than as the weight of one linear layer"
+    x, w = lin.args[:2] if name_of(lin) == "aten::mm" else lin.args[1:3]
+    if w is not t or x is t or rank(x) != 2:
+        return "a dequantized GGUF weight used other than as the weight of one linear layer"
+    if name_of(lin) == "aten::addmm" and supports_linear(lin, const_weight=False) is not None:
+        return supports_linear(lin, const_weight=False)
+    return BlockWeight(rows, int(code), int(k), node, t, lin)
+
+
+def block_weight_of(linear: Any) -> BlockWeight | None:
+    """The BlockWeight an addmm / mm reads, or None."""
+    w = linear.args[1] if name_of(linear) == "aten::mm" else linear.args[2]
+    src = w.args[0] if name_of(w) == "aten::permute" else None
+    bw = block_weight(src) if src is not None and name_of(src) == GGUF else None
+    return bw if isinstance(bw, BlockWeight) and bw.linear is linear else None
+
+
+def block_linear_refusal(node: Any, options: Any) -> str | None | bool:
+    """For the partitioner: None if node is a part of a BlockLinear it
+    claims (the gguf_dequantize or the linear layer), a string saying why a
+    gguf_dequantize stays portable, or False for any other node (the other
+    families decide)."""
+    if name_of(node) == GGUF:
+        if not options.block_linear:
+            return "CpuOptions(block_linear=False): GGUF weights are dequantized by the portable kernel"
+        bw = block_weight(node)
+        return bw if isinstance(bw, str) else None
+    if options.block_linear and name_of(node) in ("aten::mm", "aten::addmm") and block_weight_of(node) is not None:
+        return None
+    return False
+
+
+def supports_linear(node: Any, const_weight: bool = True) -> str | None:
     if name_of(node) == "aten::mm":
         x, w = node.args[:2]
         if rank(x) != 2:
@@ -29,7 +94,7 @@ def supports_linear(node: Any) -> str | None:
     alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
     if rank(x) != 2:
         return f"an addmm of a rank-{rank(x)} input"
-    if not (is_const(w) and is_const(b) and rank(b) == 1):
+    if not ((is_const(w) or not const_weight) and is_const(b) and rank(b) == 1):
         return "an addmm whose weight or bias is computed, or whose bias is not a vector"
     return None if beta == 1 and alpha == 1 else "an addmm with beta or alpha other than 1"
 
@@ -41,6 +106,9 @@ def supports_bmm(node: Any) -> str | None:
 
 
 def lower_linear(c: Builder, node: Any) -> None:
+    if BLOCK_LINEAR in node.meta:
+        _block_linear(c, node, node.meta[BLOCK_LINEAR])
+        return
     if name_of(node) == "aten::addmm":
         b, x, w = node.args[:3]
         bias = c.const(b)
@@ -69,6 +137,27 @@ def _gemm(c: Builder, node: Any, x: Any, w_kn: np.ndarray, bias: np.ndarray | No
     c.op("Conv", fields, fused, [xv, wv] + ([rv] if rv >= 0 else []), [y], decisions)
     c.done.update(fused)
     c.env[last] = (c.alias(y, shape(last)), PLAIN)
+
+
+def _block_linear(c: Builder, node: Any, bw: BlockWeight) -> None:
+    """y [m, n] = x [m, k] . W^T (+ the addmm's bias), W the GGUF rows as
+    they are: an Int8 weights value [n, row_bytes] of their bytes. Its
+    epilogue stays the following ops' (choose_block_linears keeps it no head)."""
+    rows = getattr(c.gm, bw.rows.target).detach().contiguous().numpy()
+    n, row_bytes = rows.shape
+    wv = c.alias(c.weights_int8(rows.view(np.int8).reshape(-1)), (n, row_bytes))
+    x = node.args[0] if name_of(node) == "aten::mm" else node.args[1]
+    xv = c.plain(x)
+    m = shape(x)[0]
+    reads = [xv, wv]
+    fields: dict[str, Any] = {"x": xv, "weights": wv, "bias": -1}
+    if name_of(node) == "aten::addmm":
+        fields["bias"] = c.weights(c.const(node.args[0]).reshape(n))
+        reads.append(fields["bias"])
+    y = c.workspace((m, n))
+    fields.update({"y": y, "format": bw.code})
+    c.op("BlockLinear", fields, [node, bw.dequantize, bw.transpose], reads, [y], {"block_linear": bw.rows.name})
+    c.env[node] = (y, PLAIN)
 
 
 def lower_bmm(c: Builder, node: Any) -> None:

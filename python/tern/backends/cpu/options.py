@@ -51,3 +51,10 @@ class CpuOptions:
     # rows a thread).
     row_chains: bool = True
     row_chain_min_bytes: int = 1 << 20
+    # Linear layers over GGUF weights (tern.llm: F.linear(x, tern::gguf_dequantize(rows, fmt, k)) with rows a
+    # constant in Q4_0, Q4_1 or Q8_0) as one BlockLinear: the file keeps the rows as they are, read in place,
+    # and x is quantized at each call to int8 blocks of 32 (llama.cpp's way; backends/cpu/ukernels/qb.h), so
+    # the outputs differ from eager's by that quantization (about 1e-2 relative). False: the weight is
+    # dequantized at each call by the portable kernel and the float linear layer runs on it, as eager
+    # computes it (the mode for bit-faithful comparisons with eager).
+    block_linear: bool = True

@@ -22,6 +22,7 @@ VERSION_BOOL = 4  # 4: bool values (an Attention's mask computed at run time); w
 # 5: sizes that are expressions of the delegate's input sizes, and Winograd kernels the runtime transforms
 # at load (Conv.winograd_element); written only by programs that have one or the other
 VERSION_DYNAMIC = VERSION_WINOGRAD_KERNEL = 5
+VERSION_BLOCK_LINEAR = 6  # 6: BlockLinear (GGUF's blocks read in place); written only by programs that have one
 # The size fields of each op kind that has them: its scalar long fields, in
 # its cpu.fbs table's order, which is the order of its `exprs` (the runtime
 # reads slot i as field i, backends/cpu/ops/).
@@ -87,7 +88,7 @@ def serialize(p: Program) -> bytes:
     FbProgram.AddWorkspaceBytes(b, p.workspace_bytes)
     b.Finish(FbProgram.End(b))
     fb = bytes(b.Output())
-    version = VERSION_DYNAMIC if symbols_vec is not None else _version(p)
+    version = max(VERSION_DYNAMIC if symbols_vec is not None else VERSION, _version(p))
     head = HEADER.pack(b"TCPU", version, len(fb)) + fb
     return head + b"\0" * (align(len(head)) - len(head)) + p.weights
 
@@ -95,6 +96,8 @@ def serialize(p: Program) -> bytes:
 def _version(p: Program) -> int:
     """The lowest payload version that holds p (a runtime reads every version up to its own)."""
     dtypes = {v.dtype for v in p.values}
+    if any(op.kind == "BlockLinear" for op in p.ops):
+        return VERSION_BLOCK_LINEAR
     if any(op.kind == "Conv" and "winograd_element" in op.fields for op in p.ops):
         return VERSION_WINOGRAD_KERNEL
     return VERSION_BOOL if "Bool" in dtypes else VERSION_INT8 if "Int8" in dtypes else VERSION
