@@ -47,6 +47,8 @@ constexpr Isa scalar_isa() {
   TERN_CPU_USE(k, pool, f32_pool_ukernel__scalar);
   TERN_CPU_USE(k, winograd_in, f32_winograd_in_ukernel_4x4__scalar);
   TERN_CPU_USE(k, winograd_out, f32_winograd_out_ukernel_2x2__scalar);
+  TERN_CPU_USE(k, attn_dots, f32_attn_dots_ukernel__scalar);
+  TERN_CPU_USE(k, attn_wsum, f32_attn_wsum_ukernel__scalar);
   return k;
 }
 constexpr Isa kScalar = scalar_isa();
@@ -64,6 +66,8 @@ constexpr Isa avx2_isa() {
   TERN_CPU_USE(k, pool, f32_pool_ukernel__avx2);
   TERN_CPU_USE(k, winograd_in, f32_winograd_in_ukernel_4x4__avx2);
   TERN_CPU_USE(k, winograd_out, f32_winograd_out_ukernel_2x2__avx2);
+  TERN_CPU_USE(k, attn_dots, f32_attn_dots_ukernel__avx2);
+  TERN_CPU_USE(k, attn_wsum, f32_attn_wsum_ukernel__avx2);
   return k;
 }
 constexpr Isa avx512_isa() {
@@ -78,6 +82,8 @@ constexpr Isa avx512_isa() {
   TERN_CPU_USE(k, pool, f32_pool_ukernel__avx512);
   TERN_CPU_USE(k, winograd_in, f32_winograd_in_ukernel_4x4__avx512);
   TERN_CPU_USE(k, winograd_out, f32_winograd_out_ukernel_2x2__avx512);
+  TERN_CPU_USE(k, attn_dots, f32_attn_dots_ukernel__avx512);
+  TERN_CPU_USE(k, attn_wsum, f32_attn_wsum_ukernel__avx512);
   return k;
 }
 constexpr Isa kAvx2 = avx2_isa();
@@ -96,6 +102,8 @@ constexpr Isa neon_isa() {
   TERN_CPU_USE(k, pool, f32_pool_ukernel__neon);
   TERN_CPU_USE(k, winograd_in, f32_winograd_in_ukernel_4x4__neon);
   TERN_CPU_USE(k, winograd_out, f32_winograd_out_ukernel_2x2__neon);
+  TERN_CPU_USE(k, attn_dots, f32_attn_dots_ukernel__neon);
+  TERN_CPU_USE(k, attn_wsum, f32_attn_wsum_ukernel__neon);
   return k;
 }
 constexpr Isa kNeon = neon_isa();

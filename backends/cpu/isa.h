@@ -44,7 +44,9 @@ struct Isa {
   PoolUkernel pool;
   WinogradInUkernel winograd_in;
   WinogradOutUkernel winograd_out;
-  KernelNames<9> names;  // each kernel above by its field: "igemm_main" -> "f32_igemm_ukernel_6x16__avx2"
+  AttnDotsUkernel attn_dots;  // attention of few query rows over keys in place
+  AttnWsumUkernel attn_wsum;
+  KernelNames<11> names;  // each kernel above by its field: "igemm_main" -> "f32_igemm_ukernel_6x16__avx2"
 };
 
 // The ISAs this build has and this CPU runs, best first (scalar last, when

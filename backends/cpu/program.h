@@ -42,6 +42,7 @@ struct AttentionGeometry {
   float* packed;              // k and v packed at run time (workspace)
   float scale;
   bool causal;
+  bool kv_seq_major;          // k, v as [batch, s, kv_heads, e] (a KV cache's layout), not [batch, kv_heads, s, e]
 };
 
 // The op kinds, cpu.fbs's OpKind union's values (ops.def); 0 is none.

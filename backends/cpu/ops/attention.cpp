@@ -2,6 +2,8 @@
 //
 //   1. pack, for each (batch, kv head), k^T and v as GEMM weight panels
 //      (ukernels.h's layout, zero bias) into the op's workspace, in parallel;
+//   (with at most 8 query rows per kv head, as a generated token's step has,
+//   run_rows instead reads k and v in place, without packing them;)
 //   2. for each (batch, head, block of mr query rows), in parallel:
 //      scores = q_rows k^T through the igemm microkernels into per-thread
 //      scratch, then * scale + mask (or the causal cut), a softmax per row,
@@ -22,6 +24,7 @@ namespace cpu {
 namespace {
 
 constexpr MinMax kNoClamp = {-__builtin_inff(), __builtin_inff()};
+constexpr int64_t kAttnRows = 8;  // the most query rows per kv head run_rows takes (the attn microkernels' g)
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -32,6 +35,15 @@ int64_t k_floats(const AttentionGeometry& a) { return ceil_div(a.s, kPanel) * k_
 // ... and of its packed v: ev outputs of s inputs.
 int64_t v_panel_floats(const AttentionGeometry& a) { return kPanel * (1 + a.s); }
 int64_t v_floats(const AttentionGeometry& a) { return ceil_div(a.ev, kPanel) * v_panel_floats(a); }
+
+// Floats from k's (or v's, width ev) first element to key j of (batch,
+// kv head) bh: [batch, kv_heads, s, width] row-major, or [batch, s,
+// kv_heads, width] when kv_seq_major.
+int64_t key_offset(const AttentionGeometry& a, int64_t bh, int64_t j, int64_t width) {
+  if (!a.kv_seq_major) return (bh * a.s + j) * width;
+  const int64_t b = bh / a.kv_heads, h = bh % a.kv_heads;
+  return ((b * a.s + j) * a.kv_heads + h) * width;
+}
 
 // scores[i][0, keys) for query rows q0 + i: * scale, + mask, softmax.
 // Rows whose every score is -inf become zeros.
@@ -74,11 +86,40 @@ int64_t attention_packed_floats(const AttentionGeometry& a) {
 
 size_t attention_scratch_bytes(const AttentionGeometry& a, const Isa& isa) {
   const int64_t mr = isa.igemm_main.mr;
-  return size_t(mr * round_up(a.s, kPanel)) * sizeof(float) + 2 * size_t(mr) * sizeof(float*);
+  const size_t packed = size_t(mr * round_up(a.s, kPanel)) * sizeof(float) + 2 * size_t(mr) * sizeof(float*);
+  const size_t rows = size_t(kAttnRows * a.s) * sizeof(float);  // run_rows' scores
+  return packed > rows ? packed : rows;
 }
+
+namespace {
+
+// Few query rows (a generated token's step): each group of heads that
+// shares a kv head (g = heads / kv_heads * l <= kAttnRows rows) reads its
+// keys and values once, where they lie, through the attn_dots and attn_wsum
+// microkernels: no packing, which would copy all of k and v for one row.
+void run_rows(const AttentionOp& o, const Isa& isa, RunContext& ctx) {
+  const AttentionGeometry& a = o.attention;
+  const int64_t per_kv = a.heads / a.kv_heads, g = per_kv * a.l;
+  const int64_t k_step = a.kv_seq_major ? a.kv_heads * a.e : a.e, v_step = a.kv_seq_major ? a.kv_heads * a.ev : a.ev;
+  ctx.parallel_for(a.batch * a.kv_heads, 1, [&](RunContext& t, int64_t u0, int64_t u1) {
+    float* scores = static_cast<float*>(t.scratch());  // g rows of s
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / a.kv_heads, h0 = (u % a.kv_heads) * per_kv;  // the group's first head
+      const float* q = o.x + ((b * a.heads + h0) * a.l) * a.e;          // row r = (head h0 + r / l, query r % l)
+      isa.attn_dots(size_t(g), size_t(a.s), size_t(a.e), q, size_t(a.e), a.k + key_offset(a, u, 0, a.e),
+                    size_t(k_step), 1.f, scores, size_t(a.s));
+      for (int64_t hh = 0; hh < per_kv; ++hh) softmax_rows(a, isa, b, h0 + hh, 0, a.l, a.s, scores + hh * a.l * a.s, a.s);
+      isa.attn_wsum(size_t(g), size_t(a.s), size_t(a.ev), scores, size_t(a.s), a.v + key_offset(a, u, 0, a.ev),
+                    size_t(v_step), o.y + ((b * a.heads + h0) * a.l) * a.ev, size_t(a.ev));
+    }
+  });
+}
+
+}  // namespace
 
 void run_attention(const AttentionOp& o, const Isa& isa, RunContext& ctx) {
   const AttentionGeometry& a = o.attention;
+  if (a.heads / a.kv_heads * a.l <= kAttnRows) return run_rows(o, isa, ctx);
   const int64_t kf = k_floats(a), vf = v_floats(a), kp = ceil_div(a.s, kPanel), vp = ceil_div(a.ev, kPanel);
   const int64_t heads_per_kv = a.heads / a.kv_heads;
 
@@ -88,22 +129,32 @@ void run_attention(const AttentionOp& o, const Isa& isa, RunContext& ctx) {
       const int64_t bh = u / (kp + vp), p = u % (kp + vp);
       float* base = a.packed + bh * (kf + vf);
       if (p < kp) {  // keys [16p, 16p + 16): panel[1 + c][j] = k[16p + j][c]
-        const float* k = a.k + (bh * a.s + p * kPanel) * a.e;
+        const float* k = a.k + key_offset(a, bh, p * kPanel, a.e);
+        const int64_t step = a.kv_seq_major ? a.kv_heads * a.e : a.e;  // from one key to the next
         const int64_t keys = a.s - p * kPanel < kPanel ? a.s - p * kPanel : kPanel;
         float* dst = base + p * k_panel_floats(a);
         memset(dst, 0, sizeof(float) * kPanel);
-        for (int64_t c = 0; c < a.e; ++c) {
-          float* row = dst + kPanel * (1 + c);
-          for (int64_t j = 0; j < kPanel; ++j) row[j] = j < keys ? k[j * a.e + c] : 0.f;
+        // key by key: each key's e floats are read in one run (a seq-major
+        // key is kv_heads * e floats from the next); the panel stays in L1
+        for (int64_t j = 0; j < kPanel; ++j) {
+          const float* key = k + j * step;
+          float* col = dst + kPanel + j;
+          if (j < keys) {
+            for (int64_t c = 0; c < a.e; ++c) col[c * kPanel] = key[c];
+          } else {
+            for (int64_t c = 0; c < a.e; ++c) col[c * kPanel] = 0.f;
+          }
         }
       } else {  // columns [16q, 16q + 16) of v: panel[1 + j][col] = v[j][16q + col]
         const int64_t q = p - kp, cols = a.ev - q * kPanel < kPanel ? a.ev - q * kPanel : kPanel;
-        const float* v = a.v + bh * a.s * a.ev + q * kPanel;
+        const float* v = a.v + key_offset(a, bh, 0, a.ev) + q * kPanel;
+        const int64_t step = a.kv_seq_major ? a.kv_heads * a.ev : a.ev;
         float* dst = base + kf + q * v_panel_floats(a);
         memset(dst, 0, sizeof(float) * kPanel);
         for (int64_t j = 0; j < a.s; ++j) {
           float* row = dst + kPanel * (1 + j);
-          for (int64_t col = 0; col < kPanel; ++col) row[col] = col < cols ? v[j * a.ev + col] : 0.f;
+          const float* src = v + j * step;
+          for (int64_t col = 0; col < kPanel; ++col) row[col] = col < cols ? src[col] : 0.f;
         }
       }
     }
@@ -186,7 +237,7 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   a.k = k->data, a.v = v->data, a.packed = p->data;
   a.mask = m && !m->boolean ? m->data : nullptr;
   a.mask_bool = m && m->boolean ? reinterpret_cast<const uint8_t*>(m->data) : nullptr;
-  a.scale = at.scale(), a.causal = at.causal();
+  a.scale = at.scale(), a.causal = at.causal(), a.kv_seq_major = at.kv_seq_major();
   par->x = q->data, par->y = y->data, par->numel = y->numel;
   const size_t s = attention_scratch_bytes(a, ld.isa);
   ld.need_scratch(s);

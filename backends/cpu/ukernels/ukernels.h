@@ -97,6 +97,15 @@ using WinogradInUkernel = void (*)(const float* const* in, size_t c, float* v, s
 using WinogradOutUkernel = void (*)(const float* m, size_t stride, size_t oc, const float* bias, float* const* out,
                                     const float* const* res, MinMax clamp);
 
+// Attention of g <= 8 query rows over n keys read where they lie, rows of
+// k and v `stride` floats apart (a KV cache's layout; ukernels/common/f32_attn_rows.h):
+//   dots: s[r * s_stride + j] = scale * q_r . k_j   (e floats each)
+//   wsum: y[r * y_stride + c] = sum_j p[r * p_stride + j] * v_j[c]   (c < ev)
+using AttnDotsUkernel = void (*)(size_t g, size_t n, size_t e, const float* q, size_t q_stride, const float* k,
+                                 size_t k_stride, float scale, float* s, size_t s_stride);
+using AttnWsumUkernel = void (*)(size_t g, size_t n, size_t ev, const float* p, size_t p_stride, const float* v,
+                                 size_t v_stride, float* y, size_t y_stride);
+
 // The kernels, declared through the types above (UkernelFn<IgemmUkernel> is
 // IgemmUkernel's function type) and defined in ukernels/<isa>/. Tiles:
 // igemm scalar 4x16, avx2 and neon 6x16, avx512 8x32 and 8x16 (its one-panel
@@ -112,6 +121,8 @@ UkernelFn<VactUkernel> f32_vact_ukernel__scalar;
 UkernelFn<PoolUkernel> f32_pool_ukernel__scalar;
 UkernelFn<WinogradInUkernel> f32_winograd_in_ukernel_4x4__scalar;
 UkernelFn<WinogradOutUkernel> f32_winograd_out_ukernel_2x2__scalar;
+UkernelFn<AttnDotsUkernel> f32_attn_dots_ukernel__scalar;
+UkernelFn<AttnWsumUkernel> f32_attn_wsum_ukernel__scalar;
 
 UkernelFn<IgemmUkernel> f32_igemm_ukernel_6x16__avx2, f32_igemm_ukernel_1x64__avx2;
 UkernelFn<DwconvUkernel> f32_dwconv_ukernel__avx2;
@@ -120,6 +131,8 @@ UkernelFn<VactUkernel> f32_vact_ukernel__avx2;
 UkernelFn<PoolUkernel> f32_pool_ukernel__avx2;
 UkernelFn<WinogradInUkernel> f32_winograd_in_ukernel_4x4__avx2;
 UkernelFn<WinogradOutUkernel> f32_winograd_out_ukernel_2x2__avx2;
+UkernelFn<AttnDotsUkernel> f32_attn_dots_ukernel__avx2;
+UkernelFn<AttnWsumUkernel> f32_attn_wsum_ukernel__avx2;
 
 UkernelFn<IgemmUkernel> f32_igemm_ukernel_8x32__avx512, f32_igemm_ukernel_8x16__avx512, f32_igemm_ukernel_1x64__avx512;
 UkernelFn<DwconvUkernel> f32_dwconv_ukernel__avx512;
@@ -128,6 +141,8 @@ UkernelFn<VactUkernel> f32_vact_ukernel__avx512;
 UkernelFn<PoolUkernel> f32_pool_ukernel__avx512;
 UkernelFn<WinogradInUkernel> f32_winograd_in_ukernel_4x4__avx512;
 UkernelFn<WinogradOutUkernel> f32_winograd_out_ukernel_2x2__avx512;
+UkernelFn<AttnDotsUkernel> f32_attn_dots_ukernel__avx512;
+UkernelFn<AttnWsumUkernel> f32_attn_wsum_ukernel__avx512;
 
 UkernelFn<IgemmUkernel> f32_igemm_ukernel_6x16__neon, f32_igemm_ukernel_1x64__neon;
 UkernelFn<DwconvUkernel> f32_dwconv_ukernel__neon;
@@ -136,6 +151,8 @@ UkernelFn<VactUkernel> f32_vact_ukernel__neon;
 UkernelFn<PoolUkernel> f32_pool_ukernel__neon;
 UkernelFn<WinogradInUkernel> f32_winograd_in_ukernel_4x4__neon;
 UkernelFn<WinogradOutUkernel> f32_winograd_out_ukernel_2x2__neon;
+UkernelFn<AttnDotsUkernel> f32_attn_dots_ukernel__neon;
+UkernelFn<AttnWsumUkernel> f32_attn_wsum_ukernel__neon;
 
 }  // namespace cpu
 }  // namespace tern

@@ -30,6 +30,13 @@ class Attention:
     heads: int
     kv_heads: int
     repeats: list[Any]  # the nodes that repeated k and v per head (repeated_kv), read past: lowered with it
+    kv_seq_major: bool = False  # k and v are permutes of [b, s, kv_heads, e] tensors (a KV cache), read past
+    transposes: tuple[Any, ...] = ()  # those permutes: lowered with it
+
+    @property
+    def read_past(self) -> list[Any]:
+        """The nodes between k, v and the attention that it reads through."""
+        return list(self.repeats) + list(self.transposes)
 
 
 def repeated_kv(t: Any) -> tuple[Any, int, list[Any]] | None:
@@ -62,9 +69,19 @@ def repeated_kv(t: Any) -> tuple[Any, int, list[Any]] | None:
     return t0, r, passed
 
 
+def seq_major(t: Any) -> Any | None:
+    """t0 if t is permute(t0, [0, 2, 1, 3]) of a 4-d t0 [b, s, h, d] (the
+    layout a KV cache holds, token after token) read by nothing else; else None."""
+    if name_of(t) != "aten::permute" or len(t.users) != 1 or [int(d) for d in t.args[1]] != [0, 2, 1, 3]:
+        return None
+    t0 = t.args[0]
+    return t0 if len(shape(t0)) == 4 else None
+
+
 def repeat_claimed(node: Any) -> bool:
-    """node is one of the nodes an Attention reads past (repeated_kv): its
-    chain of single users reaches an attention the backend runs that lists it."""
+    """node is one of the nodes an Attention reads past (repeated_kv, a
+    seq-major k or v): its chain of single users reaches an attention the
+    backend runs that lists it."""
     n = node
     for _ in range(5):
         if len(n.users) != 1:
@@ -72,7 +89,7 @@ def repeat_claimed(node: Any) -> bool:
         n = next(iter(n.users))
         if name_of(n) == "aten::scaled_dot_product_attention":
             at = attention_of(n)
-            return not isinstance(at, str) and node in at.repeats
+            return not isinstance(at, str) and node in at.read_past
     return False
 
 
@@ -122,8 +139,12 @@ def attention_of(node: Any) -> Attention | str:
         if refusal is not None:
             return refusal
     e = qs[-1]
-    return Attention(q, k, v, mask, causal, float(scale) if scale is not None else 1.0 / math.sqrt(e),
-                     lead[0] if lead else 1, heads, kv_heads, repeats)
+    at = Attention(q, k, v, mask, causal, float(scale) if scale is not None else 1.0 / math.sqrt(e),
+                   lead[0] if lead else 1, heads, kv_heads, repeats)
+    k0, v0 = seq_major(k), seq_major(v)
+    if len(qs) == 4 and not repeats and k0 is not None and v0 is not None:
+        at.k, at.v, at.kv_seq_major, at.transposes = k0, v0, True, (k, v)
+    return at
 
 
 def _mask_refusal(mask: Any, causal: bool, full: tuple[int, int, int, int]) -> str | None:
@@ -153,7 +174,7 @@ def lower(c: Builder, node: Any) -> None:
         raise ExportError(f"cpu backend: node {node.name} is not an attention pattern: {at}")
     qv, kv, vv = c.plain(at.q), c.plain(at.k), c.plain(at.v)
     l, e = shape(at.q)[-2:]
-    s, ev = shape(at.v)[-2:]
+    s, ev = (shape(at.v)[-3], shape(at.v)[-1]) if at.kv_seq_major else shape(at.v)[-2:]
     reads = [qv, kv, vv]
     mv = -1
     if at.mask is not None:
@@ -170,5 +191,7 @@ def lower(c: Builder, node: Any) -> None:
     fields = {"q": qv, "k": kv, "v": vv, "y": y, "mask": mv, "packed": packed, "causal": at.causal,
               "scale": at.scale, "batch": at.batch, "heads": at.heads, "kv_heads": at.kv_heads,
               "l": l, "s": s, "e": e, "ev": ev}
+    if at.kv_seq_major:
+        fields["kv_seq_major"] = True
     c.op("Attention", fields, [node], reads + [packed], [y, packed])
     c.env[node] = (y, PLAIN)

@@ -101,7 +101,7 @@ class Compiler:
         self.done.update(choose_pads(self.gm))  # lowered with their convolutions
         rms = [n for head in self.gm.graph.nodes if (norm := elementwise.rms_norm_at(head)) for n in norm.nodes[1:]]
         self.done.update(n for sdpa in self.gm.graph.nodes if name_of(sdpa) == "aten::scaled_dot_product_attention"
-                         and not isinstance(at := attention.attention_of(sdpa), str) for n in at.repeats)
+                         and not isinstance(at := attention.attention_of(sdpa), str) for n in at.read_past)
         choose_winograd(self.gm, self.options)
         block_heads, block_covered = choose_block_linears(self.gm, self.options)
         self.done.update(block_covered)  # a GGUF weight's dequantize and transpose: read by its BlockLinear
