@@ -10,6 +10,9 @@
 #                     .venv is never written to.
 #   .venv-executorch  bench/requirements-executorch.txt alone: torch 2.13.0
 #                     (the local CPU build) + executorch 1.5.1.
+#   .venv-llama       with --llm only (make bench-llm): bench/requirements-llm.txt
+#                     alone, llama-cpp-python (which compiles llama.cpp at
+#                     install, several minutes on two cores).
 #
 # Each lives in the cache folder keyed by a hash of the pinned files it is made
 # from, and is linked from the repository root; a fresh clone on the same
@@ -20,6 +23,23 @@ cd "$root"
 
 python=${TERN_PYTHON:-python3}
 cache=${TERN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tern}
+if [ "${1:-}" = "--llm" ]; then
+  hash=$(cat bench/requirements-llm.txt | sha256sum | cut -c1-16)
+  llama="$cache/bench-llama-$hash"
+  if [ ! -f "$llama/.complete" ]; then
+    echo "setup_bench_env: creating $llama (llama-cpp-python: compiles llama.cpp, first time only)"
+    rm -rf "$llama"
+    mkdir -p "$cache"
+    "$python" -m venv "$llama"
+    "$llama/bin/python" -m pip install -q --upgrade pip==23.2.1 >/dev/null 2>&1 || true
+    "$llama/bin/python" -m pip install --progress-bar off -r bench/requirements-llm.txt
+    touch "$llama/.complete"
+  fi
+  if [ "$(readlink .venv-llama 2>/dev/null)" != "$llama" ]; then rm -rf .venv-llama; ln -s "$llama" .venv-llama; fi
+  echo "setup_bench_env: .venv-llama -> $llama"
+  exit 0
+fi
+
 main_venv=$(readlink -f .venv) || { echo "setup_bench_env: no .venv; run make setup first" >&2; exit 1; }
 [ -x "$main_venv/bin/python" ] || { echo "setup_bench_env: $main_venv is not a venv; run make setup" >&2; exit 1; }
 
