@@ -369,6 +369,10 @@ constexpr QbKernels qb_neondot() {
   TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__neondot);
   TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__neondot);
   TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x1__neondot);
+  TERN_CPU_USE(k, pack_tile, qb_pack_tile_ukernel__neondot);
+  TERN_CPU_USE(k, gemm_tile[0], qb_q4_0_gemm_tile_ukernel_16x1__neondot);
+  TERN_CPU_USE(k, gemm_tile[1], qb_q4_1_gemm_tile_ukernel_16x1__neondot);
+  TERN_CPU_USE(k, gemm_tile[2], qb_q8_0_gemm_tile_ukernel_16x1__neondot);
   return k;
 }
 constexpr QbKernels kQbNeonDot = qb_neondot();

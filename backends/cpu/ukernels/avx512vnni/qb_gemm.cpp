@@ -221,22 +221,7 @@ void gemm_tile(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_
 }  // namespace
 
 void qb_pack_tile_ukernel__avx512vnni(size_t rows, size_t k, const uint8_t* a, size_t a_stride, uint8_t* tile) {
-  const size_t nb = k / kQbBlock;
-  memset(tile, 0, qb_tile_bytes(k));
-  for (size_t r = 0; r < rows; ++r) {
-    const uint8_t* row = a + r * a_stride;
-    const float* d = reinterpret_cast<const float*>(row + k);
-    const int32_t* s = reinterpret_cast<const int32_t*>(row + k + 4 * nb);
-    for (size_t b = 0; b < nb; ++b) {
-      uint8_t* tb = tile + b * kQbTileBlockBytes;
-      for (size_t c = 0; c < 8; ++c) memcpy(tb + 64 * c + 4 * r, row + 32 * b + 4 * c, 4);
-      uint8_t* tail = tb + 32 * kQbTileRows;
-      const float ds = d[b] * float(s[b]);
-      memcpy(tail + 4 * r, &d[b], 4);
-      memcpy(tail + 64 + 4 * r, &s[b], 4);
-      memcpy(tail + 128 + 4 * r, &ds, 4);
-    }
-  }
+  qb_pack_tile(rows, k, a, a_stride, tile);
 }
 
 void qb_q4_0_gemm_tile_ukernel_16x2__avx512vnni(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
