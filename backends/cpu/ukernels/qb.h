@@ -63,8 +63,8 @@ using QbGemmUkernel = void (*)(size_t mr, size_t nc, size_t k, const uint8_t* a,
 // quantized rows (standard layout above) transposed so that a 512-bit
 // vector holds 4 bytes of each of the 16 rows, and each weight's 4 bytes,
 // broadcast, meet all 16 rows in one vpdpbusd (no sums across lanes to
-// take, no weight repacked); NEON: 4 rows a vector, the weight's 4 bytes a
-// lane of SDOT's indexed form. Per block b, kQbTileBlockBytes bytes
+// take, no weight repacked); AVX2: 8 rows a vector (maddubs, madd); NEON:
+// 4 rows a vector, the weight's 4 bytes a lane of SDOT's indexed form. Per block b, kQbTileBlockBytes bytes
 // (qb_tile_bytes(k) a tile):
 //   q:  [8 chunks][16 rows][4 int8]   (chunk c: elements 4c .. 4c + 3)
 //   d:  [16 float]  s: [16 int32]  ds: [16 float] (d * float(s), Q4_1's)
@@ -155,6 +155,9 @@ UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__scalar, qb_q4_1_gemm_ukernel_
     qb_q8_0_gemm_ukernel_4x1__scalar;
 
 UkernelFn<QbQuantizeUkernel> qb_quantize_ukernel__avx2;
+UkernelFn<QbPackTileUkernel> qb_pack_tile_ukernel__avx2;
+UkernelFn<QbGemmTileUkernel> qb_q4_0_gemm_tile_ukernel_16x1__avx2, qb_q4_1_gemm_tile_ukernel_16x1__avx2,
+    qb_q8_0_gemm_tile_ukernel_16x1__avx2;
 UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__avx2, qb_q4_1_gemm_ukernel_4x1__avx2,
     qb_q8_0_gemm_ukernel_4x1__avx2;
 
