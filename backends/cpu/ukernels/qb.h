@@ -10,7 +10,9 @@
 //   Q4_1  20 bytes: d f16, m f16, qs[16]   w_q = nib(j)
 //   Q8_0  34 bytes: d f16, qs[32] int8     w_q = qs[j]
 // nib(j): the low half of qs[j] for j < 16, the high half of qs[j - 16] after.
-// The halves convert to float exactly (no F16C needed: integer bit moves).
+// The halves convert to float exactly (qb_half and avx2 by moving bits, no
+// F16C needed; avx512vnni by vcvtph2ps, which differs only in a NaN's
+// payload).
 //
 // Quantized activations, one row per activation row (QbKernels::quantize),
 // qb_row_bytes(K) bytes apart (a multiple of 64):
@@ -29,6 +31,13 @@
 //   y = ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7))
 // (the 8 lanes are one vector of 8 blocks; a missing last block's lane adds
 // nothing: acc never is -0, so adding +-0 leaves it as it is.)
+//
+//   const QbKernels& k = qb_kernels_for(qs8.name);        // isa.cpp: the set that goes with the int8 one
+//   k.quantize(K, x, row);                                // K floats -> qb_row_bytes(K) bytes
+//   k.gemm[kQbQ4_0](1, N, K, row, 0, w, w_stride, y, 0);  // y[j] = row . weight row j, j < N
+//
+// Kernels are stateless and thread-safe; backends/cpu/ops/blocklinear.cpp
+// drives them (threads, tiles, bias).
 #pragma once
 
 #include <cstddef>
