@@ -7,6 +7,7 @@
 #include "backends/cpu/isa.h"
 #include "backends/cpu/program.h"
 #include "backends/cpu/register.h"
+#include "backends/cpu/ukernels/qb.h"
 #include "backends/cpu/ukernels/qs8.h"
 #include "runtime/backend/backend.h"
 
@@ -52,7 +53,7 @@ class CpuBackend final : public Backend {
 
   // The sets, then each of their microkernels by set and role:
   // "float=avx2 int8=avx2 float.igemm_main=f32_igemm_ukernel_6x16__avx2 ...
-  // int8.igemm[0]=qs8_igemm_ukernel_3x16__avx2 ...".
+  // int8.igemm[0]=qs8_igemm_ukernel_3x16__avx2 ... qb.gemm[0]=qb_q4_0_gemm_ukernel_4x1__avx2 ...".
   size_t describe_details(const void* handle, char* out, size_t size) const override {
     const CpuProgram& p = *static_cast<const CpuProgram*>(handle);
     Text t{out, size};
@@ -62,6 +63,10 @@ class CpuBackend final : public Backend {
     }
     for (const KernelName& k : Span<const KernelName>(p.qs8->names.at, size_t(p.qs8->names.count))) {
       t.add(" int8.%s=%s", k.role, k.function);
+    }
+    const QbKernels& qb = qb_kernels_for(p.qs8->name);  // BlockLinear's, which go with the int8 set
+    for (const KernelName& k : Span<const KernelName>(qb.names.at, size_t(qb.names.count))) {
+      t.add(" qb.%s=%s", k.role, k.function);
     }
     return t.length;
   }

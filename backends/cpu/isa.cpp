@@ -347,6 +347,10 @@ constexpr QbKernels qb_avx2() {
   TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__avx2);
   TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__avx2);
   TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x1__avx2);
+  TERN_CPU_USE(k, pack_tile, qb_pack_tile_ukernel__avx2);
+  TERN_CPU_USE(k, gemm_tile[0], qb_q4_0_gemm_tile_ukernel_16x1__avx2);
+  TERN_CPU_USE(k, gemm_tile[1], qb_q4_1_gemm_tile_ukernel_16x1__avx2);
+  TERN_CPU_USE(k, gemm_tile[2], qb_q8_0_gemm_tile_ukernel_16x1__avx2);
   return k;
 }
 constexpr QbKernels qb_vnni() {
@@ -377,6 +381,10 @@ constexpr QbKernels qb_neondot() {
   TERN_CPU_USE(k, gemm[0], qb_q4_0_gemm_ukernel_4x1__neondot);
   TERN_CPU_USE(k, gemm[1], qb_q4_1_gemm_ukernel_4x1__neondot);
   TERN_CPU_USE(k, gemm[2], qb_q8_0_gemm_ukernel_4x1__neondot);
+  TERN_CPU_USE(k, pack_tile, qb_pack_tile_ukernel__neondot);
+  TERN_CPU_USE(k, gemm_tile[0], qb_q4_0_gemm_tile_ukernel_16x1__neondot);
+  TERN_CPU_USE(k, gemm_tile[1], qb_q4_1_gemm_tile_ukernel_16x1__neondot);
+  TERN_CPU_USE(k, gemm_tile[2], qb_q8_0_gemm_tile_ukernel_16x1__neondot);
   return k;
 }
 constexpr QbKernels kQbNeonDot = qb_neondot();

@@ -92,10 +92,11 @@ Error Loader::check_args() {
     const bool input = i < inputs.size(), workspace = i + 1 == inputs.size() + outputs.size();
     const EValue& v = input ? *inputs[i] : *outputs[i - inputs.size()];
     const bool dtype_ok = v.tensor.dtype == ScalarType::Float32 || v.tensor.dtype == ScalarType::Int8 ||
-                          (input && v.tensor.dtype == ScalarType::Bool);
+                          (input && (v.tensor.dtype == ScalarType::Bool || v.tensor.dtype == ScalarType::UInt8));
     TERN_CPU_CHECK(*this, v.tag == Tag::Tensor, "delegate %s %zu must be a tensor", input ? "input" : "output",
                    input ? i : i - inputs.size());
-    TERN_CPU_CHECK(*this, workspace || dtype_ok, "delegate %s %zu must be a float32 or int8 tensor (or a bool input)",
+    TERN_CPU_CHECK(*this, workspace || dtype_ok,
+                   "delegate %s %zu must be a float32 or int8 tensor (or a bool or uint8 input)",
                    input ? "input" : "output", input ? i : i - inputs.size());
   }
   TERN_CPU_CHECK(*this, workspace().nbytes() >= prog->workspace_bytes(),
@@ -138,7 +139,7 @@ Error Loader::read_shape(uint32_t vi, const fb::Value& v, ValueInfo* out, uint64
                  (unsigned long long)numel, (unsigned long long)capacity);
   out->numel = int64_t(numel);
   out->capacity = int64_t(capacity);
-  *nbytes = capacity * (out->int8 || out->boolean ? 1 : sizeof(float));
+  *nbytes = capacity * (out->int8 || out->boolean || out->uint8 ? 1 : sizeof(float));
   return Error::Ok;
 }
 
@@ -147,11 +148,15 @@ Error Loader::resolve_value(uint32_t vi) {
   ValueInfo& out = values[vi];
   out = ValueInfo{};
   uint64_t nbytes = 0, end = 0;
-  TERN_CPU_CHECK(*this, v.dtype() == fb::DType::Float32 || v.dtype() == fb::DType::Int8 || v.dtype() == fb::DType::Bool,
-                 "value %u: unknown dtype %d", vi, int(v.dtype()));
+  TERN_CPU_CHECK(*this, int(v.dtype()) >= 0, "value %u: unknown dtype %d", vi, int(v.dtype()));
+  TERN_CPU_CHECK(*this, v.dtype() <= fb::DType::UInt8, "value %u: unknown dtype %d", vi, int(v.dtype()));
   out.int8 = v.dtype() == fb::DType::Int8;
   out.boolean = v.dtype() == fb::DType::Bool;
-  const ScalarType dtype = out.int8 ? ScalarType::Int8 : out.boolean ? ScalarType::Bool : ScalarType::Float32;
+  out.uint8 = v.dtype() == fb::DType::UInt8;
+  const ScalarType dtype = out.int8      ? ScalarType::Int8
+                           : out.boolean ? ScalarType::Bool
+                           : out.uint8   ? ScalarType::UInt8
+                                         : ScalarType::Float32;
   TERN_CHECK_OK(read_shape(vi, v, &out, &nbytes));
   const uint32_t ni = prog->num_inputs(), no = prog->num_outputs();
   switch (v.storage()) {
@@ -171,7 +176,7 @@ Error Loader::resolve_value(uint32_t vi) {
       return Error::Ok;
     }
     case fb::Storage::Workspace:
-      TERN_CPU_CHECK(*this, v.offset() % (out.int8 || out.boolean ? 1 : alignof(float)) == 0,
+      TERN_CPU_CHECK(*this, v.offset() % (out.int8 || out.boolean || out.uint8 ? 1 : alignof(float)) == 0,
                      "value %u: workspace offset %llu", vi, (unsigned long long)v.offset());
       TERN_CPU_CHECK(*this, checked_add(v.offset(), nbytes, &end), "value %u: workspace range [%llu, +%llu)", vi,
                      (unsigned long long)v.offset(), (unsigned long long)nbytes);
@@ -295,10 +300,12 @@ Error Loader::value_of(uint32_t oi, int64_t vi, int rank, bool out, bool int8, c
   TERN_CPU_CHECK(*this, vi >= 0, "op %u: value %lld out of range", oi, (long long)vi);
   TERN_CPU_CHECK(*this, uint64_t(vi) < prog->values()->size(), "op %u: value %lld out of range", oi, (long long)vi);
   *v = &values[vi];
-  const char* is = (*v)->int8 ? "int8" : (*v)->boolean ? "bool" : "float32";
+  const char* is = (*v)->int8 ? "int8" : (*v)->boolean ? "bool" : (*v)->uint8 ? "uint8" : "float32";
   TERN_CPU_CHECK(*this, (*v)->int8 == int8, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi, is,
                  int8 ? "int8" : "float32");
   TERN_CPU_CHECK(*this, !(*v)->boolean, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi, is,
+                 int8 ? "int8" : "float32");
+  TERN_CPU_CHECK(*this, !(*v)->uint8, "op %u: value %lld is %s, the op takes %s there", oi, (long long)vi, is,
                  int8 ? "int8" : "float32");
   TERN_CPU_CHECK(*this, rank == 0 || (*v)->rank == rank, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
   TERN_CPU_CHECK(*this, !out || (*v)->writable, "op %u: writes value %lld, which is read-only", oi, (long long)vi);
@@ -312,6 +319,8 @@ Error Loader::mask_value(uint32_t oi, int64_t vi, const ValueInfo** v) {
   *v = &values[vi];
   TERN_CPU_CHECK(*this, !(*v)->int8, "op %u: value %lld is int8, the op takes bool or float32 there", oi,
                  (long long)vi);
+  TERN_CPU_CHECK(*this, !(*v)->uint8, "op %u: value %lld is uint8, the op takes bool or float32 there", oi,
+                 (long long)vi);
   mark(**v);
   return Error::Ok;
 }
@@ -320,6 +329,16 @@ Error Loader::constant_of(uint32_t oi, int64_t vi, int rank, bool int8, const ch
   TERN_CHECK_OK(value_of(oi, vi, rank, false, int8, v));
   TERN_CPU_CHECK(*this, (*v)->constant, "op %u: its %s (value %lld) must be in the payload's weights, not in "
                  "planned memory", oi, what, (long long)vi);
+  return Error::Ok;
+}
+
+Error Loader::bytes_of(uint32_t oi, int64_t vi, int rank, const char* what, const ValueInfo** v) {
+  TERN_CPU_CHECK(*this, vi >= 0, "op %u: value %lld out of range", oi, (long long)vi);
+  TERN_CPU_CHECK(*this, uint64_t(vi) < prog->values()->size(), "op %u: value %lld out of range", oi, (long long)vi);
+  if (!values[vi].uint8) return constant_of(oi, vi, rank, true, what, v);
+  *v = &values[vi];
+  TERN_CPU_CHECK(*this, (*v)->rank == rank, "op %u: value %lld must be %d-d", oi, (long long)vi, rank);
+  mark(**v);
   return Error::Ok;
 }
 

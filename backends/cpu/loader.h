@@ -56,7 +56,8 @@ inline bool qrange_ok(int32_t qmin, int32_t qmax) { return qmin >= -128 && qmax 
 struct ValueInfo {
   float* data;   // int8 and bool values: their bytes, through this pointer's type
   bool int8;     // cpu.fbs DType Int8
-  bool boolean;  // cpu.fbs DType Bool (one byte an element); neither: Float32
+  bool boolean;  // cpu.fbs DType Bool (one byte an element)
+  bool uint8;    // cpu.fbs DType UInt8 (bytes); none of the three: Float32
   int rank;
   int64_t sizes[kMaxRank];
   int64_t numel;
@@ -152,6 +153,9 @@ struct Loader {
   // bytes the file holds instead of planned memory nobody has written, which
   // later writes would change.
   Error constant_of(uint32_t oi, int64_t vi, int rank, bool int8, const char* what, const ValueInfo** v);
+  // Bytes an op reads only at run (BlockLinear's GGUF rows), `rank` dims:
+  // an Int8 value in the payload's weights, or a UInt8 value anywhere.
+  Error bytes_of(uint32_t oi, int64_t vi, int rank, const char* what, const ValueInfo** v);
   // For ops whose kernels assume their output does not overlap an input
   // (__restrict, ukernels/common/f32_pool.h): the two values' bytes apart.
   // The exporter never plans an overlap; a crafted payload can.

@@ -17,7 +17,10 @@ instruction in the file whose inputs are the values the group reads from the
 rest of the graph and whose outputs are the values the rest reads from it.
 Constants the group reads (weights) move into the subgraph as its own
 attributes, so the payload can carry them in the layout the backend wants
-(e.g. packed for its microkernels); they are not delegate inputs.
+(e.g. packed for its microkernels); they are not delegate inputs. But a
+constant the rest of the graph reads too, which the file holds anyway,
+stays a delegate input where the partitioner's `shares_constant` says its
+backend reads it as it is (the file then holds it once).
 
 Dynamic shapes (format 1.3): a partitioner whose `dynamic_shapes` is True
 is asked about nodes whose sizes depend on the method's dynamic dims too
@@ -85,6 +88,13 @@ class Partitioner(abc.ABC):
         (e.g. not a lone reshape). Default: always."""
         return True
 
+    def shares_constant(self, placeholder: "torch.fx.Node") -> bool:
+        """Whether the backend reads the constant a subgraph's placeholder
+        stands for as a delegate input, as the file holds it, when the rest
+        of the graph reads that constant too (then the file holds it once).
+        Default: never (the constant moves into the subgraph)."""
+        return False
+
 
 def delegate(gm: "torch.fx.GraphModule", partitioners: Sequence[Partitioner]) -> "torch.fx.GraphModule":
     """Hands the subgraphs each partitioner supports to its backend, in order.
@@ -120,7 +130,7 @@ def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.Graph
     fused = partitioner.fuse_partitions(partitions)
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target not in existing:
-            _inline_constants(fused, node)
+            _inline_constants(fused, node, p)
             _bound_symbolic_args(fused, node)
             sub = fused.get_submodule(node.target)
             sub.recompile()
@@ -137,14 +147,16 @@ def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.Graph
     return fused
 
 
-def _inline_constants(gm: "torch.fx.GraphModule", call: "torch.fx.Node") -> None:
+def _inline_constants(gm: "torch.fx.GraphModule", call: "torch.fx.Node", p: Partitioner) -> None:
     """Moves the constants (get_attr arguments) of a delegate's call into its
-    submodule: the placeholder becomes a get_attr of the submodule's own copy."""
+    submodule: the placeholder becomes a get_attr of the submodule's own copy;
+    but one the rest of the graph reads too stays an input where
+    p.shares_constant says so."""
     sub = gm.get_submodule(call.target)
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     keep, moved = [], []
     for arg, ph in zip(call.args, placeholders):
-        if getattr(arg, "op", None) != "get_attr":
+        if getattr(arg, "op", None) != "get_attr" or (any(u is not call for u in arg.users) and p.shares_constant(ph)):
             keep.append(arg)
             continue
         moved.append(arg)

@@ -11,6 +11,7 @@
 
 #include "backends/cpu/isa.h"
 #include "backends/cpu/register.h"
+#include "backends/cpu/ukernels/qb.h"
 #include "backends/cpu/ukernels/qs8.h"
 #include "extension/module.h"
 #include "kernels/portable/register.h"
@@ -203,6 +204,11 @@ TEST_F(CpuIsaMethod, test_a_loaded_method_names_each_microkernel_it_runs) {
     for (int i = 0; i < c.qs8->names.count; ++i) {
       const KernelName& k = c.qs8->names.at[i];
       EXPECT_TRUE(contains(details.c_str(), (std::string(" int8.") + k.role + "=" + k.function).c_str())) << details;
+    }
+    const QbKernels& qb = qb_kernels_for(c.qs8->name);  // BlockLinear's
+    for (int i = 0; i < qb.names.count; ++i) {
+      const KernelName& k = qb.names.at[i];
+      EXPECT_TRUE(contains(details.c_str(), (std::string(" qb.") + k.role + "=" + k.function).c_str())) << details;
     }
     // a short buffer takes what fits, NUL-terminated, and learns the length
     char head[11];

@@ -189,16 +189,18 @@ def test_another_format_or_use_of_a_gguf_weight_stays_portable_and_says_why(tmp_
 @pytest.mark.parametrize("fmt", ["Q4_0", "Q4_1", "Q8_0"])
 def test_a_tiny_llama_from_a_gguf_file_runs_its_linear_layers_as_block_linear(fmt: str, tmp_path: Path) -> None:
     """tern.llm's module of a GGUF file (test_llm_gguf's tiny Llama: 2
-    layers, d 64): its 15 linear layers become BlockLinear ops (the
-    embedding's gather of rows stays portable, saying why); the logits are
-    eager's within the quantization's error, and with block_linear=False
-    within float32 rounding, as before."""
+    layers, d 64, tied embeddings but in Q4_0): its 15 linear layers become
+    BlockLinear ops (the embedding's gather of rows stays portable, saying
+    why); the file holds the embedding's rows once; the logits are eager's
+    within the quantization's error, and with block_linear=False within
+    float32 rounding, as before."""
     pytest.importorskip("gguf")
     pytest.importorskip("transformers")
     from test_llm_gguf import _hf_llama, _write_gguf
-    from tern.llm import from_gguf
+    from tern.llm import from_gguf, read_gguf
 
-    _write_gguf(_hf_llama(False), tmp_path / "tiny.gguf", fmt)
+    tied = fmt != "Q4_0"  # the output layer reads the embedding's rows
+    _write_gguf(_hf_llama(tied), tmp_path / "tiny.gguf", fmt)
     model = from_gguf(tmp_path / "tiny.gguf").eval()
     ids = torch.tensor([[5, 17, 99, 3, 64, 1, 127, 40, 8, 33, 21]])
     with torch.no_grad():
@@ -207,6 +209,10 @@ def test_a_tiny_llama_from_a_gguf_file_runs_its_linear_layers_as_block_linear(fm
     cpu = _export(model, (ids,), path)
     kinds = [kind for ops in _payload_ops(path) for kind, _ in ops]
     assert kinds.count("BlockLinear") == 15, cpu.report()
+    # the file holds each weight's rows once: tied, the output layer's BlockLinear reads the embedding's
+    # rows as a delegate input (CpuPartitioner.shares_constant), not a copy in its payload
+    embedding = read_gguf(tmp_path / "tiny.gguf").tensors["token_embd.weight"].rows.tobytes()
+    assert path.read_bytes().count(embedding) == 1
     assert _portable(path).count("tern::gguf_dequantize") == 1  # the embedding's rows, gathered
     assert ("tern::gguf_dequantize", "GGUF rows that are not a constant [n, row_bytes]") in {
         (op, why) for _, op, why in cpu.refused}

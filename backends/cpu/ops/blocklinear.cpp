@@ -74,8 +74,8 @@ Error prepare_BlockLinear(Loader& ld, uint32_t oi, const fb::BlockLinear& l, Cpu
   const ValueInfo *x = nullptr, *y = nullptr, *w = nullptr, *b = nullptr;
   TERN_CHECK_OK(ld.value(oi, l.x(), 2, false, &x));
   TERN_CHECK_OK(ld.value(oi, l.y(), 2, true, &y));
-  // the file's rows as they are: bytes, read through an int8 value
-  TERN_CHECK_OK(ld.constant_of(oi, l.weights(), 2, true, "weights", &w));
+  // the file's rows as they are, read only at run: the payload's (int8) or a delegate input's (uint8)
+  TERN_CHECK_OK(ld.bytes_of(oi, l.weights(), 2, "weights", &w));
   if (l.bias() >= 0) TERN_CHECK_OK(ld.constant_of(oi, l.bias(), 1, false, "bias", &b));
   const int f = qb_format(l.format());
   TERN_CPU_CHECK(ld, f >= 0, "op %u (%s): block format %d is none of Q4_0 (2), Q4_1 (3), Q8_0 (8)", oi, op->nodes,

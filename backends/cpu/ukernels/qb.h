@@ -10,7 +10,9 @@
 //   Q4_1  20 bytes: d f16, m f16, qs[16]   w_q = nib(j)
 //   Q8_0  34 bytes: d f16, qs[32] int8     w_q = qs[j]
 // nib(j): the low half of qs[j] for j < 16, the high half of qs[j - 16] after.
-// The halves convert to float exactly (no F16C needed: integer bit moves).
+// The halves convert to float exactly (qb_half and avx2 by moving bits, no
+// F16C needed; avx512vnni by vcvtph2ps, which differs only in a NaN's
+// payload).
 //
 // Quantized activations, one row per activation row (QbKernels::quantize),
 // qb_row_bytes(K) bytes apart (a multiple of 64):
@@ -29,6 +31,13 @@
 //   y = ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7))
 // (the 8 lanes are one vector of 8 blocks; a missing last block's lane adds
 // nothing: acc never is -0, so adding +-0 leaves it as it is.)
+//
+//   const QbKernels& k = qb_kernels_for(qs8.name);        // isa.cpp: the set that goes with the int8 one
+//   k.quantize(K, x, row);                                // K floats -> qb_row_bytes(K) bytes
+//   k.gemm[kQbQ4_0](1, N, K, row, 0, w, w_stride, y, 0);  // y[j] = row . weight row j, j < N
+//
+// Kernels are stateless and thread-safe; backends/cpu/ops/blocklinear.cpp
+// drives them (threads, tiles, bias).
 #pragma once
 
 #include <cstddef>
@@ -63,7 +72,8 @@ using QbGemmUkernel = void (*)(size_t mr, size_t nc, size_t k, const uint8_t* a,
 // quantized rows (standard layout above) transposed so that a 512-bit
 // vector holds 4 bytes of each of the 16 rows, and each weight's 4 bytes,
 // broadcast, meet all 16 rows in one vpdpbusd (no sums across lanes to
-// take, no weight repacked). Per block b, kQbTileBlockBytes bytes
+// take, no weight repacked); AVX2: 8 rows a vector (maddubs, madd); NEON:
+// 4 rows a vector, the weight's 4 bytes a lane of SDOT's indexed form. Per block b, kQbTileBlockBytes bytes
 // (qb_tile_bytes(k) a tile):
 //   q:  [8 chunks][16 rows][4 int8]   (chunk c: elements 4c .. 4c + 3)
 //   d:  [16 float]  s: [16 int32]  ds: [16 float] (d * float(s), Q4_1's)
@@ -119,6 +129,27 @@ inline float qb_half(const uint8_t* p) {
   return f;
 }
 
+// rows <= 16 quantized rows (a, a_stride apart) into one tile (layout above),
+// in plain C++: the ISAs' pack_tile kernels (once per 16 rows of a call).
+inline void qb_pack_tile(size_t rows, size_t k, const uint8_t* a, size_t a_stride, uint8_t* tile) {
+  const size_t nb = k / kQbBlock;
+  __builtin_memset(tile, 0, qb_tile_bytes(k));
+  for (size_t r = 0; r < rows; ++r) {
+    const uint8_t* row = a + r * a_stride;
+    const float* d = reinterpret_cast<const float*>(row + k);
+    const int32_t* s = reinterpret_cast<const int32_t*>(row + k + 4 * nb);
+    for (size_t b = 0; b < nb; ++b) {
+      uint8_t* tb = tile + b * kQbTileBlockBytes;
+      for (size_t c = 0; c < 8; ++c) __builtin_memcpy(tb + 64 * c + 4 * r, row + 32 * b + 4 * c, 4);
+      uint8_t* tail = tb + 32 * kQbTileRows;
+      const float ds = d[b] * float(s[b]);
+      __builtin_memcpy(tail + 4 * r, &d[b], 4);
+      __builtin_memcpy(tail + 64 + 4 * r, &s[b], 4);
+      __builtin_memcpy(tail + 128 + 4 * r, &ds, 4);
+    }
+  }
+}
+
 // The spec's last step: the 8 lanes combined by the fixed tree.
 inline float qb_combine(const float* acc) {
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
@@ -133,6 +164,9 @@ UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__scalar, qb_q4_1_gemm_ukernel_
     qb_q8_0_gemm_ukernel_4x1__scalar;
 
 UkernelFn<QbQuantizeUkernel> qb_quantize_ukernel__avx2;
+UkernelFn<QbPackTileUkernel> qb_pack_tile_ukernel__avx2;
+UkernelFn<QbGemmTileUkernel> qb_q4_0_gemm_tile_ukernel_16x1__avx2, qb_q4_1_gemm_tile_ukernel_16x1__avx2,
+    qb_q8_0_gemm_tile_ukernel_16x1__avx2;
 UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__avx2, qb_q4_1_gemm_ukernel_4x1__avx2,
     qb_q8_0_gemm_ukernel_4x1__avx2;
 
@@ -144,6 +178,9 @@ UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x2__avx512vnni, qb_q4_1_gemm_uker
     qb_q8_0_gemm_ukernel_4x2__avx512vnni;
 
 UkernelFn<QbQuantizeUkernel> qb_quantize_ukernel__neondot;
+UkernelFn<QbPackTileUkernel> qb_pack_tile_ukernel__neondot;
+UkernelFn<QbGemmTileUkernel> qb_q4_0_gemm_tile_ukernel_16x1__neondot, qb_q4_1_gemm_tile_ukernel_16x1__neondot,
+    qb_q8_0_gemm_tile_ukernel_16x1__neondot;
 UkernelFn<QbGemmUkernel> qb_q4_0_gemm_ukernel_4x1__neondot, qb_q4_1_gemm_ukernel_4x1__neondot,
     qb_q8_0_gemm_ukernel_4x1__neondot;
 

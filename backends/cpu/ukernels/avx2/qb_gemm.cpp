@@ -79,7 +79,87 @@ void gemm(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride, con
   }
 }
 
+// ---- tiles of 16 activation rows (qb.h): 8 rows a vector, two halves
+
+// Block b's terms for the tile's 16 rows (two halves of 8) and one weight
+// row: for each 4-byte chunk, the weight's 4 bytes broadcast times each
+// row's (maddubs, pairs to int16: at most 2 * 128 * 127; madd to int32).
+// Q4: the nibbles unsigned, Q4_0's -8 taken off as 8 * s; Q8_0: |w| times
+// a with w's sign.
+template <int F>
+inline void tile_terms(const uint8_t* blk, const uint8_t* tb, __m256* t) {
+  alignas(32) int32_t wq[8], ws[8];
+  const __m256i wv = F == kQbQ8_0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))
+                                  : nibbles(blk + (F == kQbQ4_1 ? 4 : 2));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(wq), F == kQbQ8_0 ? _mm256_abs_epi8(wv) : wv);
+  if (F == kQbQ8_0) _mm256_store_si256(reinterpret_cast<__m256i*>(ws), wv);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int c = 0; c < 8; ++c) {
+    const __m256i w4 = _mm256_set1_epi32(wq[c]);
+    for (int h = 0; h < 2; ++h) {
+      __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(tb + 64 * c + 32 * h));
+      if (F == kQbQ8_0) a = _mm256_sign_epi8(a, _mm256_set1_epi32(ws[c]));
+      isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(_mm256_maddubs_epi16(w4, a), ones));
+    }
+  }
+  const float* tail = reinterpret_cast<const float*>(tb + 32 * kQbTileRows);
+  const __m256 dw = _mm256_set1_ps(qb_half(blk));
+  for (int h = 0; h < 2; ++h) {
+    __m256i is = isum[h];
+    if (F == kQbQ4_0) {
+      const __m256i sa = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail + 16 + 8 * h));
+      is = _mm256_sub_epi32(is, _mm256_slli_epi32(sa, 3));
+    }
+    t[h] = _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_load_ps(tail + 8 * h)), _mm256_cvtepi32_ps(is));
+    if (F == kQbQ4_1) {
+      t[h] = _mm256_add_ps(t[h], _mm256_mul_ps(_mm256_set1_ps(qb_half(blk + 2)), _mm256_load_ps(tail + 32 + 8 * h)));
+    }
+  }
+}
+
+template <int F>
+void gemm_tile(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w, size_t w_stride, float* c,
+               size_t c_stride) {
+  constexpr size_t bs = kQbBlockBytes[F];
+  const size_t nb = k / kQbBlock;
+  for (size_t j = 0; j < nc; ++j, w += w_stride) {
+    __m256 acc[8][2];
+    for (auto& lane : acc) lane[0] = lane[1] = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+      __m256 t[2];
+      tile_terms<F>(w + b * bs, tile + b * kQbTileBlockBytes, t);
+      acc[b % 8][0] = _mm256_add_ps(acc[b % 8][0], t[0]);
+      acc[b % 8][1] = _mm256_add_ps(acc[b % 8][1], t[1]);
+    }
+    alignas(32) float out[16];
+    for (int h = 0; h < 2; ++h) {  // the definition's tree, lane by lane
+      const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0][h], acc[4][h]), _mm256_add_ps(acc[2][h], acc[6][h]));
+      const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1][h], acc[5][h]), _mm256_add_ps(acc[3][h], acc[7][h]));
+      _mm256_store_ps(out + 8 * h, _mm256_add_ps(lo, hi));
+    }
+    for (size_t i = 0; i < mr; ++i) c[i * c_stride + j] = out[i];
+  }
+}
+
 }  // namespace
+
+void qb_pack_tile_ukernel__avx2(size_t rows, size_t k, const uint8_t* a, size_t a_stride, uint8_t* tile) {
+  qb_pack_tile(rows, k, a, a_stride, tile);
+}
+
+void qb_q4_0_gemm_tile_ukernel_16x1__avx2(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                          size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ4_0>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
+void qb_q4_1_gemm_tile_ukernel_16x1__avx2(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                          size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ4_1>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
+void qb_q8_0_gemm_tile_ukernel_16x1__avx2(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                          size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ8_0>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
 
 void qb_quantize_ukernel__avx2(size_t k, const float* x, uint8_t* row) { qb_quantize_avx2(k, x, row); }
 

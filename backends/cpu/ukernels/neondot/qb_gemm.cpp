@@ -13,6 +13,12 @@ namespace tern {
 namespace cpu {
 namespace {
 
+// Row i's result from the 8 lanes of a tile's accumulators (qb_combine's tree).
+inline float qb_combine8_of(const float (*acc)[16], size_t i) {
+  const float lanes[8] = {acc[0][i], acc[1][i], acc[2][i], acc[3][i], acc[4][i], acc[5][i], acc[6][i], acc[7][i]};
+  return qb_combine(lanes);
+}
+
 // A block's 32 weights as two int8x16 in element order.
 template <int F>
 inline void block_weights(const uint8_t* blk, int8x16_t* lo, int8x16_t* hi) {
@@ -98,7 +104,62 @@ void gemm(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride, con
   }
 }
 
+// ---- tiles of 16 activation rows (qb.h): 4 rows a vector, a lane each
+
+// isum[v] += rows 4v .. 4v + 3's chunk (4 bytes each, at a) times the
+// weight's 4 bytes in lane L of w.
+template <int L>
+inline void tile_dot(int32x4_t* isum, const int8_t* a, int8x16_t w) {
+  for (int v = 0; v < 4; ++v) isum[v] = vdotq_laneq_s32(isum[v], vld1q_s8(a + 16 * v), w, L);
+}
+
+template <int F>
+void gemm_tile(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w, size_t w_stride, float* c,
+               size_t c_stride) {
+  constexpr size_t bs = kQbBlockBytes[F];
+  const size_t nb = k / kQbBlock;
+  for (size_t j = 0; j < nc; ++j, w += w_stride) {
+    float acc[8][16] = {};  // the definition's 8 lanes, each for the 16 rows
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = w + b * bs;
+      const int8_t* tb = reinterpret_cast<const int8_t*>(tile + b * kQbTileBlockBytes);
+      int8x16_t wl, wh;
+      block_weights<F>(blk, &wl, &wh);
+      int32x4_t isum[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+      tile_dot<0>(isum, tb, wl), tile_dot<1>(isum, tb + 64, wl), tile_dot<2>(isum, tb + 128, wl);
+      tile_dot<3>(isum, tb + 192, wl), tile_dot<0>(isum, tb + 256, wh), tile_dot<1>(isum, tb + 320, wh);
+      tile_dot<2>(isum, tb + 384, wh), tile_dot<3>(isum, tb + 448, wh);
+      const float* tail = reinterpret_cast<const float*>(tb + 32 * kQbTileRows);
+      const float32x4_t dw = vdupq_n_f32(qb_half(blk));
+      float* lane = acc[b % 8];
+      for (int v = 0; v < 4; ++v) {
+        float32x4_t t = vmulq_f32(vmulq_f32(dw, vld1q_f32(tail + 4 * v)), vcvtq_f32_s32(isum[v]));
+        if (F == kQbQ4_1) t = vaddq_f32(t, vmulq_f32(vdupq_n_f32(qb_half(blk + 2)), vld1q_f32(tail + 32 + 4 * v)));
+        vst1q_f32(lane + 4 * v, vaddq_f32(vld1q_f32(lane + 4 * v), t));
+      }
+    }
+    for (size_t i = 0; i < mr; ++i) c[i * c_stride + j] = qb_combine8_of(acc, i);
+  }
+}
+
 }  // namespace
+
+void qb_pack_tile_ukernel__neondot(size_t rows, size_t k, const uint8_t* a, size_t a_stride, uint8_t* tile) {
+  qb_pack_tile(rows, k, a, a_stride, tile);
+}
+
+void qb_q4_0_gemm_tile_ukernel_16x1__neondot(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                             size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ4_0>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
+void qb_q4_1_gemm_tile_ukernel_16x1__neondot(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                             size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ4_1>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
+void qb_q8_0_gemm_tile_ukernel_16x1__neondot(size_t mr, size_t nc, size_t k, const uint8_t* tile, const uint8_t* w,
+                                             size_t w_stride, float* c, size_t c_stride) {
+  gemm_tile<kQbQ8_0>(mr, nc, k, tile, w, w_stride, c, c_stride);
+}
 
 void qb_quantize_ukernel__neondot(size_t k, const float* x, uint8_t* row) {
   const size_t nb = k / kQbBlock;

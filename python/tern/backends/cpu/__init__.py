@@ -247,6 +247,12 @@ class CpuPartitioner(Partitioner):
             lines.append(f"  {op}: {why} [{shown}]")
         return "\n".join(lines)
 
+    def shares_constant(self, placeholder: "torch.fx.Node") -> bool:
+        """GGUF rows that BlockLinears alone read in the subgraph and the
+        rest of the method reads too (a tied embedding): a delegate input,
+        so the file holds them once."""
+        return linear.shares_rows(placeholder, self.options)
+
     def keep(self, nodes: Sequence["torch.fx.Node"]) -> bool:
         """Not a group of reshapes and getitems alone."""
         return any(name_of(n) not in layout.SHAPE_ONLY + ("getitem",) for n in nodes)

@@ -74,6 +74,7 @@ LOWER: dict[str, Callable[["Compiler", Any], None]] = {
 
 def compile_subgraph(gm: "torch.fx.GraphModule", options: CpuOptions | None = None) -> Program:
     """The program of a claimed subgraph (see tern.backend for its form)."""
+    setattr(gm, linear.SUBGRAPH, True)  # its placeholders are delegate inputs (linear.block_weight)
     return Compiler(gm, options or CpuOptions()).run()
 
 

@@ -19,7 +19,7 @@ TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 INF = float("inf")
 NO_ACTIVATION = ("None", -INF, INF)  # an op's activation fields (cpu.fbs Activation, min, max) when it has none
 VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape")
-ELEMENT_BYTES = {"Float32": 4, "Int8": 1, "Bool": 1}
+ELEMENT_BYTES = {"Float32": 4, "Int8": 1, "Bool": 1, "UInt8": 1}
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Value:
     data: np.ndarray | None = None  # Weights
     offset: int = 0  # set by the compiler's plan
     within: int = 0  # Workspace: bytes into its buffer (a part of a larger value)
-    dtype: str = "Float32"  # cpu.fbs DType: "Float32" or "Int8"
+    dtype: str = "Float32"  # cpu.fbs DType: "Float32", "Int8", "Bool" or "UInt8"
 
     @property
     def nbytes(self) -> int:
@@ -250,7 +250,8 @@ def dtype_of(node: Any) -> str:
     import torch
 
     dtype = node.meta["val"].dtype
-    return "Int8" if dtype == torch.int8 else "Bool" if dtype == torch.bool else "Float32"
+    # UInt8: GGUF rows a BlockLinear reads from a delegate input (linear.py)
+    return {torch.int8: "Int8", torch.bool: "Bool", torch.uint8: "UInt8"}.get(dtype, "Float32")
 
 
 def not_float32(node: Any) -> str | None:

@@ -24,6 +24,7 @@ EMITS = ("Conv", "MatMul", "BlockLinear")
 GGUF = "tern::gguf_dequantize"
 BLOCK_FORMATS = {2: "Q4_0", 3: "Q4_1", 8: "Q8_0"}  # GGML's type numbers BlockLinear reads (cpu.fbs)
 BLOCK_LINEAR = "tern_cpu_block_linear"  # node.meta key of an addmm / mm: its BlockWeight (choose_block_linears)
+SUBGRAPH = "_tern_cpu_subgraph"  # set on a claimed subgraph's module while it compiles (compile.py)
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,16 @@ class BlockWeight:
 
 def block_weight(node: Any) -> BlockWeight | str:
     """node, a tern::gguf_dequantize, as a BlockWeight if it is one linear
-    layer's weight and nothing else; else why not."""
+    layer's weight and nothing else; else why not. Its rows are a constant
+    (a get_attr), or, in a claimed subgraph, a placeholder: a constant the
+    rest of the method reads too, passed as a delegate input
+    (CpuPartitioner.shares_constant)."""
     rows, code, k = node.args[:3]
     if code not in BLOCK_FORMATS:
         return f"a GGUF weight of format {code} (BlockLinear reads Q4_0 (2), Q4_1 (3), Q8_0 (8))"
-    if not is_const(rows) or rank(rows) != 2:
+    shared = getattr(rows, "op", None) == "placeholder" and node.graph.owning_module is not None and getattr(
+        node.graph.owning_module, SUBGRAPH, False)
+    if not (is_const(rows) or shared) or rank(rows) != 2:
         return "GGUF rows that are not a constant [n, row_bytes]"
     t = only_user(node)
     if t is None or name_of(t) != "aten::permute" or [int(d) % 2 for d in t.args[1]] != [1, 0]:
@@ -66,6 +72,16 @@ def block_weight_of(linear: Any) -> BlockWeight | None:
     src = w.args[0] if name_of(w) == "aten::permute" else None
     bw = block_weight(src) if src is not None and name_of(src) == GGUF else None
     return bw if isinstance(bw, BlockWeight) and bw.linear is linear else None
+
+
+def shares_rows(placeholder: Any, options: Any) -> bool:
+    """Whether a claimed subgraph's placeholder is GGUF rows its BlockLinears
+    alone read (CpuPartitioner.shares_constant): the constant then stays a
+    delegate input, so a file whose embedding and output layer share their
+    rows (tied weights) holds them once."""
+    users = list(placeholder.users)
+    return options.block_linear and rank(placeholder) == 2 and bool(users) and all(
+        name_of(u) == GGUF and u.args[0] is placeholder for u in users)
 
 
 def block_linear_refusal(node: Any, options: Any) -> str | None | bool:
@@ -143,9 +159,13 @@ def _block_linear(c: Builder, node: Any, bw: BlockWeight) -> None:
     """y [m, n] = x [m, k] . W^T (+ the addmm's bias), W the GGUF rows as
     they are: an Int8 weights value [n, row_bytes] of their bytes. Its
     epilogue stays the following ops' (choose_block_linears keeps it no head)."""
-    rows = getattr(c.gm, bw.rows.target).detach().contiguous().numpy()
-    n, row_bytes = rows.shape
-    wv = c.alias(c.weights_int8(rows.view(np.int8).reshape(-1)), (n, row_bytes))
+    if bw.rows.op == "placeholder":  # shared with the rest of the method: the delegate input, as the file holds it
+        wv = c.get(bw.rows)[0]
+        n = shape(bw.rows)[0]
+    else:
+        rows = getattr(c.gm, bw.rows.target).detach().contiguous().numpy()
+        n, row_bytes = rows.shape
+        wv = c.alias(c.weights_int8(rows.view(np.int8).reshape(-1)), (n, row_bytes))
     x = node.args[0] if name_of(node) == "aten::mm" else node.args[1]
     xv = c.plain(x)
     m = shape(x)[0]
