@@ -102,7 +102,7 @@ def delegate(gm: "torch.fx.GraphModule", partitioners: Sequence[Partitioner]) ->
 def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.GraphModule":
     from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
-    from tern import partition
+    from tern.partition import propose_partitions
     from tern.shapes import has_dynamic_shape, is_symbolic
 
     def supported(node: "torch.fx.Node") -> bool:
@@ -112,7 +112,7 @@ def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.Graph
         return (p.dynamic_shapes or not has_dynamic_shape(node)) and bool(p.supports(node))
 
     # The groups torch.fx's CapabilityBasedPartitioner would propose, found fast (tern.partition).
-    proposed = partition.propose_partitions(gm, supported, allows_single_node_partition=True)
+    proposed = propose_partitions(gm, supported, allows_single_node_partition=True)
     partitions = [q for q in proposed if p.keep(list(q.nodes))]
     if not partitions:
         return gm
