@@ -110,24 +110,24 @@ def delegate(gm: "torch.fx.GraphModule", partitioners: Sequence[Partitioner]) ->
 
 
 def _delegate_one(gm: "torch.fx.GraphModule", p: Partitioner) -> "torch.fx.GraphModule":
-    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
-    from torch.fx.passes.operator_support import OperatorSupportBase
+    from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
+    from tern.partition import propose_partitions
     from tern.shapes import has_dynamic_shape, is_symbolic
 
-    class _Support(OperatorSupportBase):  # type: ignore[misc]
-        def is_node_supported(self, submodules: Any, node: "torch.fx.Node") -> bool:
-            if node.op != "call_function" or is_symbolic(node):
-                return False
-            # A backend takes dynamic shapes only if it says so.
-            return (p.dynamic_shapes or not has_dynamic_shape(node)) and bool(p.supports(node))
+    def supported(node: "torch.fx.Node") -> bool:
+        if node.op != "call_function" or is_symbolic(node):
+            return False
+        # A backend takes dynamic shapes only if it says so.
+        return (p.dynamic_shapes or not has_dynamic_shape(node)) and bool(p.supports(node))
 
-    partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
-    partitions = [q for q in partitioner.propose_partitions() if p.keep(list(q.nodes))]
+    # The groups torch.fx's CapabilityBasedPartitioner would propose, found fast (tern.partition).
+    proposed = propose_partitions(gm, supported, allows_single_node_partition=True)
+    partitions = [q for q in proposed if p.keep(list(q.nodes))]
     if not partitions:
         return gm
     existing = {name for name, _ in gm.named_children()}
-    fused = partitioner.fuse_partitions(partitions)
+    fused = fuse_by_partitions(gm, [q.nodes for q in partitions], prefix="fused_")
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target not in existing:
             _inline_constants(fused, node, p)
