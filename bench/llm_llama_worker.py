@@ -6,7 +6,7 @@ Prints one JSON line: load_ms (the model and a context), prefill_ms (the prompt
 in one batch), decode_ms (each generated token: greedy, one eval a token),
 first_token_ms (from the start of the load to the first generated token),
 rss_before_mb and peak_rss_mb (this process, before the load and at its
-peak: getrusage), the generated ids, and the per-token logits of the prompt's
+peak: VmHWM), the generated ids, and the per-token logits of the prompt's
 last position (for the perplexity check, with --logits).
 
 Greedy decoding reads the logits itself (argmax) and feeds each token back
@@ -21,6 +21,13 @@ import time
 
 
 def _rss_mb() -> float:
+    """This process's peak RSS: VmHWM (getrusage's ru_maxrss keeps the parent's across fork and exec)."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 

@@ -122,7 +122,19 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The process's peak resident memory: /proc/self/status VmHWM on Linux (the
+// high-water mark of this program's own memory: getrusage's ru_maxrss keeps
+// the parent's peak across fork and exec), else getrusage.
 double peak_rss_mb() {
+  if (FILE* f = fopen("/proc/self/status", "r")) {
+    char line[256];
+    double kb = -1;
+    while (fgets(line, sizeof(line), f)) {
+      if (strncmp(line, "VmHWM:", 6) == 0) kb = strtod(line + 6, nullptr);
+    }
+    fclose(f);
+    if (kb >= 0) return kb / 1024.0;
+  }
   struct rusage u;
   getrusage(RUSAGE_SELF, &u);
   return u.ru_maxrss / 1024.0;  // Linux: kilobytes
