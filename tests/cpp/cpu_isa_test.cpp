@@ -225,7 +225,7 @@ bool ends_with(const char* s, const std::string& tail) {
   return s != nullptr && strlen(s) >= tail.size() && strcmp(s + strlen(s) - tail.size(), tail.c_str()) == 0;
 }
 
-// Each float set names its 9 kernels by their fields, every one its own
+// Each float set names its 11 kernels by their fields, every one its own
 // (no ISA keeps a scalar float kernel); scalar is the last set.
 TEST(CpuIsa, test_every_float_kernel_set_names_each_of_its_kernels) {
   const Isa* isas[kMaxKernelSets];
@@ -233,9 +233,9 @@ TEST(CpuIsa, test_every_float_kernel_set_names_each_of_its_kernels) {
   ASSERT_GE(n, 1);
   EXPECT_STREQ(isas[n - 1]->name, "scalar");
   for (const Isa* k : Span<const Isa* const>(isas, size_t(n))) {
-    EXPECT_EQ(k->names.count, 9) << k->name;
+    EXPECT_EQ(k->names.count, 11) << k->name;
     for (const char* role : {"igemm_main", "igemm_tail", "igemm_row", "dwconv", "dwconv_rows", "vact", "pool",
-                             "winograd_in", "winograd_out"}) {
+                             "winograd_in", "winograd_out", "attn_dots", "attn_wsum"}) {
       EXPECT_TRUE(ends_with(k->names.of(role), std::string("__") + k->name)) << k->name << " " << role;
     }
   }

@@ -143,7 +143,7 @@ class CpuPayload : public ::testing::TestWithParam<const char*> {
     EXPECT_EQ(o.step, "Method::load");
     const uint8_t* p = m.data() + payload_begin;
     const uint32_t version = uint32_t(p[4]) | uint32_t(p[5]) << 8 | uint32_t(p[6]) << 16 | uint32_t(p[7]) << 24;
-    const uint32_t newest = 6;  // backends/cpu/loader.cpp kVersion
+    const uint32_t newest = 7;  // backends/cpu/loader.cpp kVersion
     const bool bad_version = memcmp(p, "TCPU", 4) == 0 && (version < 1 || version > newest);
     EXPECT_EQ(o.error, bad_version ? Error::NotSupported : Error::InvalidProgram);
     EXPECT_NE(o.message.find("(backend cpu)"), std::string::npos);
