@@ -178,6 +178,32 @@ def llama_nll(gguf: Path, ids: list[int], ctx: int) -> list[float]:
     return json.loads(out.stdout.strip().splitlines()[-1])["nll"]
 
 
+# Strings whose ids tern's tokenizer and llama.cpp's must agree on: scripts,
+# combining marks, digits, emoji, whitespace runs, apostrophes, special tokens.
+TOKENIZER_TEXTS = [
+    "Hello world", "The capital of France is Paris.", "  leading and trailing spaces  ", "tabs\tand\nnewlines\n\n\n",
+    "it's they'd I'm you're we've she'll", "Numbers: 3.14159, 1000000, 12,345 and 0x1F", "Ünïcödé — ça va? Grüße",
+    "東京は晴れ。中文测试", "Привет, мир!", "مرحبا بالعالم", "नमस्ते दुनिया", "e\u0301 a\u0308 (combining marks)",
+    "🦊🐶🎉 emoji 👩‍👩‍👧 and flags 🇫🇷", "٠١٢٣ ४५६ (non-ASCII digits)", "<|im_start|>user\nWhat is 2+2?<|im_end|>\n",
+    "code: def f(x):\n    return x * 2  # done", "   ", "", "a" * 200, "Mixed CASE and snake_case and camelCase",
+]
+
+
+def tokenizer_agreement(gguf: Path, tern_file: Path) -> dict:
+    """Each TOKENIZER_TEXTS string's ids from tern's C++ tokenizer (the .tern
+    file's, through tern.llm.load) and from llama.cpp's (the GGUF's)."""
+    import tern.llm
+
+    g = tern.llm.load(str(tern_file), threads=1)
+    ours = [g.tokenize(t) for t in TOKENIZER_TEXTS]
+    cmd = [str(ROOT / ".venv-llama" / "bin" / "python"), str(ROOT / "bench" / "llm_llama_worker.py"), str(gguf),
+           "--threads", "1", "--tokenize"]
+    theirs = json.loads(subprocess.run(cmd, input=json.dumps(TOKENIZER_TEXTS), check=True, capture_output=True,
+                                       text=True).stdout.strip().splitlines()[-1])
+    differ = [t for t, a, b in zip(TOKENIZER_TEXTS, ours, theirs) if a != b]
+    return {"strings": len(TOKENIZER_TEXTS), "equal": len(TOKENIZER_TEXTS) - len(differ), "differ": differ}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gguf")
@@ -215,6 +241,8 @@ def main() -> None:
     bandwidth = {t: copy_bandwidth(t) for t in threads}
     log(f"weights read per token {per_token / 1e6:.1f} MB; copy bandwidth "
         + ", ".join(f"{t}t {bw:.1f} GB/s" for t, bw in bandwidth.items()))
+    tokens = tokenizer_agreement(gguf, tern_file)
+    log(f"tokenizer: equal ids on {tokens['equal']} of {tokens['strings']} strings")
     text_ids = prompt_ids(gguf, None)[:args.ctx]
     log(f"perplexity over {len(text_ids) - 1} tokens")
     nll_t, nll_l = tern_nll(tern_file, text_ids, max(threads)), llama_nll(gguf, text_ids, args.ctx)
@@ -223,7 +251,7 @@ def main() -> None:
         "tern_file_mb": tern_file.stat().st_size / 1e6, "gguf_mb": gguf.stat().st_size / 1e6,
         "settings": vars(args), "weight_bytes_per_token": per_token,
         "copy_bandwidth_gb_s": {str(t): bw for t, bw in bandwidth.items()},
-        "same_greedy_tokens": {str(t): v for t, v in same.items()},
+        "same_greedy_tokens": {str(t): v for t, v in same.items()}, "tokenizer": tokens,
         "perplexity": {"tern": math.exp(sum(nll_t) / len(nll_t)), "llama.cpp": math.exp(sum(nll_l) / len(nll_l)),
                        "tokens": len(nll_t)},
         "results": {rt: {str(t): summarize(v) for t, v in by_t.items()} for rt, by_t in runs.items()},
@@ -274,7 +302,11 @@ def markdown(res: dict) -> str:
               f"llama.cpp {p['llama.cpp']:.3f} ({p['tern'] / p['llama.cpp'] - 1:+.2%}).",
               f"Greedy tokens equal to llama.cpp's before the first that differs (of {res['settings']['decode']}): "
               + ", ".join(f"{v} at {t} thread{'s' if t != '1' else ''}" for t, v in res["same_greedy_tokens"].items())
-              + ". (Both quantize activations to 8 bits, each its own way; a near tie can go either way.)", ""]
+              + ". (Both quantize activations to 8 bits, each its own way; a near tie can go either way.)",
+              f"Tokenizer: the same ids as llama.cpp's on {res['tokenizer']['equal']} of {res['tokenizer']['strings']} "
+              "strings (bench/llm.py TOKENIZER_TEXTS: scripts, marks, digits, emoji, whitespace, special tokens)"
+              + (": differ on " + ", ".join(repr(t) for t in res["tokenizer"]["differ"]) if res["tokenizer"]["differ"]
+                 else "."), ""]
     return "\n".join(lines)
 
 

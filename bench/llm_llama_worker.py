@@ -35,15 +35,25 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--threads", type=int, required=True)
-    ap.add_argument("--prompt-ids", required=True, help="comma-separated token ids (BOS included if wanted)")
+    ap.add_argument("--prompt-ids", default="", help="comma-separated token ids (BOS included if wanted)")
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--ctx", type=int, default=512)
+    ap.add_argument("--tokenize", action="store_true",
+                    help="instead of timing: the ids of each string of the JSON list on stdin (no BOS, special "
+                         "tokens parsed)")
     ap.add_argument("--perplexity", action="store_true",
                     help="instead of timing: the negative log-likelihood of each prompt token after the first")
     args = ap.parse_args()
     import numpy as np
     from llama_cpp import Llama
 
+    if args.tokenize:
+        import sys
+
+        llm = Llama(model_path=args.model, n_ctx=64, vocab_only=True, verbose=False)
+        texts = json.loads(sys.stdin.read())
+        print(json.dumps([llm.tokenize(t.encode("utf-8"), add_bos=False, special=True) for t in texts]))
+        return
     ids = [int(x) for x in args.prompt_ids.split(",")]
     rss_before = _rss_mb()
     t0 = time.perf_counter()

@@ -23,26 +23,6 @@ cd "$root"
 
 python=${TERN_PYTHON:-python3}
 cache=${TERN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tern}
-if [ "${1:-}" = "--llm" ]; then
-  hash=$(cat bench/requirements-llm.txt | sha256sum | cut -c1-16)
-  llama="$cache/bench-llama-$hash"
-  if [ ! -f "$llama/.complete" ]; then
-    echo "setup_bench_env: creating $llama (llama-cpp-python: compiles llama.cpp, first time only)"
-    rm -rf "$llama"
-    mkdir -p "$cache"
-    "$python" -m venv "$llama"
-    "$llama/bin/python" -m pip install -q --upgrade pip==23.2.1 >/dev/null 2>&1 || true
-    "$llama/bin/python" -m pip install --progress-bar off -r bench/requirements-llm.txt
-    touch "$llama/.complete"
-  fi
-  if [ "$(readlink .venv-llama 2>/dev/null)" != "$llama" ]; then rm -rf .venv-llama; ln -s "$llama" .venv-llama; fi
-  echo "setup_bench_env: .venv-llama -> $llama"
-  exit 0
-fi
-
-main_venv=$(readlink -f .venv) || { echo "setup_bench_env: no .venv; run make setup first" >&2; exit 1; }
-[ -x "$main_venv/bin/python" ] || { echo "setup_bench_env: $main_venv is not a venv; run make setup" >&2; exit 1; }
-
 # new_venv DIR: an empty venv with the same pip as the main environment.
 new_venv() {
   rm -rf "$1"
@@ -58,6 +38,23 @@ link() {
     ln -s "$2" "$1"
   fi
 }
+
+if [ "${1:-}" = "--llm" ]; then
+  hash=$(sha256sum bench/requirements-llm.txt | cut -c1-16)
+  llama="$cache/bench-llama-$hash"
+  if [ ! -f "$llama/.complete" ]; then
+    echo "setup_bench_env: creating $llama (llama-cpp-python: compiles llama.cpp, first time only)"
+    new_venv "$llama"
+    "$llama/bin/python" -m pip install --progress-bar off -r bench/requirements-llm.txt
+    touch "$llama/.complete"
+  fi
+  link .venv-llama "$llama"
+  echo "setup_bench_env: .venv-llama -> $llama"
+  exit 0
+fi
+
+main_venv=$(readlink -f .venv) || { echo "setup_bench_env: no .venv; run make setup first" >&2; exit 1; }
+[ -x "$main_venv/bin/python" ] || { echo "setup_bench_env: $main_venv is not a venv; run make setup" >&2; exit 1; }
 
 hash=$(cat requirements.txt bench/requirements-peers.txt | sha256sum | cut -c1-16)
 peers="$cache/bench-peers-$hash"
