@@ -125,8 +125,8 @@ def test_verbose_and_trace_name_the_microkernels_each_delegate_runs(tmp_path: Pa
     assert kernels["float.igemm_main"] == "f32_igemm_ukernel_4x16__scalar", kernels
     assert kernels["int8.igemm[0]"] == "qs8_igemm_ukernel_4x16__scalar", kernels
     assert kernels["qb.gemm[0]"] == "qb_q4_0_gemm_ukernel_4x1__scalar", kernels  # BlockLinear's (GGUF blocks)
-    # 9 float, 7 int8, 4 block-quantized (scalar has no tiles of 16 rows)
-    assert len(kernels) == 20 and all(name.endswith("__scalar") for name in kernels.values()), kernels
+    # 11 float, 7 int8, 4 block-quantized (scalar has no tiles of 16 rows)
+    assert len(kernels) == 22 and all(name.endswith("__scalar") for name in kernels.values()), kernels
     events = json.loads(out.read_text())["traceEvents"]
     delegates = [e for e in events if e.get("cat") == "delegate"]
     assert len(delegates) == 1 and delegates[0]["name"] == "cpu delegate 0"

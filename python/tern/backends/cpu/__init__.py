@@ -209,8 +209,8 @@ class CpuPartitioner(Partitioner):
             return int8 if int8 is not None else _lacking(quantized_ops)
         if elementwise.rms_norm_containing(node) is not None:  # its nodes lowered as one RmsNorm
             return _lacking(elementwise) or not_float32(node)
-        if attention.repeat_claimed(node):  # k and v repeated per head: the Attention reads past them
-            return _lacking(attention)
+        if attention.repeat_claimed(node) and _lacking(attention) is None:  # the Attention reads past them
+            return None  # (k and v repeated per head, or a KV cache's layout); without one: ops of their own
         block = linear.block_linear_refusal(node, self.options)  # a GGUF weight's dequantize and its linear layer
         if block is not False:
             return block if block is not None else _lacking(linear)
