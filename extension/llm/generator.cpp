@@ -130,6 +130,9 @@ Error Generator::start(Span<const int32_t> prompt, const GenerateOptions& option
   stats_.load_ms = load_ms;
   stats_.prompt_tokens = prompt_tokens;
   stats_.prefill_ms = t1 - t0;
+  // next() allocates nothing: at most one decode step per position left
+  const int steps = runner_.max_context() - runner_.position();
+  stats_.step_ms.reserve(static_cast<size_t>(options.max_tokens < steps ? options.max_tokens : steps));
   started_ = t0;
   pending_ = true;
   return Error::Ok;

@@ -20,6 +20,10 @@
 // continues the sequence the previous generation left (a conversation keeps
 // its cache); reset() begins a new one.
 //
+// Memory: load() and start() allocate (the prompt's ids, a sampler per
+// generation, which sizes its candidate list on the first token); the steps
+// of the following tokens allocate nothing.
+//
 // Thread safety: none; one Generator per thread.
 #pragma once
 
