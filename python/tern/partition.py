@@ -74,11 +74,13 @@ def propose_partitions(
         candidates: list[int] = []
         if supported(node):
             candidates.append(groups.open(node, order))
+        # every group, unsupported node or not: the new one first, then by first visited node
         candidates += [g for g in sorted(groups.first, key=groups.first.__getitem__) if g not in candidates[:1]]
         if len(candidates) > 1:
             merged = candidates[0]
             for other in candidates[1:]:
                 merged = groups.maybe_merge(merged, other)
+    # each group's nodes in graph order (descending visit order), as torch sorts them
     members = {g: dict(sorted(m.items(), key=lambda kv: kv[1], reverse=True)) for g, m in groups.members.items()}
     _take_getitems(nodes, members, groups.assignment)
     if not allows_single_node_partition:
