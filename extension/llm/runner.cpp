@@ -26,6 +26,7 @@ Runner::~Runner() = default;
 Error Runner::load(const char* path, const Options& options) {
   position_ = 0;
   logits_ = {};
+  tokens_.reset();  // feed() refuses to run until this load has succeeded
   TERN_CHECK_OK(module_.load(path, Module::Options{options.load_mode, options.threads}));
   Result<MethodMeta> meta = module_.program().method_meta(kMethod);
   if (!meta.ok()) {
