@@ -27,8 +27,6 @@ import argparse
 import datetime as dt
 import json
 import math
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -266,15 +264,10 @@ def main() -> None:
 
 
 def _machine() -> str:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model or platform.processor()}, {os.cpu_count()} CPUs"
+    from run import machine_info  # bench/run.py's, as make bench reports it
+
+    m = machine_info()
+    return f"{m['cpu']}, {m['logical_cpus']} CPUs"
 
 
 def markdown(res: dict) -> str:

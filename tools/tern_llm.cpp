@@ -190,12 +190,14 @@ int generate(tern::llm::Generator& g, const std::vector<int32_t>& prompt, const 
   return 0;
 }
 
-void print_stats(const tern::llm::GenerateStats& s, double first_token_ms) {
+// first_token_ms: from the start of the load (one prompt), or of the turn
+// (a conversation's turns: the load came before the first).
+void print_stats(const tern::llm::GenerateStats& s, double first_token_ms, bool from_load) {
   fprintf(stderr,
-          "\nprompt %d tokens: %.1f tokens/s; generated %d tokens: %.1f tokens/s; load %.1f ms; load to first token "
+          "\nprompt %d tokens: %.1f tokens/s; generated %d tokens: %.1f tokens/s; load %.1f ms; %s to first token "
           "%.1f ms; peak memory %.1f MB\n",
-          s.prompt_tokens, s.prefill_tokens_per_s(), s.generated, s.decode_tokens_per_s(), s.load_ms, first_token_ms,
-          peak_rss_mb());
+          s.prompt_tokens, s.prefill_tokens_per_s(), s.generated, s.decode_tokens_per_s(), s.load_ms,
+          from_load ? "load" : "turn", first_token_ms, peak_rss_mb());
 }
 
 }  // namespace
@@ -248,7 +250,7 @@ int main(int argc, char** argv) {
       ended_turn = stopped;
       fputc('\n', stdout);
       fflush(stdout);
-      print_stats(g.stats(), g.stats().first_token_ms);
+      print_stats(g.stats(), g.stats().first_token_ms, false);
       fprintf(stderr, "> ");
     }
     return 0;
@@ -272,7 +274,7 @@ int main(int argc, char** argv) {
   const tern::llm::GenerateStats& s = g.stats();
   const double first_token_ms = first_at - t0;  // from the start of the load
   if (!o.json) {
-    print_stats(s, first_token_ms);
+    print_stats(s, first_token_ms, true);
     return 0;
   }
   printf("{\"prompt_tokens\": %d, \"generated\": %d, \"load_ms\": %.3f, \"prefill_ms\": %.3f, \"first_token_ms\": %.3f, "

@@ -21,6 +21,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 
 
+def built_tool(name: str) -> str:
+    """The path of a program `make build` builds (tern-run, tern-llm, ...):
+    in $TERN_BUILD_DIR (default build/), else on PATH; fails the test when
+    neither has it."""
+    import shutil
+
+    import pytest
+
+    built = Path(os.environ.get("TERN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build")) / name
+    found = str(built) if built.exists() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not built (make build)")
+    return found
+
+
 # ---- What this CPU has, read independently of the runtime (an oracle for
 # the tests of its kernel choice: tests/python/test_cpu_backend.py load_on_isa).
 

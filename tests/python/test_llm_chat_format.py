@@ -7,8 +7,6 @@ of templates that are not per-role; the config text's round trip.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from tern.llm.file_meta import (CHAT_KEYS, ChatTemplateError, FileMetaError, Llm
                                 config_text, read_config, render_chat, stop_tokens)
 from tern.llm.gguf_file import TokenizerData  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import built_tool  # noqa: E402
 
 CHATML_SMOLLM2 = (
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
@@ -88,11 +86,7 @@ def jinja_render(template: str, conv, add_generation_prompt: bool, bos: str, eos
 
 
 def _cli() -> str:
-    built = Path(os.environ.get("TERN_BUILD_DIR", ROOT / "build")) / "tern-llm-tokenize"
-    found = str(built) if built.exists() else shutil.which("tern-llm-tokenize")
-    if found is None:
-        pytest.fail("tern-llm-tokenize is not built (make build)")
-    return found
+    return built_tool("tern-llm-tokenize")
 
 
 def cpp_prompt(config: Path, conv, add_generation_prompt: bool) -> str:

@@ -11,8 +11,6 @@ references in test_llm_chat_format.py and test_llm_gguf.py).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,16 +26,12 @@ from llm_files import CHATML, hf_llama, trained_bpe, write_gguf  # noqa: E402
 from tern.llm import from_gguf, tokenizer_of  # noqa: E402
 from tern.llm.file_meta import CONFIG_KEY, read_config, render_template  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import built_tool  # noqa: E402
 CONTEXT, STEP = 96, 8
 
 
 def _cli() -> str:
-    built = Path(os.environ.get("TERN_BUILD_DIR", ROOT / "build")) / "tern-llm"
-    found = str(built) if built.exists() else shutil.which("tern-llm")
-    if found is None:
-        pytest.fail("tern-llm is not built (make build)")
-    return found
+    return built_tool("tern-llm")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import unicodedata
 from pathlib import Path
@@ -24,16 +23,13 @@ from tern.llm.file_meta import (CONFIG_KEY, TOKENIZER_KEY, llm_metadata, read_to
 from tern.llm.gguf_file import TokenizerData  # noqa: E402
 from tern.llm.tokenizer import Tokenizer, TokenizerError  # noqa: E402
 
+from conftest import built_tool  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<tool>", "<tool_call>"]
 
 
 def _cli() -> str:
-    built = Path(os.environ.get("TERN_BUILD_DIR", ROOT / "build")) / "tern-llm-tokenize"
-    found = str(built) if built.exists() else shutil.which("tern-llm-tokenize")
-    if found is None:
-        pytest.fail("tern-llm-tokenize is not built (make build)")
-    return found
+    return built_tool("tern-llm-tokenize")
 
 
 def cpp_encode(blob: Path, texts: list[str], special: bool = True) -> list[list[int] | str]:

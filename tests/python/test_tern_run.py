@@ -4,9 +4,7 @@ trace (--trace), checked against the file's own instructions."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,15 +15,12 @@ import tern
 from op_testing import Fn
 from tern.inspect import read_program
 
+from conftest import built_tool  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tern_run() -> str:
-    built = Path(os.environ.get("TERN_BUILD_DIR", ROOT / "build")) / "tern-run"
-    found = str(built) if built.exists() else shutil.which("tern-run")
-    if found is None:
-        pytest.fail("tern-run is not built (make build)")
-    return found
+    return built_tool("tern-run")
 
 
 class Small(torch.nn.Module):

@@ -57,7 +57,7 @@ def export(module: "LlamaGGUF", max_context: int = 1024, *, max_tokens_per_step:
     dim_t = torch.export.Dim("T", min=1, max=step.max_tokens_per_step) if step.max_tokens_per_step > 1 else None
     dim_l = torch.export.Dim("L", min=1, max=max_context)
     dynamic = ({1: dim_t}, {0: dim_t}, {0: dim_t, 1: dim_l}) if dim_t is not None else (None, None, {1: dim_l})
-    options = CpuOptions(block_linear=fast) if "block_linear" in CpuOptions.__dataclass_fields__ else CpuOptions()
+    options = CpuOptions(block_linear=fast)
     entries = dict(metadata or {})
     entries.update(_generation_metadata(module, max_context, defaults))
     return tern.export(step, args, dynamic_shapes=dynamic, partitioners=[CpuPartitioner(options)], metadata=entries)
