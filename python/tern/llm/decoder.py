@@ -14,9 +14,10 @@ cache positions 0 .. L - 1 and returns the logits of the step's last token,
 float32 [1, vocab]. A prompt is one call with T = its length (or several,
 max_tokens_per_step tokens each); each generated token is one call with
 T = 1. The cache is the module's state: one buffer per layer for keys and
-one for values, [1, max_context, kv_heads, head_dim], zero until written,
-kept by the loaded method between calls (tern.Module.reset_state starts a
-new sequence).
+one for values, [1, kv_heads, max_context + 1, head_dim] (a head's positions
+one after the other: the attention reads each head's keys in one run),
+zero until written, kept by the loaded method between calls
+(tern.Module.reset_state starts a new sequence).
 
 The arithmetic is LlamaGGUF's (tern.llm.llama): the same weights, the same
 rotary angles (position * inv_freq), so that a step's logits equal the full
@@ -32,7 +33,10 @@ from tern.llm.llama import KVCache, LlamaGGUF
 
 
 class LlamaDecoder(nn.Module):
-    def __init__(self, model: LlamaGGUF, max_context: int, max_tokens_per_step: int | None = None) -> None:
+    def __init__(self, model: LlamaGGUF, max_context: int, max_tokens_per_step: int | None = None,
+                 layers: int | None = None) -> None:
+        """layers: run the first `layers` blocks only (all by default):
+        tern.llm.export traces two and repeats the second (tern.repeat_layers)."""
         super().__init__()
         cfg = model.config
         if max_context < 2:
@@ -42,8 +46,15 @@ class LlamaDecoder(nn.Module):
         self.model, self.config = model, cfg
         self.max_context = max_context
         self.max_tokens_per_step = min(max_tokens_per_step or max_context, max_context)
-        shape = (1, max_context, cfg.kv_heads, cfg.head_dim)
-        for i in range(cfg.layers):
+        self.layers = cfg.layers if layers is None else layers
+        if not 1 <= self.layers <= cfg.layers:
+            raise ValueError(f"layers is {layers}; the model has {cfg.layers}")
+        # one row past max_context, never written or read: with exactly
+        # max_context rows, the slice [:, :, :L] would be the whole cache at
+        # L = max_context and a view of it below, and torch.export refuses to
+        # trace a choice of layout that depends on L
+        shape = (1, cfg.kv_heads, max_context + 1, cfg.head_dim)
+        for i in range(self.layers):
             self.register_buffer(f"k_cache_{i}", torch.zeros(shape))
             self.register_buffer(f"v_cache_{i}", torch.zeros(shape))
 
@@ -52,11 +63,19 @@ class LlamaDecoder(nn.Module):
         t, length = tokens.shape[1], mask.shape[1]
         x = m.token_embd.gather(tokens).reshape(1, t, cfg.dim)
         cos, sin = m.rope(positions)
-        for i, blk in enumerate(m.blocks):
-            cache = KVCache(getattr(self, f"k_cache_{i}"), getattr(self, f"v_cache_{i}"), positions, length,
-                            mask[None, None])
-            x = blk(x, cos, sin, cache)
+        mask = mask[None, None]
+        for i in range(self.layers):  # each layer's work inside its block (tern.repeat_layers relies on it)
+            cache = KVCache(getattr(self, f"k_cache_{i}"), getattr(self, f"v_cache_{i}"), positions, length, mask)
+            x = m.blocks[i](x, cos, sin, cache)
         return F.linear(m.output_norm(x[:, t - 1]), m.output())
+
+
+    def layer_names(self, i: int) -> list[str]:
+        """The names of layer i's tensors (its block's weights, its cache), in
+        the same order for every layer."""
+        blk = self.model.blocks[i]
+        own = [f"model.blocks.{i}.{n}" for n, _ in (*blk.named_parameters(), *blk.named_buffers())]
+        return own + [f"k_cache_{i}", f"v_cache_{i}"]
 
 
 def causal_mask(positions: torch.Tensor, length: int) -> torch.Tensor:

@@ -91,6 +91,12 @@ class Block(nn.Module):
         for name in _MATRICES:
             setattr(self, name, GGUFWeight(w[p + name + ".weight"]))
 
+    def structure(self) -> tuple:
+        """What a trace of the block depends on besides its weights' values:
+        blocks of equal structure trace to the same graph."""
+        mats = tuple((n, getattr(self, n).format.code, tuple(getattr(self, n).rows.shape)) for n in _MATRICES)
+        return mats + tuple((n, tuple(getattr(self, n).weight.shape)) for n in _NORMS)
+
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: "KVCache | None" = None
                 ) -> torch.Tensor:
         """x [B, T, dim] at the positions cos, sin [T, head_dim / 2] rotate
@@ -110,11 +116,10 @@ class Block(nn.Module):
             o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                                                is_causal=True, enable_gqa=gqa)
         else:
-            cache.keys.index_copy_(1, cache.positions, k)
-            cache.values.index_copy_(1, cache.positions, v)
-            keys, values = cache.keys[:, :cache.length], cache.values[:, :cache.length]  # [1, L, kv_heads, d]
-            o = F.scaled_dot_product_attention(q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
-                                               attn_mask=cache.mask, enable_gqa=gqa)
+            cache.keys.index_copy_(2, cache.positions, k.transpose(1, 2))
+            cache.values.index_copy_(2, cache.positions, v.transpose(1, 2))
+            keys, values = cache.keys[:, :, :cache.length], cache.values[:, :, :cache.length]  # [1, kv_heads, L, d]
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, attn_mask=cache.mask, enable_gqa=gqa)
         x = x + F.linear(o.transpose(1, 2).reshape(b, t, cfg.heads * cfg.head_dim), self.attn_output())
         h = self.ffn_norm(x)
         return x + F.linear(F.silu(F.linear(h, self.ffn_gate())) * F.linear(h, self.ffn_up()), self.ffn_down())
@@ -123,7 +128,7 @@ class Block(nn.Module):
 @dataclass
 class KVCache:
     """One layer's cache for a step (tern.llm.decoder): keys and values
-    [1, max_context, kv_heads, head_dim], the step's positions int64 [T],
+    [1, kv_heads, rows >= max_context, head_dim], the step's positions int64 [T],
     the positions attended (0 .. length - 1) and the additive mask
     [1, 1, T, length]."""
 
