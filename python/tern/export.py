@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import torch.fx
 
     from tern.backend import Partitioner
+    from tern.repeat_layers import Layers
 
 
 def export(
@@ -70,16 +71,28 @@ def export(
     import tern.ops as _ops
     from tern.program import check_metadata
 
-    entries = check_metadata(metadata or {})  # before the slow part: a bad key fails at once
+    check_metadata(metadata or {})  # before the slow part: a bad key fails at once
     supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
     if partitioners is None:
         from tern.backends.cpu import CpuPartitioner
 
         partitioners = [CpuPartitioner()]
     gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported, dynamic_shapes)
+    return program_of_graph(gm, supported, partitioners, metadata, default_ops=supported_ops is None)
+
+
+def program_of_graph(gm: "torch.fx.GraphModule", supported: frozenset[str], partitioners: Sequence["Partitioner"],
+                     metadata: Mapping[str, bytes] | None = None, default_ops: bool = True) -> Program:
+    """export()'s second half: the Program of lower_to_graph's graph, its
+    subgraphs delegated to `partitioners`, checked and with `metadata`.
+    default_ops: `supported` is tern.ops.supported_ops() (dtypes are checked too)."""
+    import tern.ops as _ops
+    from tern.program import check_metadata
+
+    entries = check_metadata(metadata or {})
     seen = [(p, len(getattr(p, "refused", ()))) for p in partitioners]  # a partitioner may serve several exports
     gm = _delegate_all(gm, partitioners)
-    check_supported(gm, supported, _ops.supported_dtypes() if supported_ops is None else None)
+    check_supported(gm, supported, _ops.supported_dtypes() if default_ops else None)
     program = build_program(gm)
     refusals = dict.fromkeys(f"{p.backend}\t{node}\t{op}\t{why}" for p, n in seen
                              for node, op, why in list(getattr(p, "refused", ()))[n:])
@@ -98,9 +111,12 @@ REFUSALS_KEY = "tern.refused"
 
 
 def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str],
-                   dynamic_shapes: Any = None) -> "torch.fx.GraphModule":
+                   dynamic_shapes: Any = None, layers: "Layers | None" = None) -> "torch.fx.GraphModule":
     """torch.export + decompositions + passes: the graph the file is made from.
-    With dynamic shapes, gm.meta["tern_symbols"] is their tern.shapes.SymbolTable."""
+    With dynamic shapes, gm.meta["tern_symbols"] is their tern.shapes.SymbolTable.
+    `layers`: `module` runs the first two of a model's equal layers, and the
+    graph gets the others by tern.repeat_layers (NotRepeatable if its trace
+    does not fit)."""
     import torch
 
     from tern.control_flow import for_each_graph, inline_constant_operands
@@ -126,6 +142,10 @@ def lower_to_graph(module: Any, args: tuple[Any, ...], supported: frozenset[str]
         if n.op == "call_function" and not n.meta.get("stack_trace") and before and before[0] == n.target:
             n.meta["stack_trace"] = before[1]
     symbols = symbol_table(ep, dynamic_shapes, args, module) if ep.range_constraints else None
+    if layers is not None:
+        from tern.repeat_layers import repeat_layers
+
+        ep = repeat_layers(ep, layers)
     gm = to_graph_module(ep)
     if symbols is not None:
         gm.meta["tern_symbols"] = symbols

@@ -20,12 +20,13 @@ Q = gguf.GGMLQuantizationType
 ROPE_THETA = 10000.0
 
 
-def hf_llama(tied: bool, seed: int = 0, init_std: float = 0.02, vocab: int = 128) -> transformers.LlamaForCausalLM:
-    """A 2-layer Llama, 4 heads over 2 kv heads of 16, vocabulary 128. Its
+def hf_llama(tied: bool, seed: int = 0, init_std: float = 0.02, vocab: int = 128,
+             layers: int = 2) -> transformers.LlamaForCausalLM:
+    """A Llama of `layers` layers, 4 heads over 2 kv heads of 16, vocabulary 128. Its
     weights are normal with init_std (HF's default 0.02 makes a model
     whose greedy continuations repeat one token; 0.15 one whose
     continuations depend on the context)."""
-    cfg = transformers.LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+    cfg = transformers.LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=96, num_hidden_layers=layers,
                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
                                    rms_norm_eps=1e-5, rope_theta=ROPE_THETA, tie_word_embeddings=tied,
                                    initializer_range=init_std)

@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 if TYPE_CHECKING:
     from tern.llm.llama import LlamaGGUF
+    from tern.repeat_layers import Layers
 
 # The method's input names, in order (tern.llm.decoder.LlamaDecoder.forward).
 INPUTS = ("tokens", "positions", "mask")
 
 
 def export(module: "LlamaGGUF", max_context: int = 1024, *, max_tokens_per_step: int = 128, fast: bool = True,
-           metadata: Mapping[str, bytes] | None = None, **defaults: Any):
+           metadata: Mapping[str, bytes] | None = None, trace_all_layers: bool = False, **defaults: Any):
     """The generation program of `module` (tern.llm.from_gguf) -> tern.Program.
 
     max_context: the most tokens a sequence holds (prompt and generated; the
@@ -40,16 +41,30 @@ def export(module: "LlamaGGUF", max_context: int = 1024, *, max_tokens_per_step:
     each step and float arithmetic throughout, the same values as eager
     PyTorch (for checking, not for speed). `defaults` (temperature, top_k,
     top_p, ...) are stored as the file's generation defaults.
+
+    torch.export traces the first two layers and the others are made from
+    the second (tern.repeat_layers): a second of tracing a layer saved.
+    Blocks of different structure (weight formats differing from layer to
+    layer), or trace_all_layers=True, trace every layer: the same program,
+    slower.
     """
+    import warnings
+
     import torch
 
-    import tern
+    import tern.ops
     from tern.backends.cpu import CpuOptions, CpuPartitioner
+    from tern.export import lower_to_graph, program_of_graph
     from tern.llm.decoder import LlamaDecoder, causal_mask
     from tern.llm.llama import LlamaGGUF
+    from tern.program import check_metadata
+    from tern.repeat_layers import NotRepeatable
 
     if not isinstance(module, LlamaGGUF):
         raise TypeError(f"tern.llm.export takes the module tern.llm.from_gguf builds, not {type(module).__name__}")
+    entries = dict(metadata or {})
+    entries.update(_generation_metadata(module, max_context, defaults))
+    check_metadata(entries)
     step = LlamaDecoder(module, max_context, max_tokens_per_step).eval()
     t = min(3, step.max_tokens_per_step)
     positions = torch.arange(t)
@@ -57,10 +72,45 @@ def export(module: "LlamaGGUF", max_context: int = 1024, *, max_tokens_per_step:
     dim_t = torch.export.Dim("T", min=1, max=step.max_tokens_per_step) if step.max_tokens_per_step > 1 else None
     dim_l = torch.export.Dim("L", min=1, max=max_context)
     dynamic = ({1: dim_t}, {0: dim_t}, {0: dim_t, 1: dim_l}) if dim_t is not None else (None, None, {1: dim_l})
-    options = CpuOptions(block_linear=fast)
-    entries = dict(metadata or {})
-    entries.update(_generation_metadata(module, max_context, defaults))
-    return tern.export(step, args, dynamic_shapes=dynamic, partitioners=[CpuPartitioner(options)], metadata=entries)
+    supported = frozenset(tern.ops.supported_ops())
+    layers = None if trace_all_layers else _repeated_layers(step)
+    gm = None
+    if layers is not None:
+        two = LlamaDecoder(_first_blocks(module, 2), max_context, max_tokens_per_step, layers=2).eval()
+        try:
+            gm = lower_to_graph(two, args, supported, dynamic, layers)
+        except NotRepeatable as e:
+            warnings.warn(f"tern.llm.export: tracing all {layers.count} layers, as the trace of two does not "
+                          f"repeat: {e}", stacklevel=2)
+    if gm is None:
+        gm = lower_to_graph(step, args, supported, dynamic)
+    return program_of_graph(gm, supported, [CpuPartitioner(CpuOptions(block_linear=fast))], entries)
+
+
+def _first_blocks(module: "LlamaGGUF", n: int) -> "LlamaGGUF":
+    """`module` with its first n blocks only, sharing their weights: what
+    torch.export traces (it lifts every weight of the module, used or not)."""
+    import copy
+
+    from torch import nn
+
+    part = copy.copy(module)
+    part._modules = dict(module._modules)
+    part._modules["blocks"] = nn.ModuleList(module.blocks[:n])
+    return part
+
+
+def _repeated_layers(step) -> "Layers | None":
+    """How step's layers 2 .. repeat layer 1 (tern.repeat_layers.Layers), or
+    None where tracing them all is the way: fewer than 3 layers, or a block
+    of another structure than block 1's."""
+    from tern.repeat_layers import Layers
+
+    blocks = step.model.blocks
+    if len(blocks) < 3 or any(b.structure() != blocks[1].structure() for b in blocks[2:]):
+        return None
+    tensors = {**dict(step.named_parameters()), **dict(step.named_buffers())}
+    return Layers(lambda i: f"model.blocks.{i}", step.layer_names, len(blocks), tensors)
 
 
 def _generation_metadata(module: "LlamaGGUF", max_context: int, defaults: Mapping[str, Any]) -> dict[str, bytes]:

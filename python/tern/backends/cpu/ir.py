@@ -212,7 +212,13 @@ def sym_dim(expr: Any, env: Any) -> int:
     expr = sympy.sympify(expr)
     if expr.is_Integer:
         return int(expr)
-    upper = env.bound_sympy(expr).upper
+    # bound_sympy takes ~0.1 ms and a language model asks for the same few
+    # sizes tens of thousands of times: remembered with the ShapeEnv (its
+    # ranges are final once torch.export is done).
+    bounds = env.__dict__.setdefault("_tern_upper_bounds", {})
+    upper = bounds.get(expr)
+    if upper is None:
+        upper = bounds[expr] = env.bound_sympy(expr).upper
     if not (isinstance(upper, int) or getattr(upper, "is_Integer", False)):
         raise UnboundedSize(f"size {expr} has no upper bound over the dynamic dims' ranges")
     return SymDim(int(upper), expr, env)
