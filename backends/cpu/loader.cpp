@@ -19,7 +19,7 @@ constexpr size_t kHeaderBytes = 16;  // "TCPU", u32 version, u64 flatbuffer size
 // sizes and Winograd kernels transformed at load (Conv.winograd_element),
 // version 6 BlockLinear (GGUF's block formats read in place); an older
 // payload is a newer one without them.
-constexpr uint32_t kVersion = 7;
+constexpr uint32_t kVersion = 8;
 
 // The most symbols and expressions a payload may have, and the largest size
 // an expression may give (a delegate input's dims are at most 2^40).

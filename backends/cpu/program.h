@@ -43,6 +43,7 @@ struct AttentionGeometry {
   float scale;
   bool causal;
   bool kv_seq_major;          // k, v as [batch, s, kv_heads, e] (a KV cache's layout), not [batch, kv_heads, s, e]
+  int64_t kv_rows;            // else k, v as [batch, kv_heads, kv_rows, e], the first s rows read (kv_rows >= s)
 };
 
 // The op kinds, cpu.fbs's OpKind union's values (ops.def); 0 is none.

@@ -5,6 +5,7 @@
 // bits for 1, 2 and 3 threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -66,13 +67,26 @@ std::vector<double> reference(const Case& c, const std::vector<float>& q, const 
   return y;
 }
 
-std::vector<float> run(const Case& c, const Isa& isa, const std::vector<float>& q, const std::vector<float>& k,
-                       const std::vector<float>& v, const std::vector<float>& mask, float scale, int threads) {
+// k and v [batch * kv_heads, s, width] laid in `rows` >= s rows each (the
+// rows past s NaN: a KV cache read to its first s positions, kv_rows).
+std::vector<float> with_rows(const std::vector<float>& t, int64_t s, int64_t width, int64_t rows) {
+  const size_t heads = t.size() / size_t(s * width);
+  std::vector<float> out(heads * size_t(rows * width), NAN);
+  for (size_t h = 0; h < heads; ++h)
+    std::copy_n(t.begin() + long(h * size_t(s * width)), s * width, out.begin() + long(h * size_t(rows * width)));
+  return out;
+}
+
+std::vector<float> run(const Case& c, const Isa& isa, const std::vector<float>& q, const std::vector<float>& k0,
+                       const std::vector<float>& v0, const std::vector<float>& mask, float scale, int threads,
+                       int64_t rows) {
   static ThreadPool pool;
   EXPECT_EQ(pool.reserve(3), Error::Ok);
+  const std::vector<float> k = with_rows(k0, c.s, c.e, rows), v = with_rows(v0, c.s, c.ev, rows);
   AttentionOp op{};
   AttentionGeometry& a = op.attention;
   a.batch = c.batch, a.heads = c.heads, a.kv_heads = c.kv_heads, a.l = c.l, a.s = c.s, a.e = c.e, a.ev = c.ev;
+  a.kv_rows = rows;
   a.k = k.data(), a.v = v.data(), a.mask = mask.empty() ? nullptr : mask.data();
   int64_t stride = 1;
   for (int d = 3; d >= 0; --d) {
@@ -91,7 +105,7 @@ std::vector<float> run(const Case& c, const Isa& isa, const std::vector<float>& 
   return y;
 }
 
-TEST(CpuAttention, test_every_isa_matches_reference_and_threads_give_the_same_bits) {
+TEST(CpuAttention, test_every_isa_matches_reference_and_threads_and_cache_rows_give_the_same_bits) {
   const Case cases[] = {
       // b  h  hk  l   s   e   ev   mask sizes       causal blank
       {1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, false, false},
@@ -128,16 +142,20 @@ TEST(CpuAttention, test_every_isa_matches_reference_and_threads_give_the_same_bi
     const int n = supported_isas(isas, kMaxKernelSets);
     for (int ii = 0; ii < n; ++ii) {
       const Isa& isa = *isas[ii];
-      const std::vector<float> one = run(cs, isa, q, k, v, mask, scale, 1);
+      const std::vector<float> one = run(cs, isa, q, k, v, mask, scale, 1, c.s);
       for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_NEAR(one[i], want[i], 1e-5 * (1 + std::fabs(want[i])))
             << isa.name << " l=" << c.l << " s=" << c.s << " e=" << c.e << " at " << i;
       }
       for (int threads : {2, 3}) {
-        const std::vector<float> many = run(cs, isa, q, k, v, mask, scale, threads);
+        const std::vector<float> many = run(cs, isa, q, k, v, mask, scale, threads, c.s);
         ASSERT_EQ(0, memcmp(one.data(), many.data(), one.size() * sizeof(float)))
             << isa.name << ": " << threads << " threads differ from 1, l=" << c.l << " s=" << c.s;
       }
+      // k and v the first s of more rows (kv_rows; NaN past s): the same bits
+      const std::vector<float> cache = run(cs, isa, q, k, v, mask, scale, 2, c.s + 3);
+      ASSERT_EQ(0, memcmp(one.data(), cache.data(), one.size() * sizeof(float)))
+          << isa.name << ": k and v read from rows of " << c.s + 3 << " differ, l=" << c.l << " s=" << c.s;
     }
   }
 }

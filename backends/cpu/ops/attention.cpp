@@ -37,10 +37,10 @@ int64_t v_panel_floats(const AttentionGeometry& a) { return kPanel * (1 + a.s); 
 int64_t v_floats(const AttentionGeometry& a) { return ceil_div(a.ev, kPanel) * v_panel_floats(a); }
 
 // Floats from k's (or v's, width ev) first element to key j of (batch,
-// kv head) bh: [batch, kv_heads, s, width] row-major, or [batch, s,
-// kv_heads, width] when kv_seq_major.
+// kv head) bh: [batch, kv_heads, kv_rows, width] row-major (kv_rows >= s:
+// a KV cache read in place), or [batch, s, kv_heads, width] when kv_seq_major.
 int64_t key_offset(const AttentionGeometry& a, int64_t bh, int64_t j, int64_t width) {
-  if (!a.kv_seq_major) return (bh * a.s + j) * width;
+  if (!a.kv_seq_major) return (bh * a.kv_rows + j) * width;
   const int64_t b = bh / a.kv_heads, h = bh % a.kv_heads;
   return ((b * a.s + j) * a.kv_heads + h) * width;
 }
@@ -210,10 +210,14 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
                          int64_t(1) << 24));
   // with q, k, v and y within 2^40 elements, attention_packed_floats cannot overflow
   const char* failed = nullptr;
+  a.kv_seq_major = at.kv_seq_major();
+  a.kv_rows = at.kv_rows() != 0 ? at.kv_rows() : a.s;  // rows of k and v per (batch, kv head)
   TERN_CPU_NEED(failed, a.heads % a.kv_heads == 0);
+  TERN_CPU_NEED(failed, a.kv_rows >= a.s && a.kv_rows <= (int64_t(1) << 24));
+  TERN_CPU_NEED(failed, !a.kv_seq_major || at.kv_rows() == 0);
   TERN_CPU_NEED(failed, q->numel == elements({a.batch, a.heads, a.l, a.e}));
-  TERN_CPU_NEED(failed, k->numel == elements({a.batch, a.kv_heads, a.s, a.e}));
-  TERN_CPU_NEED(failed, v->numel == elements({a.batch, a.kv_heads, a.s, a.ev}));
+  TERN_CPU_NEED(failed, k->numel == elements({a.batch, a.kv_heads, a.kv_rows, a.e}));
+  TERN_CPU_NEED(failed, v->numel == elements({a.batch, a.kv_heads, a.kv_rows, a.ev}));
   TERN_CPU_NEED(failed, y->numel == elements({a.batch, a.heads, a.l, a.ev}));
   TERN_CPU_NEED(failed, std::isfinite(at.scale()));
   if (failed) return ld.refuse(failed, "op %u (%s): attention sizes do not fit q, k, v and y", oi, op->nodes);
@@ -237,7 +241,7 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   a.k = k->data, a.v = v->data, a.packed = p->data;
   a.mask = m && !m->boolean ? m->data : nullptr;
   a.mask_bool = m && m->boolean ? reinterpret_cast<const uint8_t*>(m->data) : nullptr;
-  a.scale = at.scale(), a.causal = at.causal(), a.kv_seq_major = at.kv_seq_major();
+  a.scale = at.scale(), a.causal = at.causal();
   par->x = q->data, par->y = y->data, par->numel = y->numel;
   const size_t s = attention_scratch_bytes(a, ld.isa);
   ld.need_scratch(s);

@@ -31,7 +31,8 @@ class Attention:
     kv_heads: int
     repeats: list[Any]  # the nodes that repeated k and v per head (repeated_kv), read past: lowered with it
     kv_seq_major: bool = False  # k and v are permutes of [b, s, kv_heads, e] tensors (a KV cache), read past
-    transposes: tuple[Any, ...] = ()  # those permutes: lowered with it
+    transposes: tuple[Any, ...] = ()  # those permutes, or the slices of kv_rows: lowered with it
+    kv_rows: int = 0  # k and v are slices [:, :, :s] of [b, kv_heads, kv_rows, e] tensors (a KV cache), read past
 
     @property
     def read_past(self) -> list[Any]:
@@ -76,6 +77,22 @@ def seq_major(t: Any) -> Any | None:
         return None
     t0 = t.args[0]
     return t0 if len(shape(t0)) == 4 else None
+
+
+def cache_rows(t: Any) -> tuple[Any, int] | None:
+    """(t0, rows) if t is t0[:, :, :s] of a 4-d t0 [b, h, rows, d] (rows
+    fixed: a KV cache laid head after head, sliced to the positions a step
+    attends) read by nothing else; else None."""
+    if name_of(t) != "aten::slice.Tensor" or len(t.users) != 1 or len(shape(t.args[0])) != 4:
+        return None
+    t0, args = t.args[0], list(t.args[1:]) + [None] * (4 - len(t.args[1:]))
+    dim, start, step = args[0] if args[0] is not None else 0, args[1] or 0, args[3] or 1
+    rows = shape(t0)[2]
+    if dim not in (2, -2) or start != 0 or step != 1 or not isinstance(rows, int):
+        return None
+    if shape(t)[:2] != shape(t0)[:2] or shape(t)[3] != shape(t0)[3]:
+        return None
+    return t0, rows
 
 
 def repeat_claimed(node: Any) -> bool:
@@ -144,6 +161,9 @@ def attention_of(node: Any) -> Attention | str:
     k0, v0 = seq_major(k), seq_major(v)
     if len(qs) == 4 and not repeats and k0 is not None and v0 is not None:
         at.k, at.v, at.kv_seq_major, at.transposes = k0, v0, True, (k, v)
+    kc, vc = cache_rows(k), cache_rows(v)
+    if len(qs) == 4 and not repeats and kc is not None and vc is not None and kc[1] == vc[1]:
+        at.k, at.v, at.kv_rows, at.transposes = kc[0], vc[0], kc[1], (k, v)
     return at
 
 
@@ -174,7 +194,7 @@ def lower(c: Builder, node: Any) -> None:
         raise ExportError(f"cpu backend: node {node.name} is not an attention pattern: {at}")
     qv, kv, vv = c.plain(at.q), c.plain(at.k), c.plain(at.v)
     l, e = shape(at.q)[-2:]
-    s, ev = (shape(at.v)[-3], shape(at.v)[-1]) if at.kv_seq_major else shape(at.v)[-2:]
+    s, ev = (shape(at.v)[-3], shape(at.v)[-1]) if at.kv_seq_major else shape(at.transposes[1] if at.kv_rows else at.v)[-2:]
     reads = [qv, kv, vv]
     mv = -1
     if at.mask is not None:
@@ -193,5 +213,7 @@ def lower(c: Builder, node: Any) -> None:
               "l": l, "s": s, "e": e, "ev": ev}
     if at.kv_seq_major:
         fields["kv_seq_major"] = True
+    if at.kv_rows:
+        fields["kv_rows"] = at.kv_rows
     c.op("Attention", fields, [node], reads + [packed], [y, packed])
     c.env[node] = (y, PLAIN)

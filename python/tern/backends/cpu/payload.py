@@ -24,6 +24,7 @@ VERSION_BOOL = 4  # 4: bool values (an Attention's mask computed at run time); w
 VERSION_DYNAMIC = VERSION_WINOGRAD_KERNEL = 5
 VERSION_BLOCK_LINEAR = 6  # 6: BlockLinear (GGUF's blocks read in place); written only by programs that have one
 VERSION_KV_SEQ_MAJOR = 7  # 7: Attention.kv_seq_major; written only by programs that have one
+VERSION_KV_ROWS = 8  # 8: Attention.kv_rows; written only by programs that have one
 # The size fields of each op kind that has them: its scalar long fields, in
 # its cpu.fbs table's order, which is the order of its `exprs` (the runtime
 # reads slot i as field i, backends/cpu/ops/).
@@ -97,6 +98,8 @@ def serialize(p: Program) -> bytes:
 def _version(p: Program) -> int:
     """The lowest payload version that holds p (a runtime reads every version up to its own)."""
     dtypes = {v.dtype for v in p.values}
+    if any(op.kind == "Attention" and op.fields.get("kv_rows") for op in p.ops):
+        return VERSION_KV_ROWS
     if any(op.kind == "Attention" and op.fields.get("kv_seq_major") for op in p.ops):
         return VERSION_KV_SEQ_MAJOR
     if any(op.kind == "BlockLinear" for op in p.ops):
