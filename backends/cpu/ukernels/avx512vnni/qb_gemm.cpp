@@ -28,13 +28,12 @@ inline __m512i pair_weights(const uint8_t* blk, bool two) {
     return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
   }
   constexpr size_t off = F == kQbQ4_1 ? 4 : 2;
-  const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + off));
-  const __m128i r1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + bs + off)) : _mm_setzero_si128();
-  // 128-bit lanes r0, r0, r1, r1; the second of each pair shifted to its high nibbles
-  const __m512i z = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
-                                             _mm512_zextsi256_si512(_mm256_set_m128i(r1, r0)));
-  const __m512i shifted = _mm512_mask_blend_epi64(0xCC, z, _mm512_srli_epi16(z, 4));
-  return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+  // 128-bit lanes r0, r0, r1, r1 by broadcasting loads (no shuffle), the
+  // second of each pair shifted to its high nibbles
+  __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + off)));
+  z = two ? _mm512_mask_broadcast_i32x4(z, 0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + bs + off)))
+          : _mm512_maskz_mov_epi32(0x00FF, z);
+  return _mm512_and_si512(_mm512_mask_srli_epi16(z, 0xFF00FF00u, z, 4), _mm512_set1_epi8(0x0F));
 }
 
 // Lane t of the result = the sum of block t's 8 int32 lanes, blocks 2i and
