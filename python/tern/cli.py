@@ -130,8 +130,8 @@ def llm_export_command(args: argparse.Namespace) -> int:
         model = tern.llm.from_gguf(args.gguf)
         cfg = model.config
         print(f"  {model.name}: {cfg.layers} layers, dim {cfg.dim}, {cfg.heads} heads ({cfg.kv_heads} kv), "
-              f"vocabulary {cfg.vocab}; exporting (max_context {args.max_context}, about a minute for 100 M "
-              "parameters)", file=sys.stderr)
+              f"vocabulary {cfg.vocab}; exporting (max_context {args.max_context}; two layers are traced, the "
+              "others made from them: about 10 s)", file=sys.stderr)
         program = tern.llm.export(model, max_context=args.max_context, max_tokens_per_step=args.max_tokens_per_step,
                                   fast=not args.exact)
         program.save(args.output)
