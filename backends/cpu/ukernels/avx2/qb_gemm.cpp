@@ -34,6 +34,12 @@ inline __m256i sum8(const __m256i* v) {
                           _mm256_permute2x128_si256(h0123, h4567, 0x31));
 }
 
+// The same for v[0], v[1] only (a row's last one or two blocks), lanes 2 .. 7 zero.
+inline __m256i sum2(const __m256i* v) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_setzero_si256());
+  return _mm256_zextsi128_si256(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+}
+
 // Blocks b0 .. b0 + n (n <= 8) of one weight row (blk: block b0) against mr
 // activation rows: the weights unpacked once, acc[i] += row i's terms.
 template <int F, size_t N>
@@ -62,7 +68,7 @@ inline void group(size_t n, const uint8_t* blk, size_t b0, size_t mr, size_t k, 
       p[t] = t < n ? block_dot<F>(wv[t], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + t * kQbBlock)))
                    : _mm256_setzero_si256();
     }
-    acc[i] = _mm256_add_ps(acc[i], qb_terms8<F>(sum8(p), dw, mw, ar, k, b0, n));
+    acc[i] = _mm256_add_ps(acc[i], qb_terms8<F>(N == 1 || N == 2 ? sum2(p) : sum8(p), dw, mw, ar, k, b0, n));
   }
 }
 
@@ -74,7 +80,13 @@ void gemm(size_t mr, size_t nc, size_t k, const uint8_t* a, size_t a_stride, con
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     size_t b = 0;
     for (; b < full; b += 8) group<F, 8>(8, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
-    if (b < nb) group<F, 0>(nb - b, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
+    if (nb - b == 1) {  // n known: the tail's sums by sum2
+      group<F, 1>(1, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
+    } else if (nb - b == 2) {
+      group<F, 2>(2, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
+    } else if (b < nb) {
+      group<F, 0>(nb - b, w + b * kQbBlockBytes[F], b, mr, k, a, a_stride, acc);
+    }
     for (size_t i = 0; i < mr; ++i) c[i * c_stride + j] = qb_combine8(acc[i]);
   }
 }

@@ -49,6 +49,17 @@ inline __m256i sum8(const __m512i* z) {
   return _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, s2));
 }
 
+// Lanes 0 and 1 of the result = the sums of z's low and high 8 int32 lanes
+// (the blocks of one pair: a row's last one or two blocks), the others 0.
+// A quarter of sum8's work, for the tail of a row (K = 576: 16 + 2 blocks).
+inline __m256i sum2(__m512i z) {
+  __m512i s = _mm512_add_epi32(z, _mm512_shuffle_epi32(z, _MM_PERM_BADC));  // each 128-bit lane: 0+2, 1+3, ...
+  s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));          // ... its sum in all 4 lanes
+  s = _mm512_add_epi32(s, _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));  // 128-bit lanes 0 + 1, 2 + 3
+  return _mm512_castsi512_si256(_mm512_maskz_permutexvar_epi32(0x3, _mm512_setr_epi32(0, 8, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                                      0, 0, 0, 0, 0, 0), s));
+}
+
 // The low halves of 8 lanes as floats: AVX-512F's conversion, exact (a
 // NaN's payload aside, which qb_half keeps and this quiets).
 inline __m256 half8(__m256i h) {
@@ -95,7 +106,8 @@ inline void group(size_t n, const uint8_t* w, size_t w_stride, size_t b0, size_t
           p[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[r][t], av[t]);
         }
       }
-      acc[i * NR + r] = _mm256_add_ps(acc[i * NR + r], qb_terms8<F>(sum8(p), dw[r], mw[r], ar, k, b0, n));
+      const __m256i isum = N == 1 || N == 2 ? sum2(p[0]) : sum8(p);
+      acc[i * NR + r] = _mm256_add_ps(acc[i * NR + r], qb_terms8<F>(isum, dw[r], mw[r], ar, k, b0, n));
     }
   }
 }
@@ -128,7 +140,14 @@ inline void rows(size_t mr, size_t k, const uint8_t* a, size_t a_stride, const u
     }
     group<F, 8, NR>(8, w + b * kQbBlockBytes[F], w_stride, b, mr, k, a, a_stride, acc);
   }
-  if (b < nb) group<F, 0, NR>(nb - b, w + b * kQbBlockBytes[F], w_stride, b, mr, k, a, a_stride, acc);
+  const uint8_t* tail = w + b * kQbBlockBytes[F];
+  if (nb - b == 1) {  // n known: one pair, reduced by sum2
+    group<F, 1, NR>(1, tail, w_stride, b, mr, k, a, a_stride, acc);
+  } else if (nb - b == 2) {
+    group<F, 2, NR>(2, tail, w_stride, b, mr, k, a, a_stride, acc);
+  } else if (b < nb) {
+    group<F, 0, NR>(nb - b, tail, w_stride, b, mr, k, a, a_stride, acc);
+  }
   for (size_t i = 0; i < mr; ++i) {
     for (int r = 0; r < NR; ++r) c[i * c_stride + size_t(r)] = qb_combine8(acc[i * NR + r]);
   }
