@@ -221,6 +221,27 @@ def test_window_attention_bias_add_runs_on_the_backend(tmp_path: Path) -> None:
     assert "Binary" in [k for k, _ in ops]
 
 
+class MiddleBroadcast(nn.Module):
+    """Operands that equal the output on leading and trailing dims and are 1
+    between (rotary angles [1, t, 1, d] over [1, t, heads, d]; [s, 1, d]
+    over [s, h, d]), in mul, add and sub."""
+
+    def forward(self, x: torch.Tensor, c: torch.Tensor, g: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        y = x * c - torch.tanh(x) * c + c * x  # the broadcast operand first too
+        return (y.reshape(2, 15, 32) + g) - b
+
+
+def test_a_broadcast_between_leading_and_trailing_dims_runs_on_the_backend(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    x, c = torch.randn(2, 5, 3, 32), torch.randn(2, 5, 1, 32)
+    g, b = torch.randn(2, 1, 32), torch.randn(1, 15, 32)
+    path = _check(MiddleBroadcast(), (x, c, g, b), tmp_path)
+    m = read_program(str(path))["methods"][0]
+    assert not [i for i in m["instructions"] if i["kind"] == "KernelCall"]  # all of it on the backend
+    (ops,) = _payload_ops(path)
+    assert [k for k, _ in ops].count("Binary") >= 5
+
+
 class BiasAndScale(nn.Module):
     """Broadcasts over the last dims in the graph's layout: a bias [d] over
     [b, s, d], a [s, d] table, a scalar tensor; and arithmetic with numbers."""

@@ -38,6 +38,20 @@ def broadcast_of(out: tuple[int, ...], b: tuple[int, ...], nhwc: bool) -> tuple[
         k = next((i for i, s in enumerate(b) if s != 1), len(b))
         if b[k:] == out[k:]:
             return (math.prod(b), 0)
+        # b equals out on leading and trailing dims, 1 between: [t, 1, d] over
+        # [t, h, d] (rotary angles over the heads): out as [outer, mid,
+        # inner], b as [outer, 1, inner]; out's dims of size 1 fit either
+        dims = [(o, s) for o, s in zip(out, b) if o != 1]
+        if any(s != 1 and s != o for o, s in dims):
+            return None
+        k = len(dims)
+        while k > 0 and dims[k - 1][1] != 1:
+            k -= 1
+        j = k
+        while j > 0 and dims[j - 1][1] == 1:
+            j -= 1
+        if 0 < j < k < len(dims) and all(s != 1 for _, s in dims[:j]):
+            return (math.prod(o for o, _ in dims[k:]), math.prod(o for o, _ in dims[j:]))
     return None
 
 
