@@ -16,8 +16,10 @@ bench/llm_llama_worker.py in .venv-llama):
 Plus the memory-bandwidth bound of decode: the bytes of weights a token
 reads (every matrix of the file once; the token embedding's one row unless
 tied to the output) over this machine's copy bandwidth measured here with
-the same thread counts (the best of 15 copies of 256 MB); and perplexity on bench/data/llm_text.txt, one token
-a step, for both runtimes.
+the same thread counts (5 copies of 256 MB after each round; the best of
+all of them: a single measure moved by half from run to run on this shared
+machine); and perplexity on bench/data/llm_text.txt, one token a step, for
+both runtimes.
 
 Writes bench/results/<date>-llm.{json,md,png}.
 """
@@ -223,6 +225,7 @@ def main() -> None:
     for p in (gguf, tern_file):  # both files in the page cache before the first load
         p.read_bytes()
     runs: dict[str, dict[int, list[dict]]] = {"tern": {t: [] for t in threads}, "llama.cpp": {t: [] for t in threads}}
+    copies: dict[int, list[float]] = {t: [] for t in threads}  # each round's copy bandwidth: the bound takes the best
     for r in range(args.rounds):
         for t in threads:
             order = ["tern", "llama.cpp"] if r % 2 == 0 else ["llama.cpp", "tern"]
@@ -233,13 +236,18 @@ def main() -> None:
                 log(f"round {r + 1}/{args.rounds} {rt:9s} {t}t: prefill {res['prompt_tokens'] / res['prefill_ms'] * 1e3:7.1f} "
                     f"tok/s, decode {1e3 / statistics.median(res['decode_ms']):6.1f} tok/s, first token "
                     f"{res['first_token_ms']:6.1f} ms, peak RSS {res['peak_rss_mb']:.0f} MB")
+            copies[t].append(copy_bandwidth(t, reps=5))
+            log(f"round {r + 1}/{args.rounds} copy      {t}t: {copies[t][-1]:.1f} GB/s")
     # how many of the greedy tokens agree before the first that differs (round 1)
     same = {t: next((i for i, (a, b) in enumerate(zip(runs["tern"][t][0]["tokens"], runs["llama.cpp"][t][0]["tokens"]))
                      if a != b), args.decode) for t in threads}
     per_token = weight_bytes_per_token(gguf)
-    bandwidth = {t: copy_bandwidth(t) for t in threads}
-    log(f"weights read per token {per_token / 1e6:.1f} MB; copy bandwidth "
-        + ", ".join(f"{t}t {bw:.1f} GB/s" for t, bw in bandwidth.items()))
+    # the machine is shared: a copy measured once came out between 23 and 38
+    # GB/s at 2 threads from one run to the next; the best of every round's
+    # is the bound (the least flattering share)
+    bandwidth = {t: max(bw) for t, bw in copies.items()}
+    log(f"weights read per token {per_token / 1e6:.1f} MB; copy bandwidth, the best of {args.rounds} rounds "
+        + ", ".join(f"{t}t {bw:.1f} GB/s (rounds {min(copies[t]):.1f} to {bw:.1f})" for t, bw in bandwidth.items()))
     tokens = tokenizer_agreement(gguf, tern_file)
     log(f"tokenizer: equal ids on {tokens['equal']} of {tokens['strings']} strings")
     text_ids = prompt_ids(gguf, None)[:args.ctx]
@@ -250,6 +258,7 @@ def main() -> None:
         "tern_file_mb": tern_file.stat().st_size / 1e6, "gguf_mb": gguf.stat().st_size / 1e6,
         "settings": vars(args), "weight_bytes_per_token": per_token,
         "copy_bandwidth_gb_s": {str(t): bw for t, bw in bandwidth.items()},
+        "copy_bandwidth_rounds_gb_s": {str(t): bw for t, bw in copies.items()},
         "same_greedy_tokens": {str(t): v for t, v in same.items()}, "tokenizer": tokens,
         "perplexity": {"tern": math.exp(sum(nll_t) / len(nll_t)), "llama.cpp": math.exp(sum(nll_l) / len(nll_l)),
                        "tokens": len(nll_t)},
@@ -285,7 +294,8 @@ def markdown(res: dict) -> str:
             ratio = f"{a[key] / b[key]:.2f}x" if b[key] else "-"
             lines.append(f"| {t} | {label} | {a[key]:.1f} | {b[key]:.1f} | {ratio} |")
     lines += ["", "Decode against the memory-bandwidth bound (weights read per token "
-              f"{res['weight_bytes_per_token'] / 1e6:.1f} MB over the copy bandwidth measured at that thread count):", "",
+              f"{res['weight_bytes_per_token'] / 1e6:.1f} MB over the copy bandwidth at that thread count, the best "
+              "of the copies measured after each round):", "",
               "| threads | copy GB/s | bound tokens/s | Tern | share | llama.cpp | share |", "|---|---|---|---|---|---|---|"]
     for t, bw in res["copy_bandwidth_gb_s"].items():
         bound = bw * 1e9 / res["weight_bytes_per_token"]
