@@ -211,9 +211,11 @@ Error prepare_Attention(Loader& ld, uint32_t oi, const fb::Attention& at, CpuOp*
   // with q, k, v and y within 2^40 elements, attention_packed_floats cannot overflow
   const char* failed = nullptr;
   a.kv_seq_major = at.kv_seq_major();
-  a.kv_rows = at.kv_rows() != 0 ? at.kv_rows() : a.s;  // rows of k and v per (batch, kv head)
+  TERN_CHECK_OK(ld.field(oi, ex, 7, at.kv_rows(), &a.kv_rows));
+  if (a.kv_rows == 0) a.kv_rows = a.s;  // rows of k and v per (batch, kv head)
   TERN_CPU_NEED(failed, a.heads % a.kv_heads == 0);
-  TERN_CPU_NEED(failed, a.kv_rows >= a.s && a.kv_rows <= (int64_t(1) << 24));
+  TERN_CPU_NEED(failed, a.kv_rows >= a.s);
+  TERN_CPU_NEED(failed, a.kv_rows <= (int64_t(1) << 24));
   TERN_CPU_NEED(failed, !a.kv_seq_major || at.kv_rows() == 0);
   TERN_CPU_NEED(failed, q->numel == elements({a.batch, a.heads, a.l, a.e}));
   TERN_CPU_NEED(failed, k->numel == elements({a.batch, a.kv_heads, a.kv_rows, a.e}));

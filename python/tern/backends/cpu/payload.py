@@ -34,7 +34,7 @@ SIZE_FIELDS = {
     "RmsNorm": ("inner",),
     "Softmax": ("inner",),
     "MatMul": ("batch", "m", "k", "n"),
-    "Attention": ("batch", "heads", "kv_heads", "l", "s", "e", "ev"),
+    "Attention": ("batch", "heads", "kv_heads", "l", "s", "e", "ev", "kv_rows"),
     "Concat": ("outer",),
     "Slice": ("outer", "offset"),
 }
