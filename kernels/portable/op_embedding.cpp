@@ -27,8 +27,8 @@ Error embedding_run(RunContext&, EValue* const* args) {
   for (int64_t i = 0; i < indices.numel; ++i) {
     const int64_t r = static_cast<int64_t>(idx[i]);
     if (r < 0 || r >= rows) {
-      TERN_LOG_ERROR("aten::embedding: index %lld at position %lld is out of range [0, %lld)",
-                     (long long)r, (long long)i, (long long)rows);
+      TERN_LOG_ERROR("aten::embedding: index %lld is out of bounds for dimension 0 with size %lld (element %lld "
+                     "of indices)", (long long)r, (long long)rows, (long long)i);
       return Error::ExecutionFailed;
     }
     memmove(dst + i * row_bytes, src + r * row_bytes, row_bytes);

@@ -28,8 +28,9 @@ Error index_select_run(RunContext& ctx, EValue* const* args) {
   const int64_t bad = gather_slices(args[3]->tensor.data, self.data, scalar_type_size(self.dtype),
                                     st.outer, st.n, st.inner, index, /*wrap=*/false);
   if (bad >= 0) {
-    TERN_LOG_ERROR("aten::index_select: index %lld at position %lld is out of range [0, %lld)",
-                   (long long)index_at(index, bad), (long long)bad, (long long)st.n);
+    const int64_t dim = args[1]->i < 0 ? args[1]->i + (self.dim > 0 ? self.dim : 1) : args[1]->i;
+    TERN_LOG_ERROR("aten::index_select: index %lld is out of bounds for dimension %lld with size %lld (element "
+                   "%lld of index)", (long long)index_at(index, bad), (long long)dim, (long long)st.n, (long long)bad);
     return Error::ExecutionFailed;
   }
   return Error::Ok;

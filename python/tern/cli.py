@@ -4,6 +4,7 @@
     tern ops                    # the operators the runtime has kernels for
     tern ops --for a.tern b.tern [--format def]   # the operators (and dtypes) those files use
     tern llm-export model.gguf -o model.tern [--max-context 1024]   # a language model for tern-llm
+    tern explain ExecutionFailed   # what a runtime error code means (a name, a number or a message)
 
 To run and time a file, use `tern-run` (installed beside this command);
 to generate with a language model's file, `tern-llm`. Imports torch only
@@ -199,6 +200,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="prompt tokens one step takes (default 128)")
     p.add_argument("--exact", action="store_true",
                    help="float arithmetic throughout, eager PyTorch's values (slow; for checking)")
+    p = sub.add_parser("explain", help="what a runtime error code means, its usual causes and what to do")
+    p.add_argument("code", nargs="+", help="a name (ExecutionFailed), a number (11), or a whole error message")
     p = sub.add_parser("ops", help="list the operators the runtime has kernels for, or that .tern files use")
     p.add_argument("--for", dest="files", nargs="+", metavar="FILE",
                    help="list the ops these .tern files use, with their dtypes")
@@ -217,6 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         return ops_command(args.files, args.format, args.ops_def)
     if args.command == "llm-export":
         return llm_export_command(args)
+    if args.command == "explain":
+        from tern.error_codes import explain
+
+        try:
+            print(explain(" ".join(args.code)))
+        except ValueError as e:
+            print(f"tern explain: {e}", file=sys.stderr)
+            return 2
+        return 0
     try:
         print(inspect_file(args.file))
     except OSError as e:

@@ -47,6 +47,7 @@ Error Method::execute_instruction(size_t i) {
     TERN_LOG_ERROR("method '%s': instruction %zu does not exist (%zu instructions)", name_, i, num_instructions_);
     return Error::InvalidArgument;
   }
+  clear_last_error();
   if (shapes_ != nullptr && shapes_->dirty) TERN_CHECK_OK(dynamic_shapes->update(*this));
   return run_instruction(i);
 }
@@ -57,9 +58,10 @@ Error Method::run_instruction(size_t i) {
     case Instr::Kind::Kernel: {
       RunContext ctx(in.state, scratch_, scratch_bytes_, threads_, scratch_stride_, pool_);
       Error e = in.run(ctx, in.args);
-      if (e != Error::Ok) {
-        TERN_LOG_ERROR("method '%s' instruction %zu (%s, node %s) failed: %s", name_, i,
-                       instruction_op(i), instruction_node(i), error_name(e));
+      if (e != Error::Ok) {  // with the kernel's own reason (execute() cleared the last one)
+        const char* why = last_error_message();
+        TERN_LOG_ERROR("method '%s' instruction %zu (%s, node %s) failed: %s%s%s", name_, i, instruction_op(i),
+                       instruction_node(i), error_name(e), why[0] ? ": " : "", why);
       }
       return e;
     }
@@ -69,8 +71,9 @@ Error Method::run_instruction(size_t i) {
       if (hook_ != nullptr) ctx.set_steps(steps_);
       Error e = d.backend->execute(ctx, d.handle, d.args);
       if (e != Error::Ok) {
-        TERN_LOG_ERROR("method '%s' instruction %zu (backend %s, delegate %u) failed: %s", name_, i,
-                       in.op_name, in.a, error_name(e));
+        const char* why = last_error_message();
+        TERN_LOG_ERROR("method '%s' instruction %zu (backend %s, delegate %u) failed: %s%s%s", name_, i,
+                       in.op_name, in.a, error_name(e), why[0] ? ": " : "", why);
       }
       return e;
     }
@@ -103,6 +106,7 @@ void Method::reset_state() {
 }
 
 Error Method::execute() {
+  clear_last_error();  // a kernel's reason for failing, if one fails, is then this call's
   if (shapes_ != nullptr && shapes_->dirty) TERN_CHECK_OK(dynamic_shapes->update(*this));
   return hook_ ? run_instructions<true>() : run_instructions<false>();
 }

@@ -126,9 +126,9 @@ int index_plan_tail(const IndexPlan& plan, int64_t* elements) {
 }
 
 void log_bad_index(const char* op, const IndexPlan& plan, const BadIndex& bad) {
-  TERN_LOG_ERROR("%s: index %lld at position %lld of indices[%d] is out of range for size %lld", op,
-                 (long long)bad.value, (long long)bad.position, plan.entry[bad.k],
-                 (long long)plan.limit[bad.k]);
+  TERN_LOG_ERROR("%s: index %lld is out of bounds for dimension %d with size %lld (element %lld of that dim's "
+                 "index tensor)", op, (long long)bad.value, plan.entry[bad.k], (long long)plan.limit[bad.k],
+                 (long long)bad.position);
 }
 
 }  // namespace portable

@@ -57,9 +57,8 @@ Error expect_scatter(PrepareContext& ctx, Span<EValue* const> args, bool has_src
 
 Error fail_scatter_index(const char* op, const Tensor& self, int dim, const Tensor& index,
                          int64_t position) {
-  TERN_LOG_ERROR("%s: index %lld at position %lld is out of range for dim %d of size %lld", op,
-                 (long long)index_at(index, position), (long long)position, dim,
-                 (long long)size_or_one(self, dim));
+  TERN_LOG_ERROR("%s: index %lld is out of bounds for dimension %d with size %lld (element %lld of index)", op,
+                 (long long)index_at(index, position), dim, (long long)size_or_one(self, dim), (long long)position);
   return Error::ExecutionFailed;
 }
 
