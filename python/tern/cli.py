@@ -1,6 +1,7 @@
 """The `tern` command: look inside .tern files and at what the runtime supports.
 
     tern inspect model.tern     # header, inputs, outputs, ops, memory plan, metadata keys
+    tern inspect model.tern --plot memory.png   # ... and a picture of the memory plan
     tern ops                    # the operators the runtime has kernels for
     tern ops --for a.tern b.tern [--format def]   # the operators (and dtypes) those files use
     tern llm-export model.gguf -o model.tern [--max-context 1024]   # a language model for tern-llm
@@ -192,6 +193,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="describe a .tern file")
     p.add_argument("file")
+    p.add_argument("--plot", metavar="OUT.png",
+                   help="also draw the memory plan (tensors as bars over instructions, the lower bound as a line)")
+    p.add_argument("--method", help="the method --plot draws (default: the first)")
     p = sub.add_parser("llm-export", help="export a GGUF language model (Llama family) for tern-llm")
     p.add_argument("gguf")
     p.add_argument("-o", "--output", required=True, help="the .tern file to write")
@@ -231,6 +235,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         print(inspect_file(args.file))
+        if args.plot:
+            from tern.plots import plot_memory
+
+            print(plot_memory(args.file, args.plot, args.method))
+    except (RuntimeError, ValueError) as e:  # no matplotlib; no such method
+        print(f"tern inspect: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"tern inspect: {e}", file=sys.stderr)
         return 1
