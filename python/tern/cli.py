@@ -2,6 +2,7 @@
 
     tern inspect model.tern     # header, inputs, outputs, ops, memory plan, metadata keys
     tern inspect model.tern --plot memory.png   # ... and a picture of the memory plan
+    tern profile model.tern [--input x.npy] [--threads N] [--plot profile.png]   # where a run's time goes
     tern ops                    # the operators the runtime has kernels for
     tern ops --for a.tern b.tern [--format def]   # the operators (and dtypes) those files use
     tern llm-export model.gguf -o model.tern [--max-context 1024]   # a language model for tern-llm
@@ -188,6 +189,47 @@ def ops_command(files: list[str] | None, fmt: str, ops_def: str | None) -> int:
     return 1 if missing else 0
 
 
+def profile_command(args: argparse.Namespace) -> int:
+    """tern profile: tern-run --trace, summed per op kind and per layer."""
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from tern.plots import plot_profile, profile_of_trace
+
+    tool = shutil.which("tern-run", path=str(Path(sys.executable).parent)) or shutil.which("tern-run")
+    if tool is None:
+        print("tern profile: tern-run is not found beside this Python or on PATH (make python installs it)",
+              file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        trace_path = Path(tmp) / "trace.json"
+        cmd = [tool, args.file, *[x for i in args.input for x in ("--input", i)], "--threads", str(args.threads),
+               "--iterations", str(args.iterations), "--warmup", "3", "--trace", str(trace_path)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"tern profile: tern-run failed: {(r.stderr or r.stdout).strip()}", file=sys.stderr)
+            return 1
+        p = profile_of_trace(json.loads(trace_path.read_text()))
+    print(f"{args.file}: {p.run_ms:.3f} ms a run (median of {p.runs}), {args.threads} thread(s)")
+    print("  time per op kind:")
+    for kind, ms in p.kinds[:args.top]:
+        print(f"    {ms:9.3f} ms  {100 * ms / p.run_ms if p.run_ms else 0:5.1f}%  {kind}")
+    print(f"  the {min(args.top, len(p.layers))} slowest layers:")
+    for kind, name, ms in p.layers[:args.top]:
+        print(f"    {ms:9.3f} ms  {name}  [{kind}]")
+    if args.plot:
+        try:
+            plot_profile(p, args.plot, f"{Path(args.file).name}, {args.threads} thread(s)", args.top)
+        except RuntimeError as e:
+            print(f"tern profile: {e}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.plot}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tern", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -204,6 +246,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="prompt tokens one step takes (default 128)")
     p.add_argument("--exact", action="store_true",
                    help="float arithmetic throughout, eager PyTorch's values (slow; for checking)")
+    p = sub.add_parser("profile", help="run a .tern file with tern-run and show where the time goes (--plot: a PNG)")
+    p.add_argument("file")
+    p.add_argument("--input", action="append", default=[], metavar="X.npy", help="an input (default: random ones)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--iterations", type=int, default=20, help="timed runs (default 20; medians over them)")
+    p.add_argument("--top", type=int, default=15, help="how many op kinds and layers to show (default 15)")
+    p.add_argument("--plot", metavar="OUT.png", help="also draw time per op kind and the slowest layers")
     p = sub.add_parser("explain", help="what a runtime error code means, its usual causes and what to do")
     p.add_argument("code", nargs="+", help="a name (ExecutionFailed), a number (11), or a whole error message")
     p = sub.add_parser("ops", help="list the operators the runtime has kernels for, or that .tern files use")
@@ -224,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         return ops_command(args.files, args.format, args.ops_def)
     if args.command == "llm-export":
         return llm_export_command(args)
+    if args.command == "profile":
+        return profile_command(args)
     if args.command == "explain":
         from tern.error_codes import explain
 

@@ -1,6 +1,7 @@
-"""Pictures of a .tern file: its memory plan.
+"""Pictures of a .tern file: its memory plan, and where a run's time goes.
 
     tern inspect model.tern --plot memory.png [--method forward]
+    tern profile model.tern [--input x.npy ...] [--threads N] --plot profile.png
 
 draws, for each arena of the method, every planned tensor as a bar: from
 the instruction that first touches it to the last (x), over the bytes it
@@ -14,6 +15,11 @@ input or state from instruction 0, an output or state to the last, any
 other tensor from its first to its last appearance as an argument (kernel
 arguments and the items of their lists, a delegate's inputs and outputs, a
 move's two ends). Loops and branches are read in the file's order.
+
+tern profile runs the file with tern-run --trace (random inputs unless
+given) and sums the trace per op kind (an ATen op's kernels, a backend's op
+kind: "cpu Conv") and per layer (a kernel's node, a backend step's nodes),
+medians over the runs: a table, and with --plot two bar charts.
 """
 from __future__ import annotations
 
@@ -165,3 +171,89 @@ def plot_memory(path: str, out: str, method_name: str | None = None) -> str:
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return f"wrote {out}: method '{method['name']}', " + "; ".join(said)
+
+
+# ---- a profile: time per op kind and the slowest layers --------------------
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Median milliseconds a run, from a Chrome trace of tern-run --trace."""
+
+    runs: int
+    run_ms: float  # the whole method
+    kinds: list[tuple[str, float]]  # (op kind, ms), slowest first: "aten::convolution", "cpu Conv"
+    layers: list[tuple[str, str, float]]  # (kind, node or step label, ms), slowest first
+
+
+def profile_of_trace(trace: dict[str, Any]) -> Profile:
+    """Aggregates tern-run's trace (tools/chrome_trace.h): kernels ("kernel",
+    named by op, args.node) and the steps of backend calls ("backend step",
+    named "Kind: nodes"); a backend call that reported no steps counts as one
+    layer of its own. Each figure is the median over the runs of its sum in
+    a run."""
+    import statistics
+
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
+    runs = sorted({e.get("args", {}).get("run", 0) for e in events if e.get("cat") == "run"})
+    per_run_kind: dict[str, dict[int, float]] = {}
+    per_run_layer: dict[tuple[str, str], dict[int, float]] = {}
+    run_ms = {e["args"].get("run", 0): e["dur"] / 1e3 for e in events if e.get("cat") == "run"}
+    with_steps = {(e["args"].get("run", 0), e["args"].get("instruction")) for e in events
+                  if e.get("cat") == "backend step"}
+    backend_of = {(e["args"].get("run", 0), e["args"].get("instruction")): e["name"] for e in events
+                  if e.get("cat") == "backend"}
+    for e in events:
+        cat, args = e.get("cat"), e.get("args", {})
+        run = args.get("run", 0)
+        if cat == "kernel":
+            kind, layer = e["name"], args.get("node", e["name"])
+        elif cat == "backend step":
+            kind = f"{backend_of.get((run, args.get('instruction')), 'backend')} {e['name'].split(':')[0]}"
+            layer = e["name"]
+        elif cat == "backend" and (run, args.get("instruction")) not in with_steps:
+            kind, layer = f"{e['name']} (backend call)", args.get("node", e["name"])
+        else:
+            continue
+        ms = e["dur"] / 1e3
+        per_run_kind.setdefault(kind, {}).setdefault(run, 0.0)
+        per_run_kind[kind][run] += ms
+        per_run_layer.setdefault((kind, layer), {}).setdefault(run, 0.0)
+        per_run_layer[(kind, layer)][run] += ms
+
+    def median(by_run: dict[int, float]) -> float:
+        return statistics.median(by_run.get(r, 0.0) for r in runs) if runs else 0.0
+
+    kinds = sorted(((k, median(v)) for k, v in per_run_kind.items()), key=lambda kv: -kv[1])
+    layers = sorted(((k, name, median(v)) for (k, name), v in per_run_layer.items()), key=lambda x: -x[2])
+    return Profile(len(runs), median(run_ms), kinds, layers)
+
+
+def plot_profile(p: Profile, out: str, title: str, top: int = 15) -> None:
+    """Two bar charts: time per op kind, and the `top` slowest layers."""
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise RuntimeError("tern profile --plot needs matplotlib (pip install matplotlib==3.11.2)") from e
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = p.kinds[:top]
+    layers = p.layers[:top]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(14, 0.5 + 0.38 * max(len(kinds), len(layers), 4)))
+    colors = {k: plt.get_cmap("tab20")(i % 20) for i, (k, _) in enumerate(p.kinds)}
+    a.barh([k for k, _ in kinds][::-1], [ms for _, ms in kinds][::-1], color=[colors[k] for k, _ in kinds][::-1])
+    a.set_xlim(0, max([ms for _, ms in kinds] + [1e-6]) * 1.3)  # room for the labels
+    a.set_xlabel("ms a run (median)")
+    a.set_title(f"time per op kind ({p.run_ms:.2f} ms a run, {p.runs} runs)")
+    for y, (_, ms) in enumerate(kinds[::-1]):
+        a.text(ms, y, f" {ms:.3f} ({100 * ms / p.run_ms:.0f}%)" if p.run_ms else f" {ms:.3f}", va="center", fontsize=7)
+    names = [(n if len(n) <= 48 else n[:45] + "...") for _, n, _ in layers]
+    b.barh(names[::-1], [ms for _, _, ms in layers][::-1], color=[colors[k] for k, _, _ in layers][::-1])
+    b.set_xlabel("ms a run (median)")
+    b.set_title(f"the {len(layers)} slowest layers (colored by kind)")
+    b.tick_params(axis="y", labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
