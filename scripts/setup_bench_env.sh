@@ -39,15 +39,21 @@ link() {
   fi
 }
 
-if [ "${1:-}" = "--llm" ]; then
-  hash=$(sha256sum bench/requirements-llm.txt | cut -c1-16)
-  llama="$cache/bench-llama-$hash"
-  if [ ! -f "$llama/.complete" ]; then
-    echo "setup_bench_env: creating $llama (llama-cpp-python: compiles llama.cpp, first time only)"
-    new_venv "$llama"
-    "$llama/bin/python" -m pip install --progress-bar off -r bench/requirements-llm.txt
-    touch "$llama/.complete"
+# own_venv NAME REQUIREMENTS WHAT: $cache/bench-NAME-<hash of REQUIREMENTS>, a
+# venv of its own made once from REQUIREMENTS; prints its path.
+own_venv() {
+  local dir="$cache/bench-$1-$(sha256sum "$2" | cut -c1-16)"
+  if [ ! -f "$dir/.complete" ]; then
+    echo "setup_bench_env: creating $dir ($3)" >&2
+    new_venv "$dir" >&2
+    "$dir/bin/python" -m pip install --progress-bar off -r "$2" >&2
+    touch "$dir/.complete"
   fi
+  echo "$dir"
+}
+
+if [ "${1:-}" = "--llm" ]; then
+  llama=$(own_venv llama bench/requirements-llm.txt "llama-cpp-python: compiles llama.cpp, first time only")
   link .venv-llama "$llama"
   echo "setup_bench_env: .venv-llama -> $llama"
   exit 0
@@ -70,13 +76,6 @@ if [ ! -f "$peers/.complete" ]; then
 fi
 link .venv-bench "$peers"
 
-hash=$(sha256sum bench/requirements-executorch.txt | cut -c1-16)
-et="$cache/bench-executorch-$hash"
-if [ ! -f "$et/.complete" ]; then
-  echo "setup_bench_env: creating $et (torch 2.13.0 + executorch 1.5.1; first time only)"
-  new_venv "$et"
-  "$et/bin/python" -m pip install --progress-bar off -r bench/requirements-executorch.txt
-  touch "$et/.complete"
-fi
+et=$(own_venv executorch bench/requirements-executorch.txt "torch 2.13.0 + executorch 1.5.1; first time only")
 link .venv-executorch "$et"
 echo "setup_bench_env: .venv-bench -> $peers, .venv-executorch -> $et"

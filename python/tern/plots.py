@@ -79,8 +79,7 @@ def memory_spans(method: dict[str, Any]) -> list[Span]:
         first.setdefault(v, last)
         final[v] = last
     for s in method["state"]:
-        for v in (s["value"],):
-            first[v], final[v] = 0, last
+        first[s["value"]], final[s["value"]] = 0, last
     spans = []
     for v, val in enumerate(values):
         if val["kind"] != "Tensor" or val["storage"] != "Planned" or v not in first:

