@@ -3,6 +3,7 @@
 //   tern-run model.tern [--input a.npy ...] [--iterations N] [--warmup N]
 //            [--output out.npy ...] [--method NAME] [--load mmap|file]
 //            [--threads N] [--profile] [--trace out.json] [--seed S] [--verbose]
+//            [--dump-values DIR]
 //
 // Prints the outputs (shape, range, top-5 of classifier-like outputs), the
 // load time, the first run (the first execute after load: its time, its
@@ -21,6 +22,10 @@
 // each role runs, by function name (the cpu backend: "float.igemm_main
 // f32_igemm_ukernel_6x16__avx2"); --trace carries the same in one "delegate"
 // event per delegate.
+// --dump-values DIR runs the method once, right after the load, and writes
+// every value it computes (each kernel's outs, each backend step's result)
+// to DIR as .npy files with an index, DIR/values.tsv (tools/value_dump.h),
+// for `tern debug` to compare with eager PyTorch; nothing is timed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,6 +49,7 @@
 #include "kernels/portable/register.h"
 #include "runtime/core/log.h"
 #include "tools/chrome_trace.h"
+#include "tools/value_dump.h"
 
 namespace {
 
@@ -58,6 +64,7 @@ struct Options {
   bool profile = false;
   bool verbose = false;
   const char* trace = nullptr;
+  const char* dump_values = nullptr;
   bool mmap = true;
   unsigned seed = 0;
 };
@@ -67,7 +74,8 @@ int usage(const char* msg) {
   fprintf(stderr,
           "usage: tern-run MODEL.tern [--input A.npy ...] [--iterations N] [--warmup N]\n"
           "                [--output OUT.npy ...] [--method NAME] [--load mmap|file]\n"
-          "                [--threads N] [--profile] [--trace OUT.json] [--seed S] [--verbose]\n");
+          "                [--threads N] [--profile] [--trace OUT.json] [--seed S] [--verbose]\n"
+          "                [--dump-values DIR]\n");
   return 2;
 }
 
@@ -91,6 +99,7 @@ int parse_args(int argc, char** argv, Options* o) {
     else if (a == "--output") o->outputs.push_back(argv[++i]);
     else if (a == "--method") o->method = argv[++i];
     else if (a == "--trace") o->trace = argv[++i];
+    else if (a == "--dump-values") o->dump_values = argv[++i];
     else if (a == "--iterations") { if (!parse_int(argv[++i], &o->iterations) || o->iterations < 1) return usage("--iterations takes a whole number >= 1"); }
     else if (a == "--warmup") { if (!parse_int(argv[++i], &o->warmup)) return usage("--warmup takes a whole number >= 0"); }
     else if (a == "--threads") { if (!parse_int(argv[++i], &o->threads) || o->threads < 1) return usage("--threads takes a whole number >= 1"); }
@@ -335,6 +344,31 @@ int print_profile(const Options& o, tern::Module& module, tern::Method& method, 
   return 0;
 }
 
+// --dump-values DIR: one run, every value written (tools/value_dump.h), and --output's files.
+int dump_values(const Options& o, tern::Module& module, tern::Method& method, tern::Span<const tern::Tensor> in) {
+  tern::ValueDump dump(method, o.dump_values);
+  dump.attach();
+  auto outs = module.run(o.method, in);
+  dump.detach();
+  const bool written = dump.finish();
+  if (!outs.ok()) {
+    fprintf(stderr, "tern-run: run failed: %s\n", tern::last_error_message());
+    return 1;
+  }
+  if (!written) {
+    fprintf(stderr, "tern-run: %s\n", dump.error().c_str());
+    return 1;
+  }
+  for (size_t i = 0; i < o.outputs.size() && i < outs->size(); ++i) {
+    if (tern::write_npy(o.outputs[i], (*outs)[i]) != tern::Error::Ok) {
+      fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
+      return 1;
+    }
+  }
+  printf("wrote %zu values of one run to %s (index: values.tsv)\n", dump.num_values(), o.dump_values);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -352,6 +386,7 @@ int main(int argc, char** argv) {
   std::vector<tern::Tensor> inputs;
   if (int rc = make_inputs(o, *method, &arrays, &inputs)) return rc;
   tern::Span<const tern::Tensor> in(inputs.data(), inputs.size());
+  if (o.dump_values) return dump_values(o, module, *method, in);
   std::vector<double> times;
   if (int rc = time_runs(o, module, *method, in, &times, &first_ms, &first_faults)) return rc;
 

@@ -126,6 +126,23 @@ Error reshape_cpu_program(PrepareContext& ctx, CpuProgram& p, Span<EValue* const
   return Error::Ok;
 }
 
+namespace {
+
+// For debuggers: the value an op ran to (cpu.fbs Op.out), as a Tensor.
+void report_value(const CpuOp& op, RunContext& ctx) {
+  if (op.out == nullptr) return;
+  const ValueInfo& v = *op.out;
+  Tensor t;
+  t.data = v.data;
+  t.dtype = v.int8 ? ScalarType::Int8 : v.boolean ? ScalarType::Bool : v.uint8 ? ScalarType::UInt8 : ScalarType::Float32;
+  t.dim = v.rank;
+  for (int d = 0; d < v.rank; ++d) t.sizes[d] = v.sizes[d];
+  t.numel = v.numel;
+  ctx.step_value(op.nodes, t, op.out_nhwc);
+}
+
+}  // namespace
+
 void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
   for (size_t i = 0; i < p.num_ops; ++i) {
     const CpuOp& op = p.ops[i];
@@ -133,6 +150,11 @@ void run_cpu_program(const CpuProgram& p, RunContext& ctx) {
     ctx.begin_step(op.label);
     op.run(op, p, ctx);
     ctx.end_step(op.label);
+    if (ctx.wants_values()) {  // a chain's head ran the Convs after it (run nullptr): only the last one's y is whole
+      size_t last = i;
+      while (last + 1 < p.num_ops && p.ops[last + 1].run == nullptr) ++last;
+      report_value(p.ops[last], ctx);
+    }
   }
 }
 

@@ -61,6 +61,7 @@ constexpr size_t kCpuOpKinds = 0
 
 struct CpuOp;
 struct CpuProgram;
+struct ValueInfo;  // loader.h
 // Runs one op, blind: everything it reads was checked by its prepare.
 using CpuRunFn = void (*)(const CpuOp& op, const CpuProgram& p, RunContext& ctx);
 
@@ -78,6 +79,8 @@ struct CpuOp {
                        // nullptr: a Conv its chain's head runs
   const char* nodes;   // the torch.export nodes it covers ("convolution_3+relu_2"), or ""
   const char* label;   // what profiles call it: the nodes, else the op kind
+  const ValueInfo* out;  // for debuggers (cpu.fbs Op.out): the value holding the last of `nodes`, or nullptr
+  bool out_nhwc;         // a 4-d `out` holds its node's [n, c, h, w] as [n, h, w, c]
   void* params;        // its family's parameter struct (backends/cpu/ops/), allocated at load
   bool dynamic;        // reads, writes or is sized by a dynamic size: prepared again when they change
   bool replayable;     // its blocks fit `blocks` (else it cannot be prepared again)

@@ -31,6 +31,16 @@ def load(path, *, mmap=True, threads=None, max_loop_instructions=None):
     return _load(path, mmap=mmap, threads=threads, max_loop_instructions=max_loop_instructions)
 
 
+def debug(model, args, file=None, **options):
+    """Runs a .tern file of `model` (default: exported now) with every value
+    it computes dumped, and compares each with eager PyTorch on `args`: a
+    tern.debugger.DebugReport, whose table() marks the first value whose
+    error jumps and its source line (see tern.debugger)."""
+    from tern.debugger import debug as _debug
+
+    return _debug(model, args, file, **options)
+
+
 def __getattr__(name):
     # tern.TernQuantizer (the PT2E quantizer) imports torch and torchao: only on use.
     if name == "TernQuantizer":
@@ -40,5 +50,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'tern' has no attribute {name!r}")
 
 
-__all__ = ["ExportError", "Partitioner", "Program", "QuantizationReport", "TernQuantizer", "__version__", "export",
-           "load", "quantize"]
+__all__ = ["ExportError", "Partitioner", "Program", "QuantizationReport", "TernQuantizer", "__version__", "debug",
+           "export", "load", "quantize"]

@@ -7,10 +7,11 @@
     tern ops --for a.tern b.tern [--format def]   # the operators (and dtypes) those files use
     tern llm-export model.gguf -o model.tern [--max-context 1024]   # a language model for tern-llm
     tern explain ExecutionFailed   # what a runtime error code means (a name, a number or a message)
+    tern debug model.tern --module mypkg.models:make_model --inputs x.npy   # where it parts from eager
 
 To run and time a file, use `tern-run` (installed beside this command);
 to generate with a language model's file, `tern-llm`. Imports torch only
-for llm-export.
+for llm-export and debug.
 """
 
 from __future__ import annotations
@@ -192,17 +193,17 @@ def ops_command(files: list[str] | None, fmt: str, ops_def: str | None) -> int:
 def profile_command(args: argparse.Namespace) -> int:
     """tern profile: tern-run --trace, summed per op kind and per layer."""
     import json
-    import shutil
     import subprocess
     import tempfile
     from pathlib import Path
 
+    from tern.debugger import tern_run_path
     from tern.plots import plot_profile, profile_of_trace
 
-    tool = shutil.which("tern-run", path=str(Path(sys.executable).parent)) or shutil.which("tern-run")
-    if tool is None:
-        print("tern profile: tern-run is not found beside this Python or on PATH (make python installs it)",
-              file=sys.stderr)
+    try:
+        tool = tern_run_path()
+    except FileNotFoundError as e:
+        print(f"tern profile: {e}", file=sys.stderr)
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         trace_path = Path(tmp) / "trace.json"
@@ -230,6 +231,47 @@ def profile_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_model(spec: str) -> object:
+    """The model of --module "pkg.mod:name": pkg.mod's `name`, called if it
+    is not a torch.nn.Module (a function that makes the model)."""
+    import importlib
+    import os
+
+    import torch
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--module {spec}: expected pkg.module:name (a model or a function that makes one)")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the user's own package, where the command runs
+    obj = getattr(importlib.import_module(module_name), attr, None)
+    if obj is None:
+        raise ValueError(f"--module {spec}: {module_name} has no attribute {attr}")
+    model = obj if isinstance(obj, torch.nn.Module) else obj()
+    if not callable(model):
+        raise ValueError(f"--module {spec}: {attr} made a {type(model).__name__}, not a model")
+    return model
+
+
+def debug_command(args: argparse.Namespace) -> int:
+    """tern debug: the file's every value against eager PyTorch's."""
+    import numpy as np
+    import torch
+
+    from tern.debugger import debug
+
+    try:
+        model = _load_model(args.module)
+        inputs = tuple(torch.from_numpy(np.load(p)) for p in args.inputs)
+        report = debug(model, inputs, args.file, backend=not args.no_backend, threshold=args.threshold,
+                       runner=args.runner, keep=args.keep)
+    except (ValueError, OSError, RuntimeError, ImportError) as e:
+        print(f"tern debug: {e}", file=sys.stderr)
+        return 1
+    print(report.table())
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tern", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -253,6 +295,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=20, help="timed runs (default 20; medians over them)")
     p.add_argument("--top", type=int, default=15, help="how many op kinds and layers to show (default 15)")
     p.add_argument("--plot", metavar="OUT.png", help="also draw time per op kind and the slowest layers")
+    p = sub.add_parser("debug", help="compare every value a .tern file computes with eager PyTorch's, to the "
+                                     "source line where they part")
+    p.add_argument("file")
+    p.add_argument("--module", required=True, metavar="PKG.MOD:NAME",
+                   help="the model the file was exported from: a torch.nn.Module, or a function that makes one "
+                        "(imported from the current directory or sys.path)")
+    p.add_argument("--inputs", nargs="+", required=True, metavar="X.npy", help="the model's inputs, in order")
+    p.add_argument("--no-backend", action="store_true",
+                   help="export the model again with kernels alone and debug that: an error seen with the backend "
+                        "and not without it is the backend's")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="max rel error past which a value is over (default 1e-3; 1e-2 for quantized models)")
+    p.add_argument("--runner", metavar="TERN_RUN", help="the tern-run to run the file with (default: the installed one)")
+    p.add_argument("--keep", metavar="DIR", help="keep the dumped values (tern-run --dump-values) in DIR")
     p = sub.add_parser("explain", help="what a runtime error code means, its usual causes and what to do")
     p.add_argument("code", nargs="+", help="a name (ExecutionFailed), a number (11), or a whole error message")
     p = sub.add_parser("ops", help="list the operators the runtime has kernels for, or that .tern files use")
@@ -275,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         return llm_export_command(args)
     if args.command == "profile":
         return profile_command(args)
+    if args.command == "debug":
+        return debug_command(args)
     if args.command == "explain":
         from tern.error_codes import explain
 

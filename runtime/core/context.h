@@ -135,9 +135,15 @@ class PrepareContext {
 
 // Receives the named steps a backend reports inside one backend call (its
 // fused ops), when a profiler asked for them (Method::set_event_hook).
+// `value`, when set (debuggers: tern-run --dump-values), also receives each
+// step's result right after the step: `t` views the backend's memory (valid
+// until the backend's next step), `name` is the torch.export nodes the step
+// covers (the last of them is the node t holds), and `channels_last` says
+// that a 4-d t holds the node's [n, c, h, w] as [n, h, w, c].
 struct StepSink {
   void (*fn)(void* user, const char* name, bool begin);
   void* user;
+  void (*value)(void* user, const char* name, const Tensor& t, bool channels_last) = nullptr;
 };
 
 // Given to run. Cheap to copy; the executor builds one per instruction.
@@ -178,6 +184,12 @@ class RunContext {
   }
   void end_step(const char* name) const {
     if (steps_ != nullptr) steps_->fn(steps_->user, name, false);
+  }
+  // A step's result, for debuggers (StepSink::value): a no-op unless one
+  // listens; wants_values() says whether one does (skip building t if not).
+  bool wants_values() const { return steps_ != nullptr && steps_->value != nullptr; }
+  void step_value(const char* name, const Tensor& t, bool channels_last) const {
+    if (wants_values()) steps_->value(steps_->user, name, t, channels_last);
   }
   void set_steps(const StepSink* steps) { steps_ = steps; }
   // This context with another state: for a kernel whose run calls another

@@ -1,5 +1,6 @@
 #include "runtime/executor/method.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/core/log.h"
@@ -8,6 +9,25 @@
 #include "schema/tern_generated.h"
 
 namespace tern {
+
+namespace {
+
+// "[1, 3, 224, 224]" into buf (cut short, "...]", when it does not fit).
+const char* sizes_text(const Tensor& t, char* buf, size_t size) {
+  size_t used = static_cast<size_t>(snprintf(buf, size, "["));
+  for (int d = 0; d < t.dim && used < size; ++d) {
+    used += static_cast<size_t>(snprintf(buf + used, size - used, "%s%lld", d ? ", " : "", (long long)t.sizes[d]));
+  }
+  if (used + 2 <= size) {
+    snprintf(buf + used, size - used, "]");
+  } else if (size >= 5) {
+    memcpy(buf + size - 5, "...]", 5);
+  }
+  return buf;
+}
+
+}  // namespace
+
 
 const DynamicShapes* dynamic_shapes = nullptr;
 
@@ -35,8 +55,9 @@ Error Method::set_input(size_t i, const Tensor& src) {
     TERN_CHECK_OK(dynamic_shapes->resize_input(*this, i, src));
   } else if (i < num_inputs_ && !tensor_same_shape(src, values_[inputs_[i]].tensor)) {
     const Tensor& t = values_[inputs_[i]].tensor;
-    TERN_LOG_ERROR("method '%s': input %zu must be %s with %d dims, got %s with %d dims", name_, i,
-                   scalar_type_name(t.dtype), t.dim, scalar_type_name(src.dtype), src.dim);
+    char want[96], got[96];
+    TERN_LOG_ERROR("method '%s': input %zu must be %s%s, got %s%s", name_, i, scalar_type_name(t.dtype),
+                   sizes_text(t, want, sizeof(want)), scalar_type_name(src.dtype), sizes_text(src, got, sizeof(got)));
     return Error::InvalidArgument;
   }
   return set_input(i, src.data, src.nbytes());
@@ -209,6 +230,25 @@ size_t Method::delegate_details(size_t i, char* out, size_t size) const {
   if (i < num_delegates_) return delegates_[i].backend->describe_details(delegates_[i].handle, out, size);
   if (size > 0) out[0] = '\0';
   return 0;
+}
+
+size_t Method::instruction_outputs(size_t i, const Tensor** out, size_t capacity) const {
+  if (i >= num_instructions_) return 0;
+  const Instr& in = instrs_[i];
+  size_t n = 0;
+  auto add = [&](const EValue& v) {
+    if (v.tag != Tag::Tensor) return;
+    if (n < capacity) out[n] = &v.tensor;
+    ++n;
+  };
+  if (in.kind == Instr::Kind::Kernel) {
+    const auto* args = fb_->instructions()->Get(static_cast<uint32_t>(i))->kind_as_KernelCall()->args();
+    const uint32_t nargs = args ? args->size() : 0;
+    for (uint32_t j = nargs - in.kernel->num_outputs; j < nargs; ++j) add(*in.args[j]);  // outs last (check_outs)
+  } else if (in.kind == Instr::Kind::Move) {
+    add(values_[in.b]);
+  }
+  return n;
 }
 
 const char* Method::instruction_node(size_t i) const {

@@ -122,6 +122,12 @@ class Method {
   InstructionKind instruction_kind(size_t i) const;
   // The torch.export node of instruction i, or "".
   const char* instruction_node(size_t i) const;
+  // For debuggers (tern-run --dump-values): the tensors instruction i writes
+  // (a kernel's outs, a move's destination; none for a backend call, whose
+  // steps report theirs: StepSink::value). Writes up to `capacity` of them
+  // to out and returns how many there are; they hold the values until
+  // memory planned for later instructions is written.
+  size_t instruction_outputs(size_t i, const Tensor** out, size_t capacity) const;
 
   // The delegates (format 1.1) this method initialized, in the file's
   // order: each one's backend ("cpu") and what that backend says it chose

@@ -40,6 +40,13 @@ inline AlignedBytes cpu_payload_op_value_out_of_range() {
   return cpu_file(cpu_payload(spec));
 }
 
+// The Copy op's `out` (the value a debugger reads after it ran) is value 2 of 2.
+inline AlignedBytes cpu_payload_op_out_out_of_range() {
+  CpuPayloadSpec spec;
+  spec.op_out = 2;
+  return cpu_file(cpu_payload(spec));
+}
+
 inline AlignedBytes cpu_payload_input_index_out_of_range() {
   CpuPayloadSpec spec;
   spec.input_index = 3;

@@ -519,6 +519,7 @@ inline const std::vector<Recipe>& recipes() {
       {"cpu_payload_wrong_version.tern", cpu_payload_wrong_version},
       {"cpu_payload_flatbuffer_overruns.tern", cpu_payload_flatbuffer_overruns},
       {"cpu_payload_op_value_out_of_range.tern", cpu_payload_op_value_out_of_range},
+      {"cpu_payload_op_out_out_of_range.tern", cpu_payload_op_out_out_of_range},
       {"cpu_payload_input_index_out_of_range.tern", cpu_payload_input_index_out_of_range},
       {"cpu_payload_zero_dim_then_huge.tern", cpu_payload_zero_dim_then_huge},
       {"cpu_payload_output_is_delegate_input.tern", cpu_payload_output_is_delegate_input},

@@ -60,6 +60,7 @@ struct CpuPayloadSpec {
   uint32_t input_index = 0;  // value 0's index among the delegate's inputs
   uint32_t copy_from = 0;    // the Copy op's x
   uint64_t declared_size = 0;  // the header's flatbuffer size; 0: the real one
+  int32_t op_out = -1;         // the Copy op's `out` (for debuggers: the value it ran to)
 };
 
 inline std::vector<uint8_t> cpu_payload(const CpuPayloadSpec& spec = {}) {
@@ -69,7 +70,7 @@ inline std::vector<uint8_t> cpu_payload(const CpuPayloadSpec& spec = {}) {
       cpufb::CreateValueDirect(b, &spec.sizes, cpufb::Storage::Input, spec.input_index, 0),
       cpufb::CreateValueDirect(b, &sizes, cpufb::Storage::Output, 0, 0)};
   const auto copy = cpufb::CreateCopy(b, spec.copy_from, 1);
-  std::vector<flatbuffers::Offset<cpufb::Op>> ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, copy.Union(), "copy")};
+  std::vector<flatbuffers::Offset<cpufb::Op>> ops = {cpufb::CreateOpDirect(b, cpufb::OpKind::Copy, copy.Union(), "copy", spec.op_out)};
   b.Finish(cpufb::CreateProgramDirect(b, &values, &ops, /*num_inputs=*/1, /*num_outputs=*/1, /*workspace_bytes=*/0));
   std::vector<uint8_t> p(16 + b.GetSize());
   memcpy(p.data(), "TCPU", 4);

@@ -124,9 +124,25 @@ class Compiler:
                 outs = node.args[0] if isinstance(node.args[0], (tuple, list)) else [node.args[0]]
                 for out in outs:
                     self._output(out)
+        self._mark_outs()
         mark_row_chains(self.p, self.options)
         self._plan()
         return self.p
+
+    def _mark_outs(self) -> None:
+        """Op.out, for debuggers (tern-run --dump-values): on the last op that
+        names a node last, that node's value, if the op writes it (or a view
+        of its buffer); earlier ops naming it may hold a part of it only."""
+        seen = set()
+        for op in reversed(self.p.ops):
+            if op.last is None or op.last in seen or op.last not in self.env:
+                continue
+            seen.add(op.last)
+            v, layout_ = self.env[op.last]
+            val = self.p.values[v]
+            written = {(self.p.values[w].storage, self.p.values[w].buffer, self.p.values[w].index) for w in op.writes}
+            if v in op.writes or (val.storage, val.buffer, val.index) in written:
+                op.out, op.out_nhwc = v, layout_ == NHWC and len(val.sizes) == 4
 
     def _call(self, node: Any) -> None:
         if quantized_ops.lower(self, node):
@@ -186,7 +202,8 @@ class Compiler:
 
     def op(self, kind: str, fields: dict[str, Any], nodes: list[Any], reads: list[int], writes: list[int],
            decisions: dict[str, Any] | None = None) -> None:
-        self.p.ops.append(Op(kind, fields, "+".join(n.name for n in nodes), reads, writes, dict(decisions or {})))
+        self.p.ops.append(Op(kind, fields, "+".join(n.name for n in nodes), reads, writes, dict(decisions or {}),
+                             last=nodes[-1] if nodes else None))
 
     # layouts
 

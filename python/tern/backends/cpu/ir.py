@@ -48,6 +48,11 @@ class Op:
     # what fusion passes decided for it (fusion.py): {"activation": node name, ...};
     # for readers and tests, not serialized
     decisions: dict[str, Any] = field(default_factory=dict)
+    last: Any = None  # the last of its nodes (not serialized)
+    # for debuggers (cpu.fbs Op.out): the value holding `last` once the op
+    # ran, or -1, and whether a 4-d one holds it as NHWC (Compiler.mark_outs)
+    out: int = -1
+    out_nhwc: bool = False
 
 
 EPILOGUE = "tern_cpu_epilogue"  # node.meta key of a head node: its Epilogue

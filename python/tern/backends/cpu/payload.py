@@ -76,6 +76,9 @@ def serialize(p: Program) -> bytes:
         FbOp.AddKindType(b, kind)
         FbOp.AddKind(b, table)
         FbOp.AddNodes(b, nodes)
+        if op.out >= 0:  # for debuggers; readers that predate it ignore it
+            FbOp.AddOut(b, op.out)
+            FbOp.AddOutNhwc(b, op.out_nhwc)
         ops.append(FbOp.End(b))
     values_vec, ops_vec = offsets_vector(b, values), offsets_vector(b, ops)
     symbols_vec, exprs_vec = dyn.tables(b, p) if dyn.table is not None and dyn.table.exprs else (None, None)
