@@ -68,13 +68,12 @@ void ValueDump::on_instruction(void* user, size_t instruction, bool begin) {
   ValueDump& d = *static_cast<ValueDump*>(user);
   d.instruction_ = instruction;
   if (begin) return;
-  const InstructionKind kind = d.method_.instruction_kind(instruction);
-  if (kind != InstructionKind::Kernel && kind != InstructionKind::Move) return;  // a backend call's steps came before
+  // a backend call's steps came before; a move copies a value dumped already
+  if (d.method_.instruction_kind(instruction) != InstructionKind::Kernel) return;
   const Tensor* outs[8];
   const size_t n = d.method_.instruction_outputs(instruction, outs, 8);
   for (size_t j = 0; j < n && j < 8; ++j) {
-    d.write(kind == InstructionKind::Kernel ? "kernel" : "move", d.method_.instruction_op(instruction),
-            d.method_.instruction_node(instruction), *outs[j], false);
+    d.write("kernel", d.method_.instruction_op(instruction), d.method_.instruction_node(instruction), *outs[j], false);
   }
 }
 

@@ -12,8 +12,8 @@
 // DIR/values.tsv lists them in the order they were computed, one a line
 // after a header line, tab-separated:
 //   seq  instruction  kind  op  nodes  layout  dtype  shape  file
-// kind: "kernel" (a kernel call's out), "move" (a move's destination) or
-// "step" (a step inside a backend call: one fused op of the cpu backend); op:
+// kind: "kernel" (a kernel call's out) or "step" (a step inside a backend
+// call: one fused op of the cpu backend; moves copy values dumped already); op:
 // the ATen op or the backend's name; nodes: the torch.export nodes, '+'
 // between those a step covers (the last is the node the value is of);
 // layout: "nhwc" for a 4-d value a backend holds as [n, h, w, c] of the

@@ -73,7 +73,7 @@ class Dumped:
 
     seq: int
     instruction: int
-    kind: str  # "kernel", "move" or "step"
+    kind: str  # "kernel" or "step"
     op: str  # the ATen op, or the backend's name for a step
     nodes: tuple[str, ...]  # a step's nodes; the last is the node the value is of
     nhwc: bool
@@ -128,7 +128,7 @@ class DebugReport:
     rows: list[Row]
     threshold: float
     quantized: bool
-    backend: bool
+    backend: bool  # the file has backend calls
     outputs_max_rel: list[float] = field(default_factory=list)  # the file's outputs vs the eager module's
     sources: dict[str, str] = field(default_factory=dict)  # node -> its source line
 
@@ -164,7 +164,7 @@ class DebugReport:
         kind = "quantized (PT2E reference)" if self.quantized else "float"
         parts = [f"{self.file}: {len(self.rows)} values dumped, {compared} compared with eager PyTorch "
                  f"({kind}; threshold: max rel {self.threshold:g}{', int values 1 step' if self.quantized else ''}; "
-                 f"{'backend on' if self.backend else 'kernels only'})"]
+                 f"{'with backend calls' if self.backend else 'kernels only'})"]
         if self.outputs_max_rel:
             parts.append("outputs vs the eager module: max rel " + ", ".join(f"{e:.2e}" for e in self.outputs_max_rel))
         first = self.first_jump
@@ -214,7 +214,8 @@ def errors(got: np.ndarray, ref: np.ndarray) -> tuple[float, float, float]:
 
 def reference_values(model: Any, args: tuple[Any, ...], dynamic_shapes: Any = None) -> tuple[Any, dict[str, Any]]:
     """(graph, {node name: eager value}): the model lowered as tern.export
-    lowers it, run on args in eager PyTorch."""
+    lowers it, run on args in eager PyTorch (its state, the buffers forward
+    mutates, at their values now: as a file's first run after load)."""
     import torch
 
     import tern.ops as _ops
@@ -230,9 +231,12 @@ def reference_values(model: Any, args: tuple[Any, ...], dynamic_shapes: Any = No
                 values[n.name] = out
             return out
 
-    flat = [a for a in torch.utils._pytree.tree_leaves(args)]
+    from tern.graph import state_buffers
+
+    flat = list(torch.utils._pytree.tree_leaves(args))
+    state = [s.initial.clone() for s in state_buffers(gm)]  # the buffers a forward mutates, as the file starts them
     with torch.no_grad():
-        Keep(gm).run(*flat)
+        Keep(gm).run(*flat, *state)
     return gm, values
 
 
@@ -406,8 +410,9 @@ def debug(model: Any, args: tuple[Any, ...], file: str | os.PathLike | None = No
         directory = Path(keep) if keep is not None else Path(tmp) / "values"
         outs = dump_values(file, args, directory, runner, env)
         dumped = read_dump(directory)
+        on_backend = bool(tern.load(str(file), threads=1).backends())
         report = compare(gm, values, dumped, threshold,
-                         str(file) if backend else "the model exported again with kernels alone", backend)
+                         str(file) if backend else "the model exported again with kernels alone", on_backend)
         with torch.no_grad():
             eager = torch.utils._pytree.tree_leaves(model(*args))
         for o, e in zip(outs, eager):
