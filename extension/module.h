@@ -39,6 +39,7 @@
 #include <optional>
 
 #include "extension/data_loaders.h"
+#include "extension/self_test.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
 
@@ -98,6 +99,22 @@ class Module {
   // outputs. The returned tensors point into planned memory.
   Result<Span<const Tensor>> run(const char* name, Span<const Tensor> inputs);
   Result<Span<const Tensor>> forward(Span<const Tensor> inputs) { return run("forward", inputs); }
+
+  // Runs the file's bundled self-tests (tern.export(..., bundle=[...]);
+  // extension/self_test.h has the rule) on this device: for each test, its
+  // method's state is reset (reset_state()), the inputs set, the method run
+  // and every output compared with its expected value; then the state is
+  // reset again, so state the application built up is lost. `report` (if
+  // any) gets one SelfTestRecord per expected output, pass or fail.
+  // Returns Ok when every output passed; SelfTestFailed when an output
+  // differs beyond its tolerance; a test's own error when it could not run
+  // (NotFound: the method it names is not in the file; InvalidArgument:
+  // inputs or outputs that do not fit the method; ExecutionFailed ...);
+  // NotFound when the file bundles no tests. On failure one log line names
+  // the first failed output with its error, worst element and tolerance.
+  // Loads the methods the tests name (as method() does); otherwise
+  // allocates nothing.
+  Error self_test(SelfTestReport report = nullptr, void* context = nullptr);
 
  private:
   struct LoadedMethod;

@@ -4,6 +4,7 @@
 //            [--output out.npy ...] [--method NAME] [--load mmap|file]
 //            [--threads N] [--profile] [--trace out.json] [--seed S] [--verbose]
 //            [--dump-values DIR]
+//   tern-run model.tern --self-test [--threads N] [--load mmap|file]
 //
 // Prints the outputs (shape, range, top-5 of classifier-like outputs), the
 // load time, the first run (the first execute after load: its time, its
@@ -26,6 +27,11 @@
 // every value it computes (each kernel's outs, each backend step's result)
 // to DIR as .npy files with an index, DIR/values.tsv (tools/value_dump.h),
 // for `tern debug` to compare with eager PyTorch; nothing is timed.
+// --self-test runs the tests bundled in the file (tern.export(...,
+// bundle=[...])) instead: one row per expected output (test, method, output,
+// dtype and shape, max abs and rel error, tolerance, PASS or FAIL, and why a
+// failure failed), then a summary. Exit status 0 when every output passed,
+// 1 when one failed, 2 when the file has no bundled tests or does not load.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -63,6 +69,7 @@ struct Options {
   int threads = 0;  // 0: physical cores
   bool profile = false;
   bool verbose = false;
+  bool self_test = false;
   const char* trace = nullptr;
   const char* dump_values = nullptr;
   bool mmap = true;
@@ -75,7 +82,8 @@ int usage(const char* msg) {
           "usage: tern-run MODEL.tern [--input A.npy ...] [--iterations N] [--warmup N]\n"
           "                [--output OUT.npy ...] [--method NAME] [--load mmap|file]\n"
           "                [--threads N] [--profile] [--trace OUT.json] [--seed S] [--verbose]\n"
-          "                [--dump-values DIR]\n");
+          "                [--dump-values DIR]\n"
+          "       tern-run MODEL.tern --self-test [--threads N] [--load mmap|file]\n");
   return 2;
 }
 
@@ -94,6 +102,7 @@ int parse_args(int argc, char** argv, Options* o) {
     if (a == "--help" || a == "-h") return usage(nullptr) - 1;
     if (a == "--profile") { o->profile = true; continue; }
     if (a == "--verbose") { o->verbose = true; continue; }
+    if (a == "--self-test") { o->self_test = true; continue; }
     if (a[0] == '-' && !has_value) return usage(("missing value after " + a).c_str());
     if (a == "--input") o->inputs.push_back(argv[++i]);
     else if (a == "--output") o->outputs.push_back(argv[++i]);
@@ -369,11 +378,65 @@ int dump_values(const Options& o, tern::Module& module, tern::Method& method, te
   return 0;
 }
 
+void print_self_test_row(const tern::SelfTestRecord& r, void* failures) {
+  const tern::TensorInfo& e = r.expected.info;
+  std::string shape = std::string(tern::scalar_type_name(e.dtype)) + " [";
+  for (int d = 0; d < e.dim(); ++d) shape += (d ? ", " : "") + std::to_string(e.sizes[d]);
+  shape += "]";
+  char tol[64];
+  snprintf(tol, sizeof(tol), "%.3g+%.3g*|e|", r.atol, r.rtol);
+  if (r.error != tern::Error::Ok) {
+    printf("%4zu  %-12s %6zu  %-22s %12s %12s  %-20s FAIL\n", r.test, r.method, r.output, shape.c_str(), "-", "-", tol);
+  } else {
+    printf("%4zu  %-12s %6zu  %-22s %12.4g %12.4g  %-20s %s\n", r.test, r.method, r.output, shape.c_str(),
+           r.comparison.max_abs_error, r.comparison.max_rel_error, tol, r.passed ? "PASS" : "FAIL");
+  }
+  if (!r.passed) {
+    printf("      %s\n", r.message);
+    ++*static_cast<size_t*>(failures);
+  }
+}
+
+// --self-test: the file's bundled tests, a row per output; the exit status.
+int run_self_tests(const Options& o) {
+  if (tern::register_portable_kernels() != tern::Error::Ok || tern::register_cpu_backend() != tern::Error::Ok) {
+    fprintf(stderr, "tern-run: %s\n", tern::last_error_message());
+    return 2;
+  }
+  tern::Module module;
+  const tern::Module::Options options{o.mmap ? tern::Module::LoadMode::Mmap : tern::Module::LoadMode::File, o.threads};
+  tern::set_log_level(tern::LogLevel::Fatal);  // refusals and failures are printed here, once
+  if (module.load(o.model, options) != tern::Error::Ok) {
+    fprintf(stderr, "tern-run: cannot load %s: %s\n", o.model, tern::last_error_message());
+    return 2;
+  }
+  const size_t tests = module.program().num_self_tests();
+  if (tests == 0) {
+    fprintf(stderr, "tern-run: %s has no bundled self-tests (export it with tern.export(..., bundle=[...]))\n",
+            o.model);
+    return 2;
+  }
+  printf("model: %s (%s): %zu bundled self-test%s\n", o.model, module.program().producer(), tests,
+         tests == 1 ? "" : "s");
+  printf("%4s  %-12s %6s  %-22s %12s %12s  %-20s %s\n", "test", "method", "output", "dtype [shape]", "max abs err",
+         "max rel err", "tolerance", "result");
+  size_t failures = 0, outputs = 0;
+  for (size_t i = 0; i < tests; ++i) outputs += module.program().self_test(i).num_expected();
+  const tern::Error e = module.self_test(print_self_test_row, &failures);
+  if (e == tern::Error::Ok) {
+    printf("self-test: PASS, all %zu outputs of %zu test%s within tolerance\n", outputs, tests, tests == 1 ? "" : "s");
+    return 0;
+  }
+  printf("self-test: FAIL, %zu of %zu outputs (%s)\n", failures, outputs, tern::error_name(e));
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   if (int rc = parse_args(argc, argv, &o)) return rc < 0 ? 0 : rc;
+  if (o.self_test) return run_self_tests(o);
   tern::Module module;
   double load_ms = 0, first_ms = 0;
   std::string load_faults, first_faults;

@@ -80,6 +80,58 @@ Spec spec_of(const tern::TensorInfo& t, const tern::MethodMeta* meta = nullptr, 
   return {tern::scalar_type_name(t.dtype), std::vector<int64_t>(t.sizes.begin(), t.sizes.end()), dims};
 }
 
+// One SelfTestRecord (runtime.py: SelfTestResult, in this order): test,
+// method, output, passed, error name, max abs error, max rel error, worst
+// element's index, got and expected values, rtol, atol, dtype, shape, message.
+using SelfTestTuple = std::tuple<size_t, std::string, size_t, bool, std::string, double, double, int64_t, double,
+                                 double, double, double, std::string, std::vector<int64_t>, std::string>;
+
+// Runs module's bundled self-tests (Module::self_test) into tuples. Raises
+// ValueError when there are none or a test could not report (no records).
+std::vector<SelfTestTuple> run_self_tests(tern::Module& module) {
+  struct Out {
+    std::vector<SelfTestTuple> records;
+    bool out_of_memory = false;
+  } out;
+  // Module is built without exceptions: none may unwind through it.
+  auto add = [](const tern::SelfTestRecord& r, void* context) {
+    Out& o = *static_cast<Out*>(context);
+    try {
+      const tern::OutputComparison& c = r.comparison;
+      o.records.emplace_back(r.test, r.method, r.output, r.passed, tern::error_name(r.error), c.max_abs_error,
+                             c.max_rel_error, c.worst_index, c.worst_got, c.worst_expected, r.rtol, r.atol,
+                             tern::scalar_type_name(r.expected.info.dtype),
+                             std::vector<int64_t>(r.expected.info.sizes.begin(), r.expected.info.sizes.end()),
+                             r.message);
+    } catch (...) {
+      o.out_of_memory = true;
+    }
+  };
+  tern::clear_last_error();
+  tern::Error e;
+  {
+    nb::gil_scoped_release release;
+    e = module.self_test(add, &out);
+  }
+  if (out.out_of_memory) throw std::bad_alloc();
+  if (e != tern::Error::Ok && out.records.empty()) raise(e, "self-test");
+  return out.records;
+}
+
+// A 64-byte aligned copy of `data` (Module::load_buffer needs the alignment).
+class AlignedCopy {
+ public:
+  explicit AlignedCopy(const nb::bytes& data)
+      : p_(static_cast<uint8_t*>(aligned_alloc(64, (data.size() + 63) / 64 * 64 + 64)), free) {
+    if (p_ == nullptr) throw std::bad_alloc();
+    memcpy(p_.get(), data.c_str(), data.size());
+  }
+  uint8_t* get() const { return p_.get(); }
+
+ private:
+  std::unique_ptr<uint8_t, void (*)(void*)> p_;
+};
+
 class PyModule {
  public:
   PyModule(const std::string& path, bool mmap, int threads, uint64_t max_loop_instructions) {
@@ -173,6 +225,8 @@ class PyModule {
   }
 
   void reset_state(const std::string& name) { method(name).reset_state(); }
+
+  std::vector<SelfTestTuple> self_test() { return run_self_tests(module_); }
 
   // inputs: C-contiguous arrays whose dtype and shape runtime.py has checked;
   // set_input checks the byte count again. Outputs are copied into new arrays
@@ -387,6 +441,7 @@ NB_MODULE(_runtime, m) {
       .def("metadata", &PyModule::metadata)
       .def("state", &PyModule::state, nb::arg("method"))
       .def("reset_state", &PyModule::reset_state, nb::arg("method"))
+      .def("self_test", &PyModule::self_test)
       .def("run", &PyModule::run, nb::arg("method"), nb::arg("inputs"));
   nb::class_<PyGenerator>(m, "Generator")
       .def(nb::init<const std::string&, int>(), nb::arg("path"), nb::arg("threads") = 0)
@@ -410,19 +465,23 @@ NB_MODULE(_runtime, m) {
     // what tern.load would do with these bytes (verify, then load every
     // method: each kernel's and backend's own checks), on one thread
     tern::clear_last_error();
-    const size_t n = data.size();
-    std::unique_ptr<uint8_t, void (*)(void*)> copy(static_cast<uint8_t*>(aligned_alloc(64, (n + 63) / 64 * 64 + 64)),
-                                                    free);
-    if (copy == nullptr) throw std::bad_alloc();
-    memcpy(copy.get(), data.c_str(), n);
+    AlignedCopy copy(data);
     tern::Module module;
-    tern::Error e = module.load_buffer(copy.get(), n, {tern::Module::LoadMode::Mmap, 1});
+    tern::Error e = module.load_buffer(copy.get(), data.size(), {tern::Module::LoadMode::Mmap, 1});
     if (e != tern::Error::Ok) raise(e, "refused");
     for (size_t i = 0; i < module.program().num_methods(); ++i) {
       const char* name = module.program().method_name(i);
       if (module.method(name) == nullptr) raise(tern::Error::InvalidProgram, std::string("refused: method ") + name);
     }
   }, nb::arg("data"), "Raises ValueError with the runtime's reason if it would refuse to load these bytes.");
+  m.def("self_test_program", [](nb::bytes data) {
+    tern::clear_last_error();
+    AlignedCopy copy(data);
+    tern::Module module;
+    tern::Error e = module.load_buffer(copy.get(), data.size(), {tern::Module::LoadMode::Mmap, 0});
+    if (e != tern::Error::Ok) raise(e, "refused");
+    return run_self_tests(module);
+  }, nb::arg("data"), "The bundled self-tests of these bytes, run (as tern.load(path).self_test()).");
   m.def("registered_ops", &registered_ops, "Names of the operators this runtime has kernels for.");
   m.def("registered_op_dtypes", &registered_op_dtypes,
         "(op, dtype names of its first tensor argument; empty: any) for every registered kernel.");

@@ -7,6 +7,9 @@
     qmodel = tern.quantize(model, (example_input,), calibration=[(x1,), (x2,)], scheme="int8")
     tern.export(qmodel, (example_input,)).save("model_int8.tern")
 
+    # with a self-test the device can run: tern-run model.tern --self-test
+    tern.export(model, (example_input,), bundle=[(example_input,)]).save("model.tern")
+
 Importing this package does not import torch; `tern.export` imports it when
 called. The runtime (`tern.load`) comes from the compiled bindings.
 
@@ -19,6 +22,7 @@ from tern.errors import ExportError
 from tern.export import export
 from tern.program import Program
 from tern.quantize import QuantizationReport, quantize
+from tern.self_test import SelfTest
 from tern.version import __version__
 
 
@@ -50,5 +54,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'tern' has no attribute {name!r}")
 
 
-__all__ = ["ExportError", "Partitioner", "Program", "QuantizationReport", "TernQuantizer", "__version__", "debug",
-           "export", "load", "quantize"]
+__all__ = ["ExportError", "Partitioner", "Program", "QuantizationReport", "SelfTest", "TernQuantizer", "__version__",
+           "debug", "export", "load", "quantize"]

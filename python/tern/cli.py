@@ -1,6 +1,6 @@
 """The `tern` command: look inside .tern files and at what the runtime supports.
 
-    tern inspect model.tern     # header, inputs, outputs, ops, memory plan, metadata keys
+    tern inspect model.tern     # header, inputs, outputs, ops, memory plan, metadata keys, self-tests
     tern inspect model.tern --plot memory.png   # ... and a picture of the memory plan
     tern profile model.tern [--input x.npy] [--threads N] [--plot profile.png]   # where a run's time goes
     tern ops                    # the operators the runtime has kernels for
@@ -20,6 +20,7 @@ import argparse
 import collections
 import signal
 import sys
+from typing import Any
 
 from tern import op_usage
 
@@ -60,7 +61,22 @@ def inspect_file(path: str) -> str:
         width = min(40, max(len(k) for k, _ in info["metadata"]))  # a long key takes its own width
         lines += [f"    {k:<{width}}  {len(v):>12,} bytes" for k, v in info["metadata"]]
         lines += _language_model(dict(info["metadata"]))
+    lines += _self_tests(info["self_tests"])
     return "\n".join(lines)
+
+
+def _self_tests(tests: list[dict[str, Any]]) -> list[str]:
+    """The bundled self-tests (tern.export(..., bundle=...)): one line per
+    test, one per expected output with its tolerance."""
+    if not tests:
+        return []
+    lines = [f"  self-tests: {len(tests)} bundled (run them: tern-run FILE --self-test)"]
+    for i, t in enumerate(tests):
+        ins = ", ".join(f"{x['dtype']}{list(x['shape'])}" for x in t["inputs"])
+        lines.append(f"    test {i}: {t['method']}({ins})")
+        lines += [f"      output {k}: {e['dtype']}{list(e['shape'])}, rtol {e['rtol']:.3g}, atol {e['atol']:.3g}"
+                  for k, e in enumerate(t["expected"])]
+    return lines
 
 
 def _language_model(meta: dict[str, bytes]) -> list[str]:

@@ -72,6 +72,12 @@ CODES = [ErrorCode(i, *row) for i, row in enumerate([
      "a backend payload of a newer version, a dtype or format feature compiled out, a platform without "
      "threads asked for several",
      "update the runtime, or export without the feature (the message names it)"),
+    ("SelfTestFailed", "an output of a bundled self-test differs from the expected one beyond its tolerance",
+     "expected outputs changed after export (their bytes edited and the checksum recomputed), a kernel or "
+     "backend that computes wrong results on this device, a runtime built with other kernels than the one "
+     "the file was checked with",
+     "the message (tern-run MODEL --self-test prints every output) names the output, its error and "
+     "tolerance; do not use the model; re-export, or report it with the message"),
 ])]
 BY_NAME = {c.name.lower(): c for c in CODES}
 

@@ -39,6 +39,7 @@ def export(
     supported_ops: Iterable[str] | None = None,
     partitioners: Sequence["Partitioner"] | None = None,
     metadata: Mapping[str, bytes] | None = None,
+    bundle: Sequence[Any] | None = None,
 ) -> Program:
     """Exports `module` called on `args` (example inputs) to a Program.
 
@@ -67,24 +68,38 @@ def export(
     ValueError for one the format does not take. The nodes a backend left to
     the portable kernels, and why, are stored too (REFUSALS_KEY, where
     there are any): `tern inspect` lists them.
+    `bundle` ([(inputs...), tern.SelfTest(inputs, expected, rtol, atol), ...])
+    stores self-tests in the file: the inputs, the outputs eager gives for
+    them (or those given) and a tolerance per output (tern.self_test), which
+    tern-run --self-test, tern.load(path).self_test() and
+    Module::self_test() run on the device. They run once here, after
+    export: ValueError naming the output, its error and tolerance if one
+    fails on this machine.
     """
     import tern.ops as _ops
     from tern.program import check_metadata
+    from tern.self_test import bundled_tests
 
     check_metadata(metadata or {})  # before the slow part: a bad key fails at once
+    args = args if isinstance(args, tuple) else (args,)
+    # before export, from the module's buffers as they are (torch.export does not change them)
+    with _eval_mode(module):
+        tests = bundled_tests(module, bundle) if bundle else ()
     supported = frozenset(supported_ops if supported_ops is not None else _ops.supported_ops())
     if partitioners is None:
         from tern.backends.cpu import CpuPartitioner
 
         partitioners = [CpuPartitioner()]
-    gm = lower_to_graph(module, args if isinstance(args, tuple) else (args,), supported, dynamic_shapes)
-    return program_of_graph(gm, supported, partitioners, metadata, default_ops=supported_ops is None)
+    gm = lower_to_graph(module, args, supported, dynamic_shapes)
+    return program_of_graph(gm, supported, partitioners, metadata, default_ops=supported_ops is None, self_tests=tests)
 
 
 def program_of_graph(gm: "torch.fx.GraphModule", supported: frozenset[str], partitioners: Sequence["Partitioner"],
-                     metadata: Mapping[str, bytes] | None = None, default_ops: bool = True) -> Program:
+                     metadata: Mapping[str, bytes] | None = None, default_ops: bool = True,
+                     self_tests: Sequence[Any] = ()) -> Program:
     """export()'s second half: the Program of lower_to_graph's graph, its
-    subgraphs delegated to `partitioners`, checked and with `metadata`.
+    subgraphs delegated to `partitioners`, checked, with `metadata` and
+    `self_tests` (tern.program.BundledTest; run here once, see export).
     default_ops: `supported` is tern.ops.supported_ops() (dtypes are checked too)."""
     import tern.ops as _ops
     from tern.program import check_metadata
@@ -101,7 +116,12 @@ def program_of_graph(gm: "torch.fx.GraphModule", supported: frozenset[str], part
         if refusals and REFUSALS_KEY not in stored:
             stored[REFUSALS_KEY] = "\n".join(refusals).encode()
         program = program.with_metadata(stored)
-    check_loads(program, gm)
+    if self_tests:
+        program = program.with_self_tests(self_tests)
+    if check_loads(program, gm) and self_tests:
+        from tern.self_test import check_self_tests
+
+        check_self_tests(program.data)
     return program
 
 
@@ -461,11 +481,12 @@ def _instruction_dtype(node: "torch.fx.Node") -> str | None:
 _REFUSED = re.compile(r"instruction \d+ \((?P<op>[^,()]+), node (?P<node>[^)]+)\): (?P<why>.*)", re.S)
 
 
-def check_loads(program: Program, gm: "torch.fx.GraphModule") -> None:
+def check_loads(program: Program, gm: "torch.fx.GraphModule") -> bool:
     """Loads `program` in this runtime as tern.load would (every kernel's and
     backend's own checks of its arguments) and raises ExportError with the
     runtime's reason, the op and the user's source line if it refuses: a
-    model that exports also loads."""
+    model that exports also loads. False if this runtime cannot judge it
+    (ops or backends it lacks), True if it loads."""
     import tern._runtime as _runtime
     from tern.graph import user_frame
     from tern.inspect import read_program
@@ -477,7 +498,7 @@ def check_loads(program: Program, gm: "torch.fx.GraphModule") -> None:
     ops = {op for m in info["methods"] for op in m["operators"]}
     backends = {d["backend"] for m in info["methods"] for d in m["delegates"]}
     if not ops <= set(_runtime.registered_ops()) or not backends <= set(_runtime.registered_backends()):
-        return
+        return False
     try:
         _runtime.check_program(program.data)
     except ValueError as e:
@@ -494,6 +515,7 @@ def check_loads(program: Program, gm: "torch.fx.GraphModule") -> None:
         where = frame.long(indent="    ") if frame else "(no source location)"
         raise ExportError(f"the Tern runtime would refuse to load this model: {m['op']} (node {m['node']}): "
                           f"{m['why']}\n  {where}") from None
+    return True
 
 
 def _torch_name(target: Any) -> str:

@@ -3,6 +3,7 @@
     info = read_program("model.tern")
     info["header"]["version_major"], info["methods"][0]["instructions"][0]
     info["metadata"]   # [("langid.vocab", b"..."), ...]
+    info["self_tests"] # [{"method": "forward", "inputs": [...], "expected": [...]}, ...]
 
 Checks the magic, sizes and the flatbuffer's CRC; raises ValueError on a
 malformed file. Does not import torch.
@@ -43,7 +44,32 @@ def read_program(source: bytes | str | os.PathLike[str]) -> dict[str, Any]:
     root = Program.Program.GetRootAs(fb, 0)
     methods = [_method(root.Methods(i)) for i in range(root.MethodsLength())]
     return {"header": header, "segments": segments, "producer": _str(root.Producer()), "methods": methods,
-            "metadata": _metadata(root)}
+            "metadata": _metadata(root), "self_tests": _self_tests(root, start)}
+
+
+def _self_tests(root: Program.Program, fb_start: int) -> list[dict[str, Any]]:
+    """Program.self_tests: per test its method, and per input and expected
+    output its dtype, shape and where its bytes lie in the file (offset,
+    size); expected outputs with their rtol and atol."""
+    from tern.emit import SCALAR_TYPE_NAMES
+
+    def tensor(t: Any) -> dict[str, Any]:
+        st = t.ScalarType()
+        data_at = t._tab.Vector(t._tab.Offset(8)) if t.DataLength() else 0  # field 2, `data`
+        return {"dtype": SCALAR_TYPE_NAMES[st] if 0 <= st < len(SCALAR_TYPE_NAMES) else f"type {st}",
+                "shape": tuple(int(x) for x in t.SizesAsNumpy()) if t.SizesLength() else (),
+                "offset": fb_start + data_at, "size": t.DataLength()}
+
+    out = []
+    for i in range(root.SelfTestsLength()):
+        t = root.SelfTests(i)
+        expected = [tensor(t.Expected(k)) for k in range(t.ExpectedLength())]
+        for k, e in enumerate(expected):
+            e["rtol"] = t.Rtol(k) if k < t.RtolLength() else None
+            e["atol"] = t.Atol(k) if k < t.AtolLength() else None
+        out.append({"method": _str(t.Method()), "inputs": [tensor(t.Inputs(k)) for k in range(t.InputsLength())],
+                    "expected": expected})
+    return out
 
 
 def _metadata(root: Program.Program) -> list[tuple[str, bytes]]:

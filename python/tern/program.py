@@ -2,11 +2,13 @@
 
     program = tern.export(model, (x,), metadata={"vocab": vocab_bytes})
     program = program.with_metadata({"settings": b"..."})   # a new Program: Programs are immutable
+    program = tern.export(model, (x,), bundle=[(x,)])        # with a self-test (tern.SelfTest)
     program.save("model.tern")
     print(program.summary())
 
 Holds the file's bytes and what the exporter knows about them (I/O specs,
-memory plan sizes, op counts, metadata). Does not import torch.
+memory plan sizes, op counts, metadata, bundled self-tests). Does not import
+torch.
 """
 from __future__ import annotations
 
@@ -42,6 +44,29 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class BundledTensor:
+    """A tensor of a bundled self-test as the file stores it: dtype name
+    ("float32"), shape and its bytes in C order."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class BundledTest:
+    """A self-test stored in the file (Program.self_tests, schema/tern.fbs):
+    `method`'s inputs, the outputs eager PyTorch gave for them, and one
+    rtol and atol per output. Made by tern.export(..., bundle=[...])."""
+
+    method: str
+    inputs: tuple[BundledTensor, ...]
+    expected: tuple[BundledTensor, ...]
+    rtol: tuple[float, ...]
+    atol: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class Program:
     """An exported program; build with tern.export."""
 
@@ -60,9 +85,12 @@ class Program:
     # Named byte strings stored in the file beside the model (read back with
     # tern.load(path).metadata(), Module::metadata(key) in C++).
     metadata: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
-    # Writes the file again with other metadata (set by tern.export).
-    _serialize: Callable[[Sequence[tuple[bytes, bytes]]], bytes] | None = field(default=None, repr=False,
-                                                                                 compare=False)
+    # Self-tests stored in the file (tern.export(..., bundle=[...]); run by
+    # tern.load(path).self_test(), tern-run --self-test, Module::self_test()).
+    self_tests: tuple[BundledTest, ...] = ()
+    # Writes the file again with other metadata and self-tests (set by tern.export).
+    _serialize: Callable[[Sequence[tuple[bytes, bytes]], Sequence[BundledTest]], bytes] | None = field(
+        default=None, repr=False, compare=False)
 
     def with_metadata(self, entries: Mapping[str, bytes | bytearray | memoryview]) -> "Program":
         """A copy of this program whose file also holds `entries` (a key it
@@ -71,9 +99,20 @@ class Program:
         if self._serialize is None:
             raise ValueError("with_metadata: this Program was not made by tern.export (no way to write it again)")
         merged = {**self.metadata, **entries}
-        data = self._serialize(check_metadata(merged))
+        data = self._serialize(check_metadata(merged), self.self_tests)
         return dataclasses.replace(self, data=data, metadata=MappingProxyType(
             {k: bytes(v) for k, v in merged.items()}))
+
+    def with_self_tests(self, tests: Sequence[BundledTest]) -> "Program":
+        """A copy of this program whose file holds `tests` (instead of the
+        ones it had). tern.export(..., bundle=...) makes them from eager
+        outputs and checks them; this only writes them."""
+        if self._serialize is None:
+            raise ValueError("with_self_tests: this Program was not made by tern.export (no way to write it again)")
+        if len(tests) > MAX_SELF_TESTS:
+            raise ValueError(f"{len(tests)} self-tests, a file holds at most {MAX_SELF_TESTS}")
+        data = self._serialize(check_metadata(self.metadata), tuple(tests))
+        return dataclasses.replace(self, data=data, self_tests=tuple(tests))
 
     def to_bytes(self) -> bytes:
         """The .tern file."""
@@ -94,6 +133,8 @@ class Program:
         lines += [f"    {n:5d}  {op}" for op, n in sorted(self.op_counts, key=lambda p: (-p[1], p[0]))]
         lines.append(f"  constants: {self.constant_bytes:,} bytes")
         lines += [f"  metadata {k!r}: {len(v):,} bytes" for k, v in sorted(self.metadata.items())]
+        lines += [f"  self-test {i}: {t.method}({', '.join(f'{x.dtype}{list(x.shape)}' for x in t.inputs)}), "
+                  f"{len(t.expected)} expected outputs" for i, t in enumerate(self.self_tests)]
         ratio = self.planned_bytes / self.lower_bound_bytes if self.lower_bound_bytes else 1.0
         lines.append(
             f"  planned memory: {self.planned_bytes:,} bytes "
@@ -108,6 +149,8 @@ MAX_METADATA_KEY = 256
 # The flatbuffer that holds the metadata addresses less than 2 GiB; the rest
 # of the program needs a little of it.
 MAX_METADATA_BYTES = (1 << 31) - (1 << 26)
+# The most self-tests a file bundles (runtime/format/verify.h: kMaxSelfTests).
+MAX_SELF_TESTS = 64
 
 
 def check_metadata(entries: Mapping[str, Any]) -> list[tuple[bytes, bytes]]:

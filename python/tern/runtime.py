@@ -6,6 +6,7 @@
     m1 = tern.load("model.tern", threads=1)
     m.backends(), m.kernel_sets()      # ["cpu"], [{"float": "avx2", "int8": "avx2"}]
     m.metadata()                       # {"langid.vocab": b"...", ...}: tern.export(..., metadata=...)
+    m.self_test()                      # [SelfTestResult(passed=True, ...), ...]: tern.export(..., bundle=...)
 
 A model whose forward mutates its buffers (a recurrent hidden state, a step
 counter, a KV cache) keeps them in the loaded method between calls, as the
@@ -26,7 +27,7 @@ arrays of the same values (exact).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -66,6 +67,27 @@ class TensorSpec:
             return f"{self.dtype}{list(self.shape)}"
         parts = [str(n) if d is None else f"{d[0] or 'dim'}:{d[1]}..{d[2]}" for n, d in zip(self.shape, self.dims)]
         return f"{self.dtype}[{', '.join(parts)}]"
+
+
+class SelfTestResult(NamedTuple):
+    """One expected output of one bundled self-test, compared on this device
+    (Module.self_test; the rule: tern.self_test)."""
+
+    test: int  # index among the file's bundled tests
+    method: str
+    output: int
+    passed: bool
+    error: str  # "Ok" when compared; else why the test did not run or the output has another shape
+    max_abs: float  # the most |got - expected| (inf: a NaN or inf where the other differs)
+    max_rel: float  # the most |got - expected| / |expected| over elements with expected != 0
+    worst_index: int  # flat index of the element furthest beyond (or nearest to) its tolerance; -1: none
+    worst_got: float
+    worst_expected: float
+    rtol: float
+    atol: float
+    dtype: str  # the expected output's
+    shape: tuple[int, ...]
+    message: str  # "" when passed; else what failed, with the tolerance
 
 
 def _dims(ranges: Any) -> tuple[tuple[str, int, int] | None, ...]:
@@ -119,6 +141,13 @@ class Module:
         (tern.export(..., metadata={...})), by key ({} if none). Keys that are
         not UTF-8 keep their bytes as backslash escapes."""
         return {k.decode("utf-8", "backslashreplace"): v for k, v in self._module.metadata()}
+
+    def self_test(self) -> list[SelfTestResult]:
+        """Runs the self-tests bundled in the file (tern.export(..., bundle=...))
+        on this machine: one SelfTestResult per expected output, pass or
+        fail. Each test starts and ends with its method's state reset (see
+        reset). Raises ValueError (NotFound) if the file bundles none."""
+        return [SelfTestResult(*r[:13], tuple(r[13]), r[14]) for r in self._module.self_test()]
 
     def threads(self, method: str = "forward") -> int:
         """The threads `method`'s kernels split their work over."""

@@ -20,17 +20,18 @@ from typing import Any, Callable, Sequence
 
 import flatbuffers
 
-from tern.emit import DelegateIR, Instr, MethodIR, StateIR, Value
+from tern.emit import DelegateIR, Instr, MethodIR, StateIR, Value, scalar_type_of_name
 from tern.fb import (
     BackendCall, Bool, BoolList, DebugInfo, Delegate, Double, DoubleList, EValue, Instruction, Int, IntList,
-    JumpFalse, KernelCall, Metadata, Method, Move, Operator, OptionalTensorList, Program, SizeExpr, StateTensor,
-    String, Symbol, Tensor, TensorList,
+    BundledTensor, JumpFalse, KernelCall, Metadata, Method, Move, Operator, OptionalTensorList, Program, SelfTest,
+    SizeExpr, StateTensor, String, Symbol, Tensor, TensorList,
 )
 from tern.fb.InstructionKind import InstructionKind
 from tern.fb.TensorStorage import TensorStorage
 from tern.fb.Value import Value as ValueType
 from tern.memory_plan import ALIGNMENT, MemoryPlan, align
 from tern.ops import split_op_name
+from tern.program import BundledTest
 
 MAGIC = b"TERN"
 HEADER_FORMAT = "<4sIHHIQQQQQQ"  # magic, header_size, major, minor, crc32, fb off/size, table off, count, file size, reserved
@@ -67,22 +68,29 @@ def constant_layout(constants: Sequence[bytes]) -> tuple[list[int], bytes]:
 
 
 def serialize(method: MethodIR, plan: MemoryPlan, producer: str,
-              metadata: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
+              metadata: Sequence[tuple[bytes, bytes]] = (), self_tests: Sequence[BundledTest] = ()) -> bytes:
     """The whole .tern file for a one-method program. `metadata`: (key, value)
-    pairs sorted by key, each key once (tern.program.check_metadata)."""
+    pairs sorted by key, each key once (tern.program.check_metadata);
+    `self_tests`: bundled tests (tern.program.BundledTest), stored inline in
+    the flatbuffer (Program.self_tests)."""
     offsets, segment = constant_layout(method.constants)
     segments = ([segment] if segment else []) + [d.payload for d in method.delegates]
     first_payload = 1 if segment else 0
-    b = Builder(1024 + sum(len(v) + 64 for _, v in metadata))
+    test_bytes = sum(len(t.data) + 256 for test in self_tests for t in (*test.inputs, *test.expected))
+    b = Builder(1024 + sum(len(v) + 64 for _, v in metadata) + test_bytes)
     m = _method(b, method, plan, offsets, first_payload)
     methods = offsets_vector(b, [m])
     prod = b.CreateString(producer)
     entries = offsets_vector(b, [_metadata(b, k, v) for k, v in metadata]) if metadata else None
+    tests = offsets_vector(b, [_self_test(b, t) for t in self_tests]) if self_tests else None
     Program.Start(b)
     Program.AddMethods(b, methods)
     Program.AddProducer(b, prod)
-    if entries is not None:  # none: the bytes of a file without metadata stay as they were
+    # none: the bytes of a file without metadata or tests stay as they were
+    if entries is not None:
         Program.AddMetadata(b, entries)
+    if tests is not None:
+        Program.AddSelfTests(b, tests)
     b.Finish(Program.End(b))
     return assemble(bytes(b.Output()), segments, minor_version(method))
 
@@ -92,17 +100,46 @@ def serialize(method: MethodIR, plan: MemoryPlan, producer: str,
 METADATA_ALIGNMENT = 16
 
 
-def _metadata(b: Builder, key: bytes, value: bytes) -> int:
-    k = b.CreateString(key)
+def _aligned_bytes(b: Builder, value: bytes) -> int:
+    """A [ubyte] vector of `value` starting on a METADATA_ALIGNMENT boundary."""
     # CreateByteVector with an alignment: one copy of the bytes, not a prepend per byte.
     b.StartVector(1, len(value), METADATA_ALIGNMENT)
     b.head = b.Head() - len(value)
     b.Bytes[b.Head():b.Head() + len(value)] = value
-    v = b.EndVector()
+    return b.EndVector()
+
+
+def _metadata(b: Builder, key: bytes, value: bytes) -> int:
+    k = b.CreateString(key)
+    v = _aligned_bytes(b, value)
     Metadata.Start(b)
     Metadata.AddKey(b, k)
     Metadata.AddValue(b, v)
     return Metadata.End(b)
+
+
+def _self_test(b: Builder, test: BundledTest) -> int:
+    def tensor(t: Any) -> int:
+        sizes = _scalar_vector(b, b.PrependInt64, 8, list(t.shape))
+        data = _aligned_bytes(b, t.data)  # test data, like metadata values, start 16-aligned
+        BundledTensor.Start(b)
+        BundledTensor.AddScalarType(b, scalar_type_of_name(t.dtype))
+        BundledTensor.AddSizes(b, sizes)
+        BundledTensor.AddData(b, data)
+        return BundledTensor.End(b)
+
+    name = b.CreateString(test.method)
+    inputs = offsets_vector(b, [tensor(t) for t in test.inputs])
+    expected = offsets_vector(b, [tensor(t) for t in test.expected])
+    rtol = _scalar_vector(b, b.PrependFloat64, 8, list(test.rtol))
+    atol = _scalar_vector(b, b.PrependFloat64, 8, list(test.atol))
+    SelfTest.Start(b)
+    SelfTest.AddMethod(b, name)
+    SelfTest.AddInputs(b, inputs)
+    SelfTest.AddExpected(b, expected)
+    SelfTest.AddRtol(b, rtol)
+    SelfTest.AddAtol(b, atol)
+    return SelfTest.End(b)
 
 
 def assemble(flatbuffer: bytes, segments: Sequence[bytes], minor: int = VERSION_MINOR) -> bytes:

@@ -25,6 +25,7 @@ const char* error_name(Error e) {
     case Error::ExecutionFailed: return "ExecutionFailed";
     case Error::AccessFailed: return "AccessFailed";
     case Error::NotSupported: return "NotSupported";
+    case Error::SelfTestFailed: return "SelfTestFailed";
   }
   return "Unknown";
 }

@@ -36,6 +36,9 @@ enum class Error : uint8_t {
   AccessFailed,
   // A feature the file uses that this runtime does not implement.
   NotSupported,
+  // A bundled self-test's output differs from the expected one beyond its
+  // tolerance (Module::self_test, tern-run --self-test).
+  SelfTestFailed,
 };
 
 // A short stable name, e.g. "InvalidProgram".

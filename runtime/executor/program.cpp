@@ -106,6 +106,7 @@ Result<Program> Program::load(DataLoader& loader) {
     TERN_CHECK_OK(verify_method(*m, seg_table, h.segment_count));
   }
   TERN_CHECK_OK(verify_metadata(*root));
+  TERN_CHECK_OK(verify_self_tests(*root));
   return Program(data, h, root);
 }
 
@@ -162,5 +163,9 @@ Result<Span<const uint8_t>> Program::metadata(const char* key) const {
   TERN_LOG_ERROR("the program has no metadata '%s' (%zu keys)", key, num_metadata());
   return Error::NotFound;
 }
+
+size_t Program::num_self_tests() const { return root_->self_tests() ? root_->self_tests()->size() : 0; }
+
+BundledTest Program::self_test(size_t i) const { return BundledTest(root_->self_tests()->Get(static_cast<uint32_t>(i))); }
 
 }  // namespace tern

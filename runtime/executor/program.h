@@ -19,6 +19,7 @@
 #include "runtime/core/data_loader.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
+#include "runtime/executor/bundled_test.h"
 #include "runtime/executor/method_meta.h"
 #include "runtime/format/header.h"
 
@@ -70,6 +71,14 @@ class Program {
   // The bytes stored under `key` (binary search over the sorted keys), or
   // NotFound, logged with the key.
   Result<Span<const uint8_t>> metadata(const char* key) const;
+
+  // Bundled self-tests (tern.export(..., bundle=[...])): test inputs with
+  // the outputs eager PyTorch gave and their tolerances, checked at load
+  // (runtime/format/verify.h: verify_self_tests). Module::self_test() runs
+  // them; 0 for a file without any.
+  size_t num_self_tests() const;
+  // Test i (i < num_self_tests()): a view into the file.
+  BundledTest self_test(size_t i) const;
 
  private:
   Program(const uint8_t* data, const Header& header, const fb::Program* root)

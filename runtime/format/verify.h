@@ -35,6 +35,19 @@ constexpr uint32_t kMaxMetadataKey = 256;
 // (so each is unique and lookups can bisect), at most kMaxMetadataEntries.
 Error verify_metadata(const fb::Program& program);
 
+// Program.self_tests: the most tests a file may bundle, and the most tensors
+// in one test's inputs or expected outputs.
+constexpr uint32_t kMaxSelfTests = 64;
+constexpr uint32_t kMaxSelfTestTensors = 1024;
+
+// Checks Program.self_tests (runtime/format/verify_self_tests.cpp): at most
+// kMaxSelfTests, each with a method name, at most kMaxSelfTestTensors inputs
+// and expected outputs, every tensor of a known dtype, at most kMaxDims
+// sizes each >= 0, and exactly numel * element size bytes of data; one rtol
+// and one atol per expected output, each finite and >= 0. Whether the method
+// exists and takes these inputs is Module::self_test()'s to report.
+Error verify_self_tests(const fb::Program& program);
+
 // The order of metadata keys: bytewise (memcmp), a key before its extensions.
 int compare_metadata_keys(const char* a, size_t na, const char* b, size_t nb);
 

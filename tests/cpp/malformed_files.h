@@ -20,6 +20,7 @@
 // Header-only (see program_builder.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -423,6 +424,81 @@ inline AlignedBytes metadata_value_length_past_end() {
 }
 
 // ---------------------------------------------------------------------------
+// Program.self_tests: bundled test inputs and expected outputs of add_program
+// (y = x + [1, 2, 3, 4]); `edit` breaks the one test.
+
+inline ProgramBuilder::SelfTestSpec add_self_test() {
+  ProgramBuilder::SelfTestSpec t;
+  t.inputs = {ProgramBuilder::floats({4}, {0.5f, -1.f, 2.f, 0.f})};
+  t.expected = {ProgramBuilder::floats({4}, {1.5f, 1.f, 5.f, 4.f})};
+  t.rtol = {1e-4};
+  t.atol = {1e-5};
+  return t;
+}
+
+template <typename Edit>
+AlignedBytes self_test_file(Edit edit) {
+  ProgramBuilder pb;
+  add_program(pb);
+  pb.self_tests = {add_self_test()};
+  edit(pb.self_tests[0]);
+  return pb.build();
+}
+
+using SelfTestSpec = ProgramBuilder::SelfTestSpec;
+
+inline AlignedBytes self_test_count_65() {
+  ProgramBuilder pb;
+  add_program(pb);
+  pb.self_tests.assign(65, add_self_test());
+  return pb.build();
+}
+
+inline AlignedBytes self_test_without_method() {
+  return self_test_file([](SelfTestSpec& t) { t.has_method = false; });
+}
+
+// 1025 inputs: one table referred to 1025 times, so the file stays small.
+inline AlignedBytes self_test_1025_inputs() {
+  return self_test_file([](SelfTestSpec& t) { t.repeat_first_input = 1025; });
+}
+
+inline AlignedBytes self_test_input_unknown_dtype() {
+  return self_test_file([](SelfTestSpec& t) { t.inputs[0].dtype = static_cast<ScalarType>(42); });
+}
+
+inline AlignedBytes self_test_input_rank_9() {
+  return self_test_file([](SelfTestSpec& t) { t.inputs[0].sizes = {1, 1, 1, 1, 1, 1, 1, 1, 4}; });
+}
+
+inline AlignedBytes self_test_expected_size_negative() {
+  return self_test_file([](SelfTestSpec& t) { t.expected[0].sizes = {-4}; });
+}
+
+// 2^40 x 2^40 float32s: the product overflows before it is compared with the data.
+inline AlignedBytes self_test_expected_sizes_overflow() {
+  return self_test_file([](SelfTestSpec& t) { t.expected[0].sizes = {int64_t(1) << 40, int64_t(1) << 40}; });
+}
+
+// 12 bytes for a [4] float32 (16): one element short.
+inline AlignedBytes self_test_expected_data_short() {
+  return self_test_file([](SelfTestSpec& t) { t.expected[0].data.resize(12); });
+}
+
+inline AlignedBytes self_test_rtol_missing() {
+  return self_test_file([](SelfTestSpec& t) { t.rtol.clear(); });
+}
+
+inline AlignedBytes self_test_atol_negative() {
+  return self_test_file([](SelfTestSpec& t) { t.atol = {-1.0}; });
+}
+
+// A NaN tolerance would pass anything.
+inline AlignedBytes self_test_rtol_nan() {
+  return self_test_file([](SelfTestSpec& t) { t.rtol = {std::nan("")}; });
+}
+
+// ---------------------------------------------------------------------------
 // Dynamic shapes (format 1.3): x's dim 0 is the symbol "batch" (1 to 4),
 // through size expression 0 (push symbol 0); `edit` breaks the method.
 template <typename Edit>
@@ -512,6 +588,17 @@ inline const std::vector<Recipe>& recipes() {
       {"metadata_key_duplicate.tern", metadata_key_duplicate},
       {"metadata_key_too_long.tern", metadata_key_too_long},
       {"metadata_value_length_past_end.tern", metadata_value_length_past_end},
+      {"self_test_count_65.tern", self_test_count_65},
+      {"self_test_without_method.tern", self_test_without_method},
+      {"self_test_1025_inputs.tern", self_test_1025_inputs},
+      {"self_test_input_unknown_dtype.tern", self_test_input_unknown_dtype},
+      {"self_test_input_rank_9.tern", self_test_input_rank_9},
+      {"self_test_expected_size_negative.tern", self_test_expected_size_negative},
+      {"self_test_expected_sizes_overflow.tern", self_test_expected_sizes_overflow},
+      {"self_test_expected_data_short.tern", self_test_expected_data_short},
+      {"self_test_rtol_missing.tern", self_test_rtol_missing},
+      {"self_test_atol_negative.tern", self_test_atol_negative},
+      {"self_test_rtol_nan.tern", self_test_rtol_nan},
       {"symbol_min_above_max.tern", symbol_min_above_max},
       {"size_expr_odd_length.tern", size_expr_odd_length},
       {"size_expr_index_out_of_range.tern", size_expr_index_out_of_range},

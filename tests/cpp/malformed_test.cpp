@@ -229,7 +229,7 @@ TEST_F(MalformedRecipes, test_unbroken_programs_load_and_run) {
   namespace mf = test::malformed;
   const AlignedBytes files[] = {
       mf::add_file(), mf::cpu_file(), mf::state_file([](test::MethodBuilder::StateSpec&) {}),
-      mf::dynamic_file([](test::MethodBuilder&) {})};
+      mf::dynamic_file([](test::MethodBuilder&) {}), mf::self_test_file([](mf::SelfTestSpec&) {})};
   for (const AlignedBytes& f : files) {
     const Outcome o = run_file(f);
     EXPECT_EQ(o.error, Error::Ok) << o.step << ": " << o.message;

@@ -460,6 +460,28 @@ class ProgramBuilder {
   // Program.metadata, written in this order (a test may break the order).
   std::vector<std::pair<std::string, std::vector<uint8_t>>> metadata;
 
+  // Program.self_tests, written as given (a test may break any field).
+  struct BundledTensorSpec {
+    ScalarType dtype = ScalarType::Float32;
+    std::vector<int64_t> sizes;
+    std::vector<uint8_t> data;
+  };
+  struct SelfTestSpec {
+    std::string method = "forward";
+    bool has_method = true;  // false: no method name at all
+    std::vector<BundledTensorSpec> inputs, expected;
+    std::vector<double> rtol, atol;
+    size_t repeat_first_input = 1;  // writes inputs[0] this many times (one table, many references)
+  };
+  std::vector<SelfTestSpec> self_tests;
+
+  // A float32 tensor for a self-test.
+  static BundledTensorSpec floats(std::vector<int64_t> sizes, const std::vector<float>& values) {
+    BundledTensorSpec t{ScalarType::Float32, std::move(sizes), std::vector<uint8_t>(values.size() * 4)};
+    if (!values.empty()) memcpy(t.data.data(), values.data(), t.data.size());
+    return t;
+  }
+
   MethodBuilder& method(const std::string& name) {
     methods_.emplace_back(this, name);
     return methods_.back();
@@ -496,7 +518,10 @@ class ProgramBuilder {
       const auto k = b.CreateString(key);
       md.push_back(fb::CreateMetadata(b, k, v));
     }
-    b.Finish(fb::CreateProgramDirect(b, &ms, producer.c_str(), metadata.empty() ? nullptr : &md));
+    std::vector<flatbuffers::Offset<fb::SelfTest>> tests;
+    for (const SelfTestSpec& t : self_tests) tests.push_back(serialize_self_test(b, t));
+    b.Finish(fb::CreateProgramDirect(b, &ms, producer.c_str(), metadata.empty() ? nullptr : &md,
+                                     self_tests.empty() ? nullptr : &tests));
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }
 
@@ -534,6 +559,28 @@ class ProgramBuilder {
   }
 
  private:
+  // One statement per part, in a fixed order (see the metadata above: the
+  // committed malformed files must be the same bytes on every target).
+  static flatbuffers::Offset<fb::SelfTest> serialize_self_test(flatbuffers::FlatBufferBuilder& b,
+                                                               const SelfTestSpec& t) {
+    auto tensors = [&](const std::vector<BundledTensorSpec>& list, size_t repeat_first) {
+      std::vector<flatbuffers::Offset<fb::BundledTensor>> out;
+      for (const BundledTensorSpec& x : list) {
+        const auto sizes = b.CreateVector(x.sizes);
+        const auto data = b.CreateVector(x.data);
+        out.push_back(fb::CreateBundledTensor(b, static_cast<fb::ScalarType>(x.dtype), sizes, data));
+      }
+      for (size_t k = 1; k < repeat_first && !out.empty(); ++k) out.insert(out.begin(), out[0]);
+      return b.CreateVector(out);
+    };
+    const auto method = t.has_method ? b.CreateString(t.method) : flatbuffers::Offset<flatbuffers::String>();
+    const auto inputs = tensors(t.inputs, t.repeat_first_input);
+    const auto expected = tensors(t.expected, 1);
+    const auto rtol = b.CreateVector(t.rtol);
+    const auto atol = b.CreateVector(t.atol);
+    return fb::CreateSelfTest(b, method, inputs, expected, rtol, atol);
+  }
+
   std::deque<MethodBuilder> methods_;  // stable references
 };
 

@@ -71,7 +71,7 @@ def test_tern_explain_finds_the_code_in_a_real_message(tmp_path: Path) -> None:
 
 def test_tern_explain_refuses_what_is_no_code() -> None:
     assert lookup("Ok").name == "Ok" and lookup("all Ok here") is None  # in a message, Ok is no failure
-    for arg in ("Bogus", "14", "-1", "all Ok here"):
+    for arg in ("Bogus", str(len(CODES)), "-1", "all Ok here"):
         r = _tern("explain", arg)
         assert r.returncode == 2 and "is no Tern error code" in r.stderr and "ExecutionFailed (11)" in r.stderr
     with pytest.raises(ValueError):

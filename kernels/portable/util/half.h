@@ -30,22 +30,18 @@
 #include <limits>
 #include <type_traits>
 
+#include "runtime/core/half_bits.h"
 #include "runtime/core/scalar_type.h"
 
 namespace tern {
 namespace portable {
 
-inline uint32_t float_bits(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  return x;
-}
-
-inline float bits_float(uint32_t x) {
-  float f;
-  memcpy(&f, &x, sizeof f);
-  return f;
-}
+// The exact widenings (16 bits -> float32) are in runtime/core/half_bits.h,
+// for readers outside the kernels (the self-test's comparison) too.
+using tern::bfloat16_bits_to_float;
+using tern::bits_float;
+using tern::float_bits;
+using tern::half_bits_to_float;
 
 inline uint16_t float_to_half_bits(float f) {
   const uint32_t x = float_bits(f);
@@ -71,23 +67,12 @@ inline uint16_t float_to_half_bits(float f) {
   return sign | static_cast<uint16_t>(q);
 }
 
-inline float half_bits_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1Fu;
-  const uint32_t m = h & 0x3FFu;
-  if (e == 0x1Fu) return bits_float(sign | 0x7F800000u | (m << 13));  // inf, NaN (payload kept)
-  if (e != 0) return bits_float(sign | ((e + 112u) << 23) | (m << 13));
-  // Zero or subnormal: m * 2^-24, exact in float32 (the multiply is by a power of two).
-  return bits_float(sign | float_bits(static_cast<float>(m) * 5.9604644775390625e-8f));
-}
-
 inline uint16_t float_to_bfloat16_bits(float f) {
   const uint32_t x = float_bits(f);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7FC0u);
   return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 
-inline float bfloat16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 
 struct Half {
   uint16_t bits;
