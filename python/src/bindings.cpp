@@ -132,6 +132,19 @@ class AlignedCopy {
   std::unique_ptr<uint8_t, void (*)(void*)> p_;
 };
 
+// A Module over a 64-byte aligned copy of `data`, as tern.load would load
+// these bytes; ValueError "refused: <why>" if the runtime refuses them.
+struct BytesModule {
+  AlignedCopy copy;
+  tern::Module module;  // destroyed before the bytes it reads
+
+  BytesModule(const nb::bytes& data, int threads) : copy(data) {
+    tern::clear_last_error();
+    const tern::Error e = module.load_buffer(copy.get(), data.size(), {tern::Module::LoadMode::Mmap, threads});
+    if (e != tern::Error::Ok) raise(e, "refused");
+  }
+};
+
 class PyModule {
  public:
   PyModule(const std::string& path, bool mmap, int threads, uint64_t max_loop_instructions) {
@@ -464,23 +477,15 @@ NB_MODULE(_runtime, m) {
   m.def("check_program", [](nb::bytes data) {
     // what tern.load would do with these bytes (verify, then load every
     // method: each kernel's and backend's own checks), on one thread
-    tern::clear_last_error();
-    AlignedCopy copy(data);
-    tern::Module module;
-    tern::Error e = module.load_buffer(copy.get(), data.size(), {tern::Module::LoadMode::Mmap, 1});
-    if (e != tern::Error::Ok) raise(e, "refused");
-    for (size_t i = 0; i < module.program().num_methods(); ++i) {
-      const char* name = module.program().method_name(i);
-      if (module.method(name) == nullptr) raise(tern::Error::InvalidProgram, std::string("refused: method ") + name);
+    BytesModule b(data, 1);
+    for (size_t i = 0; i < b.module.program().num_methods(); ++i) {
+      const char* name = b.module.program().method_name(i);
+      if (b.module.method(name) == nullptr) raise(tern::Error::InvalidProgram, std::string("refused: method ") + name);
     }
   }, nb::arg("data"), "Raises ValueError with the runtime's reason if it would refuse to load these bytes.");
   m.def("self_test_program", [](nb::bytes data) {
-    tern::clear_last_error();
-    AlignedCopy copy(data);
-    tern::Module module;
-    tern::Error e = module.load_buffer(copy.get(), data.size(), {tern::Module::LoadMode::Mmap, 0});
-    if (e != tern::Error::Ok) raise(e, "refused");
-    return run_self_tests(module);
+    BytesModule b(data, 0);
+    return run_self_tests(b.module);
   }, nb::arg("data"), "The bundled self-tests of these bytes, run (as tern.load(path).self_test()).");
   m.def("registered_ops", &registered_ops, "Names of the operators this runtime has kernels for.");
   m.def("registered_op_dtypes", &registered_op_dtypes,
