@@ -55,16 +55,19 @@ def _self_test(path: Path) -> subprocess.CompletedProcess:
                           text=True)
 
 
+def _with_crc(data: bytearray) -> bytes:
+    """`data` with the header's CRC-32 of the flatbuffer recomputed
+    (runtime/format/header.h: u32 at 12, over [u64 at 16, + u64 at 24))."""
+    start, size = struct.unpack_from("<QQ", data, 16)
+    struct.pack_into("<I", data, 12, zlib.crc32(bytes(data[start:start + size])) & 0xFFFFFFFF)
+    return bytes(data)
+
+
 def _changed(data: bytes, pos: int, *, fix_crc: bool) -> bytes:
-    """`data` with byte `pos` flipped (all bits); the header's CRC-32 of the
-    flatbuffer (runtime/format/header.h: u32 at 12 over [u64 at 16, +u64 at 24))
-    recomputed if fix_crc."""
+    """`data` with byte `pos` flipped (all bits), its CRC recomputed if fix_crc."""
     out = bytearray(data)
     out[pos] ^= 0xFF
-    if fix_crc:
-        start, size = struct.unpack_from("<QQ", out, 16)
-        struct.pack_into("<I", out, 12, zlib.crc32(bytes(out[start:start + size])) & 0xFFFFFFFF)
-    return bytes(out)
+    return _with_crc(out) if fix_crc else bytes(out)
 
 
 @pytest.fixture(params=["cpu", "kernels"])
@@ -200,3 +203,25 @@ def test_bad_bundles_are_value_errors_naming_the_item() -> None:
         tern.export(Mlp(), (_x(0),), bundle=[tern.SelfTest((x,), atol=[1.0])])
     with pytest.raises(ValueError, match="bundle item 0: method 'decode'"):
         tern.export(Mlp(), (_x(0),), bundle=[tern.SelfTest((x,), method="decode")])
+
+
+class ArgMax(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x.argmax(dim=1), x > 0
+
+
+def test_integer_and_bool_outputs_are_exact_by_default(tmp_path: Path) -> None:
+    x = _x(4)
+    program = tern.export(ArgMax(), (x,), bundle=[(x,)])
+    assert [(t.rtol, t.atol) for t in program.self_tests] == [((0.0, 0.0), (0.0, 0.0))]
+    out = read_program(program.data)["self_tests"][0]["expected"]
+    assert [(e["dtype"], e["shape"]) for e in out] == [("int64", (2,)), ("bool", (2, 8))]
+    # the argmax of row 0 one off: an integer output of one unit fails at atol 0
+    pos = out[0]["offset"]
+    changed = bytearray(program.data)
+    changed[pos] = (changed[pos] + 1) % 8
+    path = tmp_path / "argmax.tern"
+    path.write_bytes(_with_crc(changed))
+    results = tern.load(str(path)).self_test()
+    assert [r.passed for r in results] == [False, True], results
+    assert results[0].error == "Ok" and results[0].worst_index == 0 and "max abs error 1 " in results[0].message
