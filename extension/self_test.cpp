@@ -13,8 +13,9 @@ namespace {
 
 bool is_integral(ScalarType t) { return !scalar_type_is_floating(t); }
 
-// Element i of `p` (dtype t) as an int64 (integers and bool) or a double;
-// memcpy: the file's bytes are not aligned for their type.
+// Element i of `p` as a T, through memcpy: the file's bytes are not aligned
+// for their type. integer_at (integers and bool) and floating_at read one of
+// dtype t.
 template <typename T>
 T load(const void* p, int64_t i) {
   T v;

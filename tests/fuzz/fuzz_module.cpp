@@ -1,6 +1,6 @@
 // Harness (e): the entry points the Python bindings use (python/src/
-// bindings.cpp: tern::Module::load_buffer, method(), Method::set_input with
-// a Tensor or with bytes, execute, output), given inputs that a Python
+// bindings.cpp: tern::Module::load_buffer, method(), self_test(),
+// Method::set_input with a Tensor or with bytes, execute, output), given inputs that a Python
 // caller can pass: any dtype, 0 to 10 dims, zero-size dims, huge dims, the
 // wrong number of inputs. The tail (fuzz_util.h) describes them:
 //
@@ -9,6 +9,7 @@
 //
 // Each tensor is consistent (its buffer holds what its sizes say), as a NumPy
 // array is; the runtime must refuse what does not match the method.
+#include <cstring>
 #include <vector>
 
 #include "extension/module.h"
@@ -83,6 +84,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (m == nullptr) {
     fuzz::record_skip("no forward method");
     return 0;
+  }
+  // The bundled self-tests (Program.self_tests), as tern-run --self-test runs
+  // them: only those of "forward", whose planned memory was probed above.
+  bool forward_only = true;
+  for (size_t i = 0; i < module.program().num_self_tests(); ++i) {
+    forward_only = forward_only && strcmp(module.program().self_test(i).method(), "forward") == 0;
+  }
+  if (module.program().num_self_tests() != 0 && forward_only) {
+    (void)fuzz::record("Module::self_test", module.self_test());  // a failed test refuses the model
   }
   fuzz::TailReader& tail = input.tail();
   static volatile uint64_t sink = 0;

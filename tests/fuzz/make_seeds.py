@@ -21,6 +21,8 @@ execution of a harness loads and runs one.
 - quant_dynamic: "int8-dynamic": choose_qparams and the .tensor overloads,
   per-channel int8 weights.
 - quant_int4: "int4-weight": packed int4 groups of an embedding and a linear.
+- bundle: dyn_mlp with two bundled self-tests (Program.self_tests: inputs,
+  expected outputs and tolerances inline in the flatbuffer) at batch 2 and 5.
 """
 
 import sys
@@ -168,6 +170,10 @@ def main():
     cases["quant_int8"] = (quantized(QuantNet(), (x,), "int8", g), (x,), {})
     cases["quant_dynamic"] = (quantized(QuantEmbed(), (ids,), "int8-dynamic", g), (ids,), {})
     cases["quant_int4"] = (quantized(QuantEmbed(), (ids,), "int4-weight", g), (ids,), {})
+    b = torch.Generator().manual_seed(1)  # its own: the seeds above keep their values
+    cases["bundle"] = (DynMLP(), (torch.randn(3, 8, generator=b),),
+                       {"dynamic_shapes": {"x": {0: torch.export.Dim("batch", min=1, max=16)}},
+                        "bundle": [(torch.randn(2, 8, generator=b),), (torch.randn(5, 8, generator=b),)]})
     wanted = sys.argv[1:] or list(cases)  # `make_seeds.py quant_int8` rewrites that seed only
     unknown = sorted(set(wanted) - set(cases))
     if unknown:
