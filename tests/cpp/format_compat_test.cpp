@@ -113,6 +113,31 @@ TEST(FrozenFiles, test_metadata_reads_back_as_written) {
   }
 }
 
+// Program.self_tests as the exporter wrote them when they were new
+// (tests/data/v1_3/make_self_test.py): its four outputs pass; the other
+// frozen files bundle none.
+TEST(FrozenFiles, test_self_tests_run_as_written) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  ASSERT_EQ(register_cpu_backend(), Error::Ok);
+  test::register_test_backend();
+  for (const std::string& path : frozen_files()) {
+    Module module;
+    ASSERT_EQ(module.load(path.c_str(), Module::Options{Module::LoadMode::File, 1}), Error::Ok) << path;
+    if (path.find("/self_test.tern") == std::string::npos) {
+      EXPECT_EQ(module.program().num_self_tests(), 0u) << path;
+      continue;
+    }
+    size_t passed = 0;
+    ASSERT_EQ(module.self_test([](const SelfTestRecord& r, void* n) { *static_cast<size_t*>(n) += r.passed; }, &passed),
+              Error::Ok)
+        << last_error_message();
+    EXPECT_EQ(passed, 4u);
+    ASSERT_EQ(module.program().num_self_tests(), 2u);
+    EXPECT_EQ(module.program().self_test(1).expected(1).info.dtype, ScalarType::Int64);
+    EXPECT_EQ(module.program().self_test(1).rtol(0), 1e-3);
+  }
+}
+
 TEST_P(FrozenFile, test_gives_its_recorded_outputs) {
   const std::string stem = GetParam().substr(0, GetParam().size() - 5);
   std::vector<NpyArray> inputs = read_all(stem, "input"), want = read_all(stem, "output");

@@ -225,3 +225,14 @@ def test_integer_and_bool_outputs_are_exact_by_default(tmp_path: Path) -> None:
     results = tern.load(str(path)).self_test()
     assert [r.passed for r in results] == [False, True], results
     assert results[0].error == "Ok" and results[0].worst_index == 0 and "max abs error 1 " in results[0].message
+
+
+def test_the_frozen_file_runs_its_self_tests_as_written() -> None:
+    """tests/data/v1_3/self_test.tern: the tests as the exporter wrote them
+    when they were new (make_self_test.py there)."""
+    path = Path(__file__).resolve().parents[1] / "data" / "v1_3" / "self_test.tern"
+    results = tern.load(str(path)).self_test()
+    assert [(r.test, r.output, r.dtype, r.shape, r.passed) for r in results] == [
+        (0, 0, "float32", (2, 3), True), (0, 1, "int64", (2,), True),
+        (1, 0, "float32", (2, 3), True), (1, 1, "int64", (2,), True)]
+    assert_close(np.array([r.rtol for r in results]), np.array([1e-4, 0.0, 1e-3, 1e-3]), rtol=0, atol=0)
