@@ -73,8 +73,9 @@ def export(
     them (or those given) and a tolerance per output (tern.self_test), which
     tern-run --self-test, tern.load(path).self_test() and
     Module::self_test() run on the device. They run once here, after
-    export: ValueError naming the output, its error and tolerance if one
-    fails on this machine.
+    export (where this runtime has the file's ops and backends, as for the
+    load check): ValueError naming the output, its error and tolerance if
+    one fails on this machine.
     """
     import tern.ops as _ops
     from tern.program import check_metadata

@@ -60,7 +60,7 @@ def bundled_tests(module: Any, bundle: Sequence[Any], methods: Sequence[str] = (
     module's buffers as they are now (and put back after), as the runtime
     resets a method's state before each test. ValueError names the item the
     format does not take."""
-    if isinstance(bundle, (SelfTest, tuple)) and not isinstance(bundle, list):
+    if not isinstance(bundle, list):
         raise ValueError("bundle must be a list of tests: [(inputs...), tern.SelfTest(...), ...]")
     if len(bundle) > MAX_SELF_TESTS:
         raise ValueError(f"bundle: {len(bundle)} tests, a file holds at most {MAX_SELF_TESTS}")
@@ -130,10 +130,13 @@ def _stored(t: "torch.Tensor") -> BundledTensor:
 
 
 def _eager_outputs(module: Any, method: str, inputs: tuple[Any, ...]) -> Any:
-    """module.<method>(*inputs) without gradients (the caller sets eval mode,
-    as export does); buffers the call mutates are put back."""
+    """module.<method>(*inputs) without gradients, NumPy arrays among the
+    inputs as tensors (the caller sets eval mode, as export does); buffers
+    the call mutates are put back."""
     import torch
+    import torch.utils._pytree as pytree
 
+    inputs = pytree.tree_map(lambda v: torch.from_numpy(v) if type(v).__module__ == "numpy" else v, inputs)
     buffers = list(module.buffers()) if isinstance(module, torch.nn.Module) else []
     with torch.no_grad():
         saved = [b.detach().clone() for b in buffers]
