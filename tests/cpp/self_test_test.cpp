@@ -110,19 +110,24 @@ TEST(CompareOutput, test_half_precision_is_compared_in_its_values) {
 // ---------------------------------------------------------------------------
 // Module::self_test on files.
 
-// y = x + [1, 2, 3, 4] (aten::add.Tensor), with one bundled test:
-// x = [0.5, -1, 2, 0] -> [1.5, 1, 5, 4].
-ProgramBuilder add_program() {
-  ProgramBuilder pb;
-  test::MethodBuilder& m = pb.method("forward");
+// Method `name`: y = x + c (aten::add.Tensor), x and c [4] float32.
+void add_method(ProgramBuilder& pb, const char* name, const std::vector<float>& c_values) {
+  test::MethodBuilder& m = pb.method(name);
   const uint32_t arena = m.arena(128);
   const uint32_t x = m.planned(ScalarType::Float32, {4}, 0, arena);
-  const uint32_t c = m.constant<float>({4}, {1.f, 2.f, 3.f, 4.f});
+  const uint32_t c = m.constant<float>({4}, c_values);
   const uint32_t alpha = m.int_value(1);
   const uint32_t y = m.planned(ScalarType::Float32, {4}, 64, arena);
   m.call("aten::add", "Tensor", {x, c, alpha, y});
   m.inputs = {x};
   m.outputs = {y};
+}
+
+// forward: y = x + [1, 2, 3, 4], with one bundled test:
+// x = [0.5, -1, 2, 0] -> [1.5, 1, 5, 4].
+ProgramBuilder add_program() {
+  ProgramBuilder pb;
+  add_method(pb, "forward", {1.f, 2.f, 3.f, 4.f});
   ProgramBuilder::SelfTestSpec t;
   t.inputs = {ProgramBuilder::floats({4}, {0.5f, -1.f, 2.f, 0.f})};
   t.expected = {ProgramBuilder::floats({4}, {1.5f, 1.f, 5.f, 4.f})};
@@ -237,6 +242,24 @@ TEST_F(SelfTest, test_state_is_reset_so_tests_repeat) {
   ASSERT_EQ(run(add_program(), &c), Error::Ok);
   ASSERT_EQ(module_.self_test(collect, &c), Error::Ok);
   EXPECT_EQ(c.records.size(), 2u);
+}
+
+// A test of another method than forward (a file of several, as a language
+// model's prefill and decode): Module loads it for the test.
+TEST_F(SelfTest, test_a_test_of_a_second_method_runs_that_method) {
+  ProgramBuilder pb = add_program();
+  add_method(pb, "second", {10.f, 20.f, 30.f, 40.f});
+  ProgramBuilder::SelfTestSpec t = pb.self_tests[0];
+  t.method = "second";
+  t.expected = {ProgramBuilder::floats({4}, {10.5f, 19.f, 32.f, 40.f})};
+  pb.self_tests.push_back(t);
+  Collected c;
+  ASSERT_EQ(run(pb, &c), Error::Ok) << last_error_message();
+  ASSERT_EQ(c.records.size(), 2u);
+  EXPECT_STREQ(c.records[0].method, "forward");
+  EXPECT_STREQ(c.records[1].method, "second");
+  EXPECT_EQ(c.records[1].test, 1u);
+  EXPECT_TRUE(c.records[1].passed);
 }
 
 TEST_F(SelfTest, test_missing_method_is_not_found_in_the_record) {
