@@ -61,16 +61,25 @@ std::vector<NpyArray> read_all(const std::string& stem, const char* kind) {
   return arrays;
 }
 
+// What the frozen files run on: the portable kernels, the cpu backend and
+// the tern_test backend (each registration idempotent).
+void register_everything() {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  ASSERT_EQ(register_cpu_backend(), Error::Ok);
+  test::register_test_backend();
+}
+
 class FrozenFile : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_EQ(register_portable_kernels(), Error::Ok);
-    ASSERT_EQ(register_cpu_backend(), Error::Ok);
-    test::register_test_backend();
-  }
+  static void SetUpTestSuite() { register_everything(); }
 };
 
-TEST(FrozenFiles, test_each_format_version_has_frozen_files) {
+class FrozenFiles : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { register_everything(); }
+};
+
+TEST_F(FrozenFiles, test_each_format_version_has_frozen_files) {
   std::vector<std::string> files = frozen_files();
   auto has = [&](const char* dir) {
     return std::any_of(files.begin(), files.end(), [&](const std::string& f) { return f.find(dir) != std::string::npos; });
@@ -85,10 +94,7 @@ TEST(FrozenFiles, test_each_format_version_has_frozen_files) {
 // (tests/data/v1_3/make_metadata.py); the files older than it have none,
 // those written after it at most the exporter's own ("tern." keys: the
 // nodes a backend refused, python/tern/export.py REFUSALS_KEY).
-TEST(FrozenFiles, test_metadata_reads_back_as_written) {
-  ASSERT_EQ(register_portable_kernels(), Error::Ok);  // each idempotent
-  ASSERT_EQ(register_cpu_backend(), Error::Ok);
-  test::register_test_backend();
+TEST_F(FrozenFiles, test_metadata_reads_back_as_written) {
   for (const std::string& path : frozen_files()) {
     Module module;
     ASSERT_EQ(module.load(path.c_str(), Module::Options{Module::LoadMode::File, 1}), Error::Ok) << path;
@@ -116,10 +122,7 @@ TEST(FrozenFiles, test_metadata_reads_back_as_written) {
 // Program.self_tests as the exporter wrote them when they were new
 // (tests/data/v1_3/make_self_test.py): its four outputs pass; the other
 // frozen files bundle none.
-TEST(FrozenFiles, test_self_tests_run_as_written) {
-  ASSERT_EQ(register_portable_kernels(), Error::Ok);
-  ASSERT_EQ(register_cpu_backend(), Error::Ok);
-  test::register_test_backend();
+TEST_F(FrozenFiles, test_self_tests_run_as_written) {
   for (const std::string& path : frozen_files()) {
     Module module;
     ASSERT_EQ(module.load(path.c_str(), Module::Options{Module::LoadMode::File, 1}), Error::Ok) << path;
