@@ -397,7 +397,8 @@ def debug(model: Any, args: tuple[Any, ...], file: str | os.PathLike | None = No
     extra environment for tern-run."""
     import torch
 
-    import tern
+    from tern.export import export
+    from tern.runtime import load
 
     args = args if isinstance(args, tuple) else (args,)
     with tempfile.TemporaryDirectory() as tmp:
@@ -405,12 +406,12 @@ def debug(model: Any, args: tuple[Any, ...], file: str | os.PathLike | None = No
             dynamic_shapes = file_dynamic_shapes(file)
         if file is None or not backend:
             file = Path(tmp) / ("model.tern" if backend else "model-kernels.tern")
-            tern.export(model, args, dynamic_shapes, **({} if backend else {"partitioners": ()})).save(str(file))
+            export(model, args, dynamic_shapes, **({} if backend else {"partitioners": ()})).save(str(file))
         gm, values = reference_values(model, args, dynamic_shapes)
         directory = Path(keep) if keep is not None else Path(tmp) / "values"
         outs = dump_values(file, args, directory, runner, env)
         dumped = read_dump(directory)
-        on_backend = bool(tern.load(str(file), threads=1).backends())
+        on_backend = bool(load(str(file), threads=1).backends())
         report = compare(gm, values, dumped, threshold,
                          str(file) if backend else "the model exported again with kernels alone", on_backend)
         with torch.no_grad():

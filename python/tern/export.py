@@ -487,8 +487,13 @@ def check_loads(program: Program, gm: "torch.fx.GraphModule") -> bool:
     backend's own checks of its arguments) and raises ExportError with the
     runtime's reason, the op and the user's source line if it refuses: a
     model that exports also loads. False if this runtime cannot judge it
-    (ops or backends it lacks), True if it loads."""
-    import tern._runtime as _runtime
+    (ops or backends it lacks, or a package without its compiled runtime:
+    python/ of a checkout on PYTHONPATH, as make size runs it), True if it
+    loads."""
+    try:
+        import tern._runtime as _runtime
+    except ImportError:
+        return False
     from tern.graph import user_frame
     from tern.inspect import read_program
 
