@@ -452,8 +452,9 @@ Error Loader::begin_op(uint32_t oi, CpuOp* op) {
   TERN_CPU_CHECK(*this, k < kCpuOpKinds, "op %u: unknown kind %d", oi, int(o.kind_type()));
   op->kind = CpuOpKind(k);
   const int32_t out = o.out();
-  TERN_CPU_CHECK(*this, out >= -1 && int64_t(out) < int64_t(prog->values()->size()),
-                 "op %u: out value %d is not a value (or -1)", oi, int(out));
+  TERN_CPU_CHECK(*this, out >= -1, "op %u: out value %d is not a value (or -1)", oi, int(out));
+  TERN_CPU_CHECK(*this, int64_t(out) < int64_t(prog->values()->size()), "op %u: out value %d is not a value (of %u)",
+                 oi, int(out), prog->values()->size());
   op->out = out >= 0 ? &values[out] : nullptr;
   op->out_nhwc = o.out_nhwc();
   return Error::Ok;

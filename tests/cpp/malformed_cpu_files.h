@@ -47,6 +47,13 @@ inline AlignedBytes cpu_payload_op_out_out_of_range() {
   return cpu_file(cpu_payload(spec));
 }
 
+// The Copy op's `out` is -2 (-1 says none).
+inline AlignedBytes cpu_payload_op_out_negative() {
+  CpuPayloadSpec spec;
+  spec.op_out = -2;
+  return cpu_file(cpu_payload(spec));
+}
+
 inline AlignedBytes cpu_payload_input_index_out_of_range() {
   CpuPayloadSpec spec;
   spec.input_index = 3;

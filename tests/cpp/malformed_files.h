@@ -607,6 +607,7 @@ inline const std::vector<Recipe>& recipes() {
       {"cpu_payload_flatbuffer_overruns.tern", cpu_payload_flatbuffer_overruns},
       {"cpu_payload_op_value_out_of_range.tern", cpu_payload_op_value_out_of_range},
       {"cpu_payload_op_out_out_of_range.tern", cpu_payload_op_out_out_of_range},
+      {"cpu_payload_op_out_negative.tern", cpu_payload_op_out_negative},
       {"cpu_payload_input_index_out_of_range.tern", cpu_payload_input_index_out_of_range},
       {"cpu_payload_zero_dim_then_huge.tern", cpu_payload_zero_dim_then_huge},
       {"cpu_payload_output_is_delegate_input.tern", cpu_payload_output_is_delegate_input},
