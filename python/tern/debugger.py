@@ -388,8 +388,9 @@ def debug(model: Any, args: tuple[Any, ...], file: str | os.PathLike | None = No
 
     file: the .tern file (exported from `model`); None exports `model` now
     (tern.export's defaults). dynamic_shapes: torch.export's, as the file
-    was exported with (default: rebuilt from the Dims the file stores). backend=False exports `model` again with
-    kernels alone, whatever `file` is. threshold: max rel past which a value
+    was exported with (default: rebuilt from the Dims the file stores).
+    backend=False exports `model` again with kernels alone, whatever `file`
+    is. threshold: max rel past which a value
     is over (default 1e-3; 1e-2 for a quantized graph). runner: the tern-run
     to run the file with (default: the one beside this Python; on a device,
     run tern-run --dump-values there and pass its directory to `compare`).
@@ -414,8 +415,12 @@ def debug(model: Any, args: tuple[Any, ...], file: str | os.PathLike | None = No
         on_backend = bool(load(str(file), threads=1).backends())
         report = compare(gm, values, dumped, threshold,
                          str(file) if backend else "the model exported again with kernels alone", on_backend)
+        buffers = list(model.buffers()) if isinstance(model, torch.nn.Module) else []
+        saved = [b.detach().clone() for b in buffers]
         with torch.no_grad():
             eager = torch.utils._pytree.tree_leaves(model(*args))
+            for b, v in zip(buffers, saved):  # a forward that mutates its buffers leaves the model as it was
+                b.copy_(v)
         for o, e in zip(outs, eager):
             ref = _as_array(e)
             if ref is not None and o.size == ref.size:
