@@ -7,6 +7,7 @@
 #include "extension/module.h"
 #include "runtime/core/half_bits.h"
 #include "runtime/core/log.h"
+#include "runtime/core/sizes_text.h"
 
 namespace tern {
 namespace {
@@ -55,11 +56,8 @@ double integer_distance(int64_t a, int64_t b) {
 
 // "float32 [2, 3]"
 void shape_text(ScalarType t, const int64_t* sizes, int dim, char* out, size_t n) {
-  int k = snprintf(out, n, "%s [", scalar_type_name(t));
-  for (int d = 0; d < dim && k > 0 && static_cast<size_t>(k) < n; ++d) {
-    k += snprintf(out + k, n - static_cast<size_t>(k), "%s%lld", d ? ", " : "", (long long)sizes[d]);
-  }
-  if (k > 0 && static_cast<size_t>(k) < n) snprintf(out + k, n - static_cast<size_t>(k), "]");
+  char text[96];
+  snprintf(out, n, "%s %s", scalar_type_name(t), sizes_text(sizes, dim, text, sizeof(text)));
 }
 
 // The record of output k of test i before it is compared.

@@ -1,10 +1,12 @@
 // Small out-of-line pieces of runtime/core: names and the buffer loader.
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/core/data_loader.h"
 #include "runtime/core/error.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/scalar_type.h"
+#include "runtime/core/sizes_text.h"
 #include "runtime/core/tensor.h"
 
 namespace tern {
@@ -78,6 +80,19 @@ Result<const uint8_t*> BufferDataLoader::load(size_t offset, size_t size) {
     return Error::InvalidArgument;
   }
   return data_ + offset;
+}
+
+const char* sizes_text(const int64_t* sizes, int dim, char* buf, size_t size) {
+  size_t used = static_cast<size_t>(snprintf(buf, size, "["));
+  for (int d = 0; d < dim && used < size; ++d) {
+    used += static_cast<size_t>(snprintf(buf + used, size - used, "%s%lld", d ? ", " : "", (long long)sizes[d]));
+  }
+  if (used + 2 <= size) {
+    snprintf(buf + used, size - used, "]");
+  } else if (size >= 5) {
+    memcpy(buf + size - 5, "...]", 5);
+  }
+  return buf;
 }
 
 }  // namespace tern

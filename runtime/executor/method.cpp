@@ -1,33 +1,14 @@
 #include "runtime/executor/method.h"
 
-#include <cstdio>
 #include <cstring>
 
 #include "runtime/core/log.h"
+#include "runtime/core/sizes_text.h"
 #include "runtime/executor/arena_poison.h"
 #include "runtime/executor/method_internal.h"
 #include "schema/tern_generated.h"
 
 namespace tern {
-
-namespace {
-
-// "[1, 3, 224, 224]" into buf (cut short, "...]", when it does not fit).
-const char* sizes_text(const Tensor& t, char* buf, size_t size) {
-  size_t used = static_cast<size_t>(snprintf(buf, size, "["));
-  for (int d = 0; d < t.dim && used < size; ++d) {
-    used += static_cast<size_t>(snprintf(buf + used, size - used, "%s%lld", d ? ", " : "", (long long)t.sizes[d]));
-  }
-  if (used + 2 <= size) {
-    snprintf(buf + used, size - used, "]");
-  } else if (size >= 5) {
-    memcpy(buf + size - 5, "...]", 5);
-  }
-  return buf;
-}
-
-}  // namespace
-
 
 const DynamicShapes* dynamic_shapes = nullptr;
 
@@ -57,7 +38,8 @@ Error Method::set_input(size_t i, const Tensor& src) {
     const Tensor& t = values_[inputs_[i]].tensor;
     char want[96], got[96];
     TERN_LOG_ERROR("method '%s': input %zu must be %s%s, got %s%s", name_, i, scalar_type_name(t.dtype),
-                   sizes_text(t, want, sizeof(want)), scalar_type_name(src.dtype), sizes_text(src, got, sizeof(got)));
+                   sizes_text(t.sizes, t.dim, want, sizeof(want)), scalar_type_name(src.dtype),
+                   sizes_text(src.sizes, src.dim, got, sizeof(got)));
     return Error::InvalidArgument;
   }
   return set_input(i, src.data, src.nbytes());
